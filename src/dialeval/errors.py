@@ -1,0 +1,40 @@
+"""Errors a user can cause. The CLI prints them without a traceback; the web app answers 4xx."""
+
+from __future__ import annotations
+
+
+class DialevalError(Exception):
+    """Base of every error that a user can fix; the message says what is wrong and how to fix it."""
+
+
+class StudyFileError(DialevalError):
+    """A study file that cannot be read or does not validate."""
+
+
+class ImportFormatError(DialevalError):
+    """A file to import (or read) that is malformed: the message names the file, line and field."""
+
+    def __init__(self, path: str, message: str, line: int | None = None, field: str | None = None):
+        where = str(path)
+        if line is not None:
+            where += f", line {line}"
+        if field:
+            where += f", field '{field}'"
+        super().__init__(f"{where}: {message}")
+        self.path, self.line, self.field = path, line, field
+
+
+class BotError(DialevalError):
+    """A bot that could not answer. `kind` is one of: timeout, refused, client, server, malformed, config."""
+
+    def __init__(self, bot: str, kind: str, message: str):
+        super().__init__(f"bot '{bot}' {kind}: {message}")
+        self.bot, self.kind = bot, kind
+
+
+class JudgmentError(DialevalError):
+    """A submitted judgment that is malformed or out of range."""
+
+
+class StoreError(DialevalError):
+    """A database that cannot be opened or migrated."""

@@ -1,0 +1,109 @@
+"""Plain records that every part of dialeval passes around.
+
+Importers and generators produce them, the store saves and loads them, analysis turns them into
+DataFrames. They carry no database ids: `id` fields are the stable external ids (a conversation id
+from a data set, a worker hash, ...), unique within one study.
+
+Judgment values, per method (the contract between importers, the web app and the analysis):
+
+- acute:             {"winner": <conversation id chosen>, "loser": <conversation id>}
+                     unit.conversation_ids = [conv_a, conv_b]; unit.payload["speakers_to_eval"] = [bot_a, bot_b]
+- pairwise-turn:     {"turn": i (1-based bot turn), "chosen": <bot>, "other": <bot>}
+                     one judgment per bot turn; the unit's conversation holds both candidates per turn
+- single-model:      per turn: {"turn": i, "engaging": bool, "humanlike": bool, "interesting": bool}
+                     question = "turn"; at the end question = "dialog":
+                     {"engaging": 1..5, "humanlike": 1..5, "interesting": 1..5}
+- spot-the-bot:      {"segment_exchanges": k, "entity0": "human"|"bot"|"unsure", "entity1": ...,
+                      "decision_turn0": int|None, "decision_turn1": int|None,
+                      "fluency": 0|1|"tie", "sensibleness": 0|1|"tie", "specificity": 0|1|"tie"}
+                     (feature values name the entity that did better; None where not answered)
+- direct-assessment: {"robotic": 0..100, "interesting": ..., "fun": ..., "consistent": ...,
+                      "fluent": ..., "repetitive": ..., "topic": ...}   raw slider positions, negatives NOT reversed
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+DA_CRITERIA = ("robotic", "interesting", "fun", "consistent", "fluent", "repetitive", "topic")
+DA_NEGATIVE = ("robotic", "repetitive")
+SM_QUALITIES = ("engaging", "humanlike", "interesting")
+STB_FEATURES = ("fluency", "sensibleness", "specificity")
+
+
+@dataclass
+class Turn:
+    """One message. `speaker` is 'human', 'bot', or an entity label such as 'entity0'/'entity1'.
+
+    `bot` names the system that produced it (None for a person). A seed turn comes from a corpus
+    and is never attributed to a bot. `candidates` (PW-Turn) lists every bot's reply for this turn
+    as [{"bot": name, "text": ...}], and `chosen` is the index of the one that continued.
+    """
+
+    speaker: str
+    text: str
+    bot: str | None = None
+    is_seed: bool = False
+    candidates: list[dict[str, Any]] | None = None
+    chosen: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Conversation:
+    """An ordered list of turns. `bots` lists the systems in it, in entity order (entity0 first)."""
+
+    id: str
+    bots: list[str]
+    turns: list[Turn]
+    source: str = "import"  # self-chat | bot-bot | live | human | import
+    meta: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # set when generation failed; the turns so far are kept
+
+
+@dataclass
+class Annotator:
+    id: str
+    platform: str = "import"  # link | prolific | mturk | volunteer | simulated | import
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Unit:
+    """One piece of work shown to one annotator: a pair of conversations, a segment, a package, a chat."""
+
+    id: str
+    kind: str
+    conversation_ids: list[str] = field(default_factory=list)
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Judgment:
+    annotator_id: str
+    unit_id: str | None
+    question: str
+    value: Any
+    conversation_id: str | None = None
+    justification: str | None = None
+    elapsed_s: float | None = None
+    created_at: datetime | None = None
+    shown_order: list[str] | None = None  # what was shown left-to-right / in order
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Dataset:
+    """Everything one import or one generation run produces, ready for the store or for analysis."""
+
+    method: str
+    conversations: list[Conversation] = field(default_factory=list)
+    annotators: list[Annotator] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
+    judgments: list[Judgment] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def conversation_map(self) -> dict[str, Conversation]:
+        return {c.id: c for c in self.conversations}
