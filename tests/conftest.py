@@ -38,9 +38,24 @@ def postgres_url() -> str | None:
 
 @pytest.fixture
 def pg_url():
+    """A PostgreSQL URL whose search_path is a fresh schema, dropped after the test.
+
+    Tests (and parallel test runs) never see each other's tables.
+    """
     url = postgres_url()
     if not url:
         if in_ci():
             pytest.fail("DIALEVAL_TEST_POSTGRES_URL is not set; .ci/run sets it to the local server")
         pytest.skip("DIALEVAL_TEST_POSTGRES_URL not set")
-    return url
+    import uuid
+
+    import psycopg
+
+    plain = url.replace("postgresql+psycopg://", "postgresql://")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(plain, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in plain else "?"
+    yield f"{plain}{sep}options=-csearch_path%3D{schema}"
+    with psycopg.connect(plain, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")

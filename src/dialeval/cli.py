@@ -1,0 +1,302 @@
+"""The `dialeval` command: one verb per job. User errors print a message, never a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import METHODS
+from .errors import DialevalError
+
+app = typer.Typer(
+    name="dialeval",
+    help="Human evaluation of chatbots: make conversations, collect judgments, report the statistics.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def friendly(fn):
+    """Print DialevalError messages plainly and exit 2 (bad input) instead of showing a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except DialevalError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+# -- init ----------------------------------------------------------------------------------------------
+@app.command()
+@friendly
+def init(
+    method: str = typer.Argument(..., help=f"one of: {', '.join(METHODS)}"),
+    folder: Path = typer.Argument(..., help="the study folder to create"),
+    force: bool = typer.Option(False, "--force", help="overwrite an existing study.yaml"),
+) -> None:
+    """Write a commented example study file for a method.
+
+    Example: dialeval init acute my-study
+    """
+    from .config import STUDY_FILE, load_study
+
+    if method not in METHODS:
+        raise DialevalError(f"unknown method '{method}'; choose one of: {', '.join(METHODS)}")
+    target = folder / STUDY_FILE
+    if target.exists() and not force:
+        raise DialevalError(f"{target} exists already; pass --force to overwrite it")
+    folder.mkdir(parents=True, exist_ok=True)
+    text = resources.files("dialeval").joinpath(f"templates/{method}.yaml").read_text(encoding="utf-8")
+    text = text.replace(f"name: my-{method}-study", f"name: {folder.name}", 1)
+    target.write_text(text, encoding="utf-8")
+    load_study(target)  # the template must always validate
+    console.print(f"wrote {target}: edit it, then run [bold]dialeval generate {folder}[/]")
+
+
+# -- generate ------------------------------------------------------------------------------------------
+def _progress() -> Progress:
+    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=False)
+
+
+def _report_generation(result) -> None:
+    console.print(f"made {len(result.made)}, kept {len(result.skipped)} already made, failed {len(result.failed)}")
+    if result.failed:
+        table = Table("conversation", "why it failed", title="failed conversations (rerun to retry them)")
+        for cid, why in sorted(result.failed.items()):
+            table.add_row(cid, why)
+        console.print(table)
+
+
+@app.command()
+@friendly
+def generate(
+    study: Optional[Path] = typer.Argument(None, help="a study folder; omit to use --bots/--mode/-o"),
+    bots: Optional[str] = typer.Option(None, "--bots", help="comma-separated bot types (or the study's bot names)"),
+    mode: Optional[str] = typer.Option(None, "--mode", help="self-chat or bot-bot"),
+    n: Optional[int] = typer.Option(None, "-n", "--conversations", help="conversations per bot (self-chat) or pair"),
+    turns: Optional[int] = typer.Option(None, "--turns", help="turns per side"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="write conversations to this JSONL file"),
+    fmt: str = typer.Option("dialeval", "--format", help="output format: dialeval, parlai or openai"),
+    seed: int = typer.Option(0, "--seed"),
+    no_personas: bool = typer.Option(False, "--no-personas"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency"),
+) -> None:
+    """Generate the conversations a study asks for (self-chat or bot-bot), resumably.
+
+    Examples:
+      dialeval generate my-study
+      dialeval generate --bots retrieval,repeat --mode self-chat -n 5 --turns 6 -o chats.jsonl
+    """
+    from .bots.registry import build_bot
+    from .dialogue.generate import GenerationPlan, generate as run_generation
+
+    if study is not None:
+        from .study import open_study
+
+        opened = open_study(study)
+        cfg = opened.config
+        g = cfg.generation
+        chosen = bots.split(",") if bots else [b.name for b in cfg.bots if b.type not in ("degraded", "imported")]
+        plan = GenerationPlan(mode=mode or g.mode, bots=chosen, conversations=n or g.conversations,
+                              turns=turns or g.turns, personas=g.personas and not no_personas,
+                              seed_from_corpus=g.seed_from_corpus, human_conversations=g.human_conversations,
+                              concurrency=concurrency or g.concurrency, seed=cfg.seed)
+        if plan.mode == "none":
+            raise DialevalError(f"{study}: generation.mode is none; set it to self-chat or bot-bot (or import logs)")
+        bot_objects = {name: build_bot(name, cfg.bot(name).type, cfg.bot(name).options) for name in chosen}
+        existing = opened.store.conversation_status(opened.id)
+        sink = functools.partial(opened.store.save_conversation, opened.id)
+    else:
+        if not (bots and mode and output):
+            raise DialevalError("without a study folder, give --bots, --mode and -o (see dialeval generate --help)")
+        chosen = bots.split(",")
+        plan = GenerationPlan(mode=mode, bots=chosen, conversations=n or 10, turns=turns or 6,
+                              personas=not no_personas, concurrency=concurrency or 4, seed=seed)
+        bot_objects = {name: build_bot(name, name, {}) for name in chosen}
+        existing, sink = _file_sink(output, fmt)
+
+    total = len(plan.conversation_ids()) + len(plan.human_ids())
+    with _progress() as progress:
+        task = progress.add_task("conversations", total=total)
+        progress.advance(task, sum(1 for e in existing.values() if e is None))
+
+        def on_done(conversation) -> None:
+            sink(conversation)
+            progress.advance(task)
+
+        result = asyncio.run(run_generation(plan, bot_objects, existing=existing, on_done=on_done))
+    _report_generation(result)
+    if result.failed:
+        raise typer.Exit(1)
+
+
+def _file_sink(output: Path, fmt: str):
+    """Existing conversations of an output file (for resuming) and a function that appends one."""
+    from .formats.jsonl import append_conversation_jsonl, read_conversations_jsonl
+
+    if fmt != "dialeval":
+        # Other formats are written whole at the end; keep a dialeval JSONL beside them for resuming.
+        raise DialevalError(f"--format {fmt}: write dialeval JSONL first, then `dialeval convert` it")
+    existing: dict[str, str | None] = {}
+    if output.exists():
+        kept = [c for c in read_conversations_jsonl(output) if c.error is None]
+        existing = {c.id: None for c in kept}
+        output.write_text("", encoding="utf-8")  # failed ones are dropped and retried
+        for c in kept:
+            append_conversation_jsonl(output, c)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    return existing, functools.partial(append_conversation_jsonl, output)
+
+
+# -- import / export -----------------------------------------------------------------------------------
+IMPORT_FORMATS = ("dialogue-eval", "spot-the-bot", "parlai", "acute-pairings", "openai-messages", "dialeval")
+
+
+def _parse_renames(pairs: list[str]) -> dict[str, str]:
+    renames = {}
+    for pair in pairs:
+        old, sep, new = pair.partition("=")
+        if not sep or not old or not new:
+            raise DialevalError(f"--rename takes old=new, not {pair!r}")
+        renames[old] = new
+    return renames
+
+
+def read_import(fmt: str, path: Path, domain: str | None, renames: dict[str, str], method: str | None):
+    """Read an outside data set into a Dataset (the readers live in formats/)."""
+    from .records import Dataset
+
+    if not path.exists():
+        raise DialevalError(f"{path}: no such file or folder")
+    if fmt == "dialogue-eval":
+        from .formats.dialogue_eval import read_dialogue_eval_csv
+
+        dataset = read_dialogue_eval_csv(path)
+    elif fmt == "spot-the-bot":
+        from .formats.spot_the_bot import read_spot_the_bot
+
+        if not domain:
+            raise DialevalError("spot-the-bot imports need --domain (e.g. dailydialog or empathetic)")
+        return read_spot_the_bot(path, domain, rename=renames or None)
+    elif fmt == "parlai":
+        from .formats.parlai import read_parlai_conversations
+
+        dataset = Dataset(method=method or "acute", conversations=read_parlai_conversations(path))
+    elif fmt == "acute-pairings":
+        from .formats.acute_pairings import read_acute_pairings
+
+        dataset = read_acute_pairings(path)
+    elif fmt == "openai-messages":
+        from .formats.openai_messages import read_openai_messages
+
+        dataset = Dataset(method=method or "acute", conversations=read_openai_messages(path))
+    elif fmt == "dialeval":
+        from .formats.jsonl import read_conversations_jsonl
+
+        dataset = Dataset(method=method or "acute", conversations=read_conversations_jsonl(path))
+    else:
+        raise DialevalError(f"unknown import format '{fmt}'; choose one of: {', '.join(IMPORT_FORMATS)}")
+    if renames:
+        from .formats.rename import rename_systems
+
+        rename_systems(dataset, renames)
+    return dataset
+
+
+def dataset_systems(dataset) -> list[str]:
+    names: list[str] = []
+    for c in dataset.conversations:
+        for b in c.bots:
+            if b and b != "human" and b not in names:
+                names.append(b)
+    return names
+
+
+@app.command("import")
+@friendly
+def import_(
+    fmt: str = typer.Argument(..., metavar="FORMAT", help=f"one of: {', '.join(IMPORT_FORMATS)}"),
+    path: Path = typer.Argument(..., help="the file (or folder, for spot-the-bot) to import"),
+    study: Path = typer.Argument(..., help="the study folder to create or add to"),
+    domain: Optional[str] = typer.Option(None, "--domain", help="spot-the-bot: dailydialog or empathetic"),
+    rename: list[str] = typer.Option([], "--rename", help="relabel a system: old=new (repeatable)"),
+    method: Optional[str] = typer.Option(None, "--method", help="method of a conversations-only import"),
+) -> None:
+    """Import a published or outside data set into a study folder.
+
+    Examples:
+      dialeval import dialogue-eval Combined_Batches_305hits.csv de-run1
+      dialeval import spot-the-bot ../shared/data/spot-the-bot --domain dailydialog stb-dd
+    """
+    from .config import IMPORTED_BOT, STUDY_FILE, load_study
+    from .study import open_study, write_study_file
+
+    dataset = read_import(fmt, path, domain, _parse_renames(rename), method)
+    if (study / STUDY_FILE).exists():
+        existing = load_study(study)
+        if existing.method != dataset.method:
+            raise DialevalError(f"{study} holds a {existing.method} study; this import is {dataset.method}")
+    else:
+        systems = dataset_systems(dataset) or ["imported"]
+        write_study_file(study, {
+            "name": study.name,
+            "method": dataset.method,
+            "description": f"imported from {path}",
+            "bots": [{"name": s, "type": IMPORTED_BOT} for s in systems],
+            "imported_from": {"format": fmt, "path": str(path.resolve()), "domain": domain,
+                              "rename": _parse_renames(rename)},
+        })
+    opened = open_study(study)
+    try:
+        counts = opened.store.save_dataset(opened.id, dataset)
+    finally:
+        opened.close()
+    console.print(f"imported into {study}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+
+
+@app.command()
+@friendly
+def export(
+    study: Path = typer.Argument(..., help="a study folder"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="csv, jsonl or parquet (default: from -o)"),
+    output: Path = typer.Option(..., "-o", "--output", help="the file to write"),
+) -> None:
+    """Export every judgment as a tidy table: one row per judgment.
+
+    Example: dialeval export de-run1 --format csv -o judgments.csv
+    """
+    from .formats.tidy import export_judgments
+    from .study import open_study
+
+    opened = open_study(study)
+    try:
+        dataset = opened.store.load_dataset(opened.id)
+    finally:
+        opened.close()
+    export_judgments(dataset, output, fmt)
+    console.print(f"wrote {len(dataset.judgments)} judgments to {output}")
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

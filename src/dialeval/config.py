@@ -1,0 +1,252 @@
+"""Study files: YAML validated into typed config. An error names the file, the field and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from . import METHODS
+from .errors import StudyFileError
+from .questions import PRESETS
+
+STUDY_FILE = "study.yaml"
+IMPORTED_BOT = "imported"
+
+
+class _Strict(BaseModel):
+    # A misspelt key is an error, not silently ignored.
+    model_config = ConfigDict(extra="forbid")
+
+
+class BotConfig(_Strict):
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.+\-]+$")
+    type: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _options_fit_type(self) -> BotConfig:
+        if self.type == IMPORTED_BOT:  # a system known only from imported data; it cannot chat
+            return self
+        from .bots.registry import validate_bot_options  # the bots know their own options
+
+        validate_bot_options(self.type, self.options, name=self.name)
+        return self
+
+
+class GenerationConfig(_Strict):
+    """How conversations are made before annotation (ACUTE self-chats, Spot The Bot bot-bot chats)."""
+
+    mode: Literal["self-chat", "bot-bot", "none"] = "none"
+    conversations: int = Field(10, ge=1, le=100_000, description="per bot (self-chat) or per bot pair (bot-bot)")
+    turns: int = Field(6, ge=1, le=100, description="turns per side")
+    personas: bool = True
+    seed_from_corpus: bool = True
+    corpus: str | None = None
+    concurrency: int = Field(4, ge=1, le=256)
+    human_conversations: int = Field(0, ge=0, description="human-human corpus conversations mixed in")
+
+
+class QuestionConfig(_Strict):
+    id: str
+    text: str | None = None  # None: the preset of that id
+    choice: str | None = None
+
+
+class OnboardingConfig(_Strict):
+    enabled: bool = True
+    on_fail: Literal["block", "flag"] = "block"
+    tries: int = Field(1, ge=1, le=5)
+
+
+class AnnotationConfig(_Strict):
+    units_per_annotator: int = Field(5, ge=1)
+    annotations_per_unit: int = Field(1, ge=1)
+    expire_minutes: float = Field(30, gt=0)
+    require_justification: bool = True
+    min_justification_words: int = Field(2, ge=0)
+
+
+class QualityConfig(_Strict):
+    worker_filters: bool = True
+    offensive_words: str | None = None  # a file of one word per line, replacing the default list
+    drop_never_justifies: bool = True
+
+
+class RecruitmentConfig(_Strict):
+    platform: Literal["link", "prolific", "mturk", "volunteer"] = "link"
+    completion_code: str | None = None
+    mturk_sandbox: bool = True
+
+
+class PagesConfig(_Strict):
+    title: str | None = None
+    consent: str = ("You are invited to take part in a research study on chatbots. Your answers are stored "
+                    "without your name. You may stop at any time.")
+    instructions: str | None = None
+
+
+class AdaptiveConfig(_Strict):
+    enabled: bool = False
+    stopping: Literal["none", "confidence-sequence"] = "confidence-sequence"
+    alpha: float = Field(0.05, gt=0, lt=0.5)
+    selection: Literal["uniform", "variance-reduction", "rank-overlap"] = "uniform"
+
+
+class AcuteOptions(_Strict):
+    comparisons_per_unit: int = Field(5, ge=1, le=50)
+    annotations_per_pair: int = Field(50, ge=1, description="target judgments per bot pair and question")
+    pairs: list[tuple[str, str]] | None = None  # default: every pair of bots
+    onboarding_weak_bot: str | None = None
+
+
+class PairwiseTurnOptions(_Strict):
+    pairs: list[tuple[str, str]] | None = None
+    bot_turns: int = Field(6, ge=1, le=30)
+    first_message: str = "Hi!"
+    conversations_per_pair: int = Field(50, ge=1)
+
+
+class SingleModelOptions(_Strict):
+    bot_turns: int = Field(6, ge=1, le=30)
+    first_message: str = "Hi!"
+    conversations_per_bot: int = Field(50, ge=1)
+
+
+class SpotTheBotOptions(_Strict):
+    segment_exchanges: list[int] = Field(default_factory=lambda: [2, 3, 5])
+    bot_segments_per_package: int = Field(20, ge=1)
+    human_segments_per_package: int = Field(5, ge=0)
+    packages_per_annotator: int = Field(3, ge=1)
+    annotations_per_segment: int = Field(2, ge=1)
+
+    @field_validator("segment_exchanges")
+    @classmethod
+    def _increasing(cls, value: list[int]) -> list[int]:
+        if not value or sorted(set(value)) != value or value[0] < 1:
+            raise ValueError("must be increasing positive exchange counts, e.g. [2, 3, 5]")
+        return value
+
+
+class DirectAssessmentOptions(_Strict):
+    min_inputs: int = Field(10, ge=1)
+    qc_bot: str = "qc"
+    topic: Literal["free", "icebreaker"] = "free"
+    hits_per_annotator: int = Field(1, ge=1)
+
+
+PROTOCOL_OPTIONS: dict[str, type[BaseModel]] = {
+    "acute": AcuteOptions,
+    "pairwise-turn": PairwiseTurnOptions,
+    "single-model": SingleModelOptions,
+    "spot-the-bot": SpotTheBotOptions,
+    "direct-assessment": DirectAssessmentOptions,
+}
+
+
+class StudyConfig(_Strict):
+    name: str = Field(min_length=1, max_length=200)
+    method: Literal["acute", "pairwise-turn", "single-model", "spot-the-bot", "direct-assessment"]
+    description: str = ""
+    seed: int = 0
+    database: str | None = None  # None: dialeval.db in the study folder (or $DIALEVAL_DATABASE_URL)
+    bots: list[BotConfig] = Field(min_length=1)
+    generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    questions: list[QuestionConfig] = Field(default_factory=list)
+    onboarding: OnboardingConfig = Field(default_factory=OnboardingConfig)
+    annotation: AnnotationConfig = Field(default_factory=AnnotationConfig)
+    quality: QualityConfig = Field(default_factory=QualityConfig)
+    recruitment: RecruitmentConfig = Field(default_factory=RecruitmentConfig)
+    pages: PagesConfig = Field(default_factory=PagesConfig)
+    adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
+    protocol: dict[str, Any] = Field(default_factory=dict)
+    imported_from: dict[str, Any] | None = None  # {format, path, ...} for a study made by `dialeval import`
+
+    @model_validator(mode="after")
+    def _consistent(self) -> StudyConfig:
+        names = [b.name for b in self.bots]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"bot names must be unique; repeated: {', '.join(duplicates)}")
+        presets = PRESETS.get(self.method, {})
+        for q in self.questions:
+            if q.text is None and q.id not in presets:
+                allowed = ", ".join(presets) or "none for this method"
+                raise ValueError(f"question '{q.id}' has no text and is not a preset (presets: {allowed})")
+        try:
+            options = self.options  # validates the protocol block for this method
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ValueError(f"protocol.{_location(first['loc'])}: {first['msg']}") from None
+        for pair in getattr(options, "pairs", None) or []:
+            for bot in pair:
+                if bot not in names:
+                    raise ValueError(f"protocol.pairs names bot '{bot}', which is not in bots ({', '.join(names)})")
+        return self
+
+    @property
+    def options(self) -> Any:
+        """The method's own options (AcuteOptions, SpotTheBotOptions, ...), defaults filled in."""
+        return PROTOCOL_OPTIONS[self.method].model_validate(self.protocol)
+
+    def bot(self, name: str) -> BotConfig:
+        for b in self.bots:
+            if b.name == name:
+                return b
+        raise StudyFileError(f"study '{self.name}' has no bot '{name}' (bots: {', '.join(b.name for b in self.bots)})")
+
+
+def _location(loc: tuple) -> str:
+    return ".".join(str(part) for part in loc if not (isinstance(part, str) and part.startswith("function-")))
+
+
+def format_validation_error(path: str | Path, error: ValidationError) -> str:
+    lines = [f"{path}: the study file is not valid:"]
+    for e in error.errors():
+        where = _location(e["loc"]) or "(top level)"
+        message = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            message = "unknown field (check the spelling; `dialeval init METHOD DIR` writes a commented example)"
+        lines.append(f"  - {where}: {message}")
+    return "\n".join(lines)
+
+
+def parse_study(data: Any, path: str | Path = "<study>") -> StudyConfig:
+    from .errors import BotError
+
+    if not isinstance(data, dict):
+        raise StudyFileError(f"{path}: a study file is a YAML mapping (name:, method:, bots: ...), not "
+                             f"{type(data).__name__}")
+    if data.get("method") in METHODS and isinstance(data.get("protocol"), dict):
+        try:  # check the method block here so its errors say protocol.<field>
+            PROTOCOL_OPTIONS[data["method"]].model_validate(data["protocol"])
+        except ValidationError as exc:
+            raise StudyFileError(format_validation_error(path, exc).replace("  - ", "  - protocol.")) from None
+    try:
+        return StudyConfig.model_validate(data)
+    except ValidationError as exc:
+        raise StudyFileError(format_validation_error(path, exc)) from None
+    except BotError as exc:
+        raise StudyFileError(f"{path}: {exc}") from None
+
+
+def study_file(path: str | Path) -> Path:
+    """A study folder or its study.yaml -> the study.yaml path."""
+    p = Path(path)
+    return p / STUDY_FILE if p.is_dir() or p.suffix not in {".yaml", ".yml"} else p
+
+
+def load_study(path: str | Path) -> StudyConfig:
+    file = study_file(path)
+    if not file.exists():
+        raise StudyFileError(f"{file}: no study file here; create one with `dialeval init METHOD {Path(path)}`")
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise StudyFileError(f"{file}{where}: not valid YAML: {problem}") from None
+    return parse_study(data, file)

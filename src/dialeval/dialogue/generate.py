@@ -1,0 +1,174 @@
+"""Conversation generation: self-chat (one bot, both roles) and bot-bot (every pair of bots).
+
+Every conversation gets a deterministic id and its own random stream derived from (seed, id), so a
+rerun skips what exists and regenerates only what is missing or failed, with the same result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..bots.base import Bot, BotContext, ChatMessage
+from ..errors import DialevalError
+from ..records import Conversation, Turn
+
+ENTITIES = ("entity0", "entity1")
+
+
+@dataclass
+class GenerationPlan:
+    """What to generate. `conversations` is per bot (self-chat) or per pair (bot-bot)."""
+
+    mode: str  # self-chat | bot-bot
+    bots: Sequence[str]
+    conversations: int = 10
+    turns: int = 6  # per side, not counting the seed exchange
+    personas: bool = True
+    seed_from_corpus: bool = True
+    human_conversations: int = 0
+    concurrency: int = 4
+    seed: int = 0
+
+    def conversation_ids(self) -> list[tuple[str, list[str]]]:
+        """(id, bots in entity order) for every conversation of the plan, bots not yet coin-flipped."""
+        if self.mode == "self-chat":
+            return [(f"selfchat-{b}-{k:04d}", [b, b]) for b in self.bots for k in range(self.conversations)]
+        if self.mode == "bot-bot":
+            if len(self.bots) < 2:
+                raise DialevalError("bot-bot generation needs at least two bots")
+            return [(f"botbot-{a}-{b}-{k:04d}", [a, b])
+                    for a, b in itertools.combinations(self.bots, 2) for k in range(self.conversations)]
+        raise DialevalError(f"unknown generation mode {self.mode!r}: use self-chat or bot-bot")
+
+    def human_ids(self) -> list[str]:
+        return [f"human-{k:04d}" for k in range(self.human_conversations)]
+
+
+@dataclass
+class GenerationResult:
+    made: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # id -> why
+
+
+def conversation_rng(seed: int, conversation_id: str) -> random.Random:
+    # str seeds are hashed with SHA-512 by random.seed, so this is stable across processes.
+    return random.Random(f"{seed}:{conversation_id}")
+
+
+def _seed_turns(rng: random.Random, corpus) -> tuple[list[Turn], str | None]:
+    from ..corpus import first_exchange
+
+    conv_id, (first, second) = first_exchange(rng, corpus)
+    return ([Turn(ENTITIES[0], first, is_seed=True, meta={"corpus_id": conv_id}),
+             Turn(ENTITIES[1], second, is_seed=True, meta={"corpus_id": conv_id})], conv_id)
+
+
+def _history_for(turns: list[Turn], speaker: str) -> list[ChatMessage]:
+    """The conversation from one side's point of view: its own turns are the assistant's."""
+    return [ChatMessage(role="assistant" if t.speaker == speaker else "user", text=t.text) for t in turns]
+
+
+async def chat(
+    conversation_id: str,
+    bots: Sequence[Bot],
+    turns_per_side: int,
+    rng: random.Random,
+    corpus=None,
+    personas: list[list[str]] | None = None,
+    source: str = "bot-bot",
+) -> Conversation:
+    """Let two bots (or one bot twice) talk; entity0 speaks first after the seed exchange.
+
+    A bot error stops this conversation, keeps its turns so far and records why in `error`.
+    """
+    turns: list[Turn] = []
+    meta: dict = {"personas": personas or [[], []]}
+    if corpus is not None:
+        seed_turns, corpus_id = _seed_turns(rng, corpus)
+        turns.extend(seed_turns)
+        meta["seed_corpus_id"] = corpus_id
+    conversation = Conversation(id=conversation_id, bots=[b.name for b in bots], turns=turns, source=source,
+                                meta=meta)
+    for step in range(2 * turns_per_side):
+        side = step % 2
+        speaker, bot = ENTITIES[side], bots[side]
+        context = BotContext(persona=(personas or [[], []])[side], conversation_id=conversation_id,
+                             seed=rng.randrange(2**31))
+        try:
+            text = await bot.reply(_history_for(turns, speaker), context)
+        except DialevalError as exc:
+            conversation.error = str(exc)
+            return conversation
+        turns.append(Turn(speaker, text, bot=bot.name))
+    return conversation
+
+
+def human_conversation(conversation_id: str, rng: random.Random, corpus, turns_per_side: int) -> Conversation:
+    """A human-human conversation of the corpus, cut to the same length as the bot conversations."""
+    from ..corpus import random_conversation
+
+    source = random_conversation(rng, corpus)
+    texts = source.turns[: 2 * turns_per_side + 2]
+    return Conversation(
+        id=conversation_id, bots=["human", "human"], source="human",
+        turns=[Turn(ENTITIES[i % 2], t) for i, t in enumerate(texts)], meta={"corpus_id": source.id},
+    )
+
+
+async def generate(
+    plan: GenerationPlan,
+    bots: dict[str, Bot],
+    existing: dict[str, str | None] | None = None,
+    on_done: Callable[[Conversation], None] | None = None,
+    corpus=None,
+) -> GenerationResult:
+    """Generate the plan's conversations, skipping ids in `existing` that have no error.
+
+    `on_done` is called with each finished conversation (failed ones too, with `error` set) as soon
+    as it is ready, so the caller can store it before the next one finishes.
+    """
+    from .. import personas as persona_lib
+    from ..corpus import load_corpus
+
+    existing = existing or {}
+    result = GenerationResult()
+    if corpus is None and (plan.seed_from_corpus or plan.human_conversations):
+        corpus = load_corpus()
+    limit = asyncio.Semaphore(plan.concurrency)
+
+    async def one(conversation_id: str, pair: list[str]) -> None:
+        rng = conversation_rng(plan.seed, conversation_id)
+        if plan.mode == "bot-bot" and rng.random() < 0.5:  # who speaks first: a seeded coin flip
+            pair = [pair[1], pair[0]]
+        personas = [persona_lib.sample_persona(rng, 2), persona_lib.sample_persona(rng, 2)] if plan.personas else None
+        async with limit:
+            conv = await chat(conversation_id, [bots[pair[0]], bots[pair[1]]], plan.turns, rng,
+                              corpus if plan.seed_from_corpus else None, personas, source=plan.mode)
+        if conv.error:
+            result.failed[conversation_id] = conv.error
+        else:
+            result.made.append(conversation_id)
+        if on_done:
+            on_done(conv)
+
+    tasks = []
+    for conversation_id, pair in plan.conversation_ids():
+        if conversation_id in existing and existing[conversation_id] is None:
+            result.skipped.append(conversation_id)
+            continue
+        tasks.append(one(conversation_id, pair))
+    for conversation_id in plan.human_ids():
+        if conversation_id in existing and existing[conversation_id] is None:
+            result.skipped.append(conversation_id)
+            continue
+        conv = human_conversation(conversation_id, conversation_rng(plan.seed, conversation_id), corpus, plan.turns)
+        result.made.append(conversation_id)
+        if on_done:
+            on_done(conv)
+    await asyncio.gather(*tasks)
+    return result

@@ -1,0 +1,47 @@
+"""A study is a folder: study.yaml, its database (dialeval.db by default), generated files, reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .config import STUDY_FILE, StudyConfig, load_study, parse_study
+from .store import Store
+from .store.schema import Study
+
+
+@dataclass
+class OpenStudy:
+    folder: Path
+    config: StudyConfig
+    store: Store
+    row: Study
+
+    @property
+    def id(self) -> int:
+        return self.row.id
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def open_study(path: str | Path) -> OpenStudy:
+    """Load the study file, open (and migrate) its database, and register the study and its bots."""
+    config = load_study(path)
+    folder = Path(path) if Path(path).is_dir() else Path(path).parent
+    store = Store.for_study_dir(folder, config.database)
+    row = store.ensure_study(config.name, config.method, config.model_dump(mode="json"))
+    for bot in config.bots:
+        store.upsert_bot(row.id, bot.name, bot.type, bot.options)
+    return OpenStudy(folder=folder, config=config, store=store, row=row)
+
+
+def write_study_file(folder: str | Path, data: dict) -> StudyConfig:
+    """Validate and write a study.yaml (used by imports, which make a study folder from a data set)."""
+    folder = Path(folder)
+    config = parse_study(data, folder / STUDY_FILE)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / STUDY_FILE).write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return config

@@ -1,0 +1,140 @@
+"""The store on a real SQLite file and on the real PostgreSQL server."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from sqlalchemy import text
+
+from dialeval.errors import StoreError
+from dialeval.records import Annotator, Conversation, Dataset, Judgment, Turn, Unit
+from dialeval.store import Store
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'dialeval.db'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+    s = Store(url)
+    yield s
+    s.close()
+
+
+def small_dataset() -> Dataset:
+    conv = Conversation(
+        id="c1", bots=["alpha", "beta"], source="bot-bot",
+        turns=[Turn("entity0", "hello", is_seed=True), Turn("entity1", "hi there", bot="beta"),
+               Turn("entity0", "pick me", bot="alpha", candidates=[{"bot": "alpha", "text": "pick me"},
+                                                                     {"bot": "beta", "text": "no me"}], chosen=0)],
+        meta={"personas": [["I like tea."], ["I run."]]},
+    )
+    return Dataset(
+        method="spot-the-bot",
+        conversations=[conv, Conversation(id="c2", bots=["human", "human"], turns=[Turn("entity0", "yo")],
+                                          source="human")],
+        annotators=[Annotator("w1", platform="mturk")],
+        units=[Unit("p1", "stb-package", ["c1", "c2"], {"segments": [{"conversation_id": "c1", "exchanges": 2}]})],
+        judgments=[Judgment("w1", "p1", "segment", {"entity0": "bot", "entity1": "human"}, conversation_id="c1",
+                            elapsed_s=12.5, shown_order=["c1"])],
+    )
+
+
+def test_dataset_round_trip(store):
+    study = store.ensure_study("s1", "spot-the-bot", {"x": 1})
+    counts = store.save_dataset(study.id, small_dataset())
+    assert counts == {"conversations": 2, "annotators": 1, "units": 1, "judgments": 1}
+    loaded = store.load_dataset(study.id)
+    assert loaded.method == "spot-the-bot"
+    c1 = loaded.conversation_map()["c1"]
+    assert [t.text for t in c1.turns] == ["hello", "hi there", "pick me"]
+    assert c1.turns[0].is_seed and c1.turns[1].bot == "beta"
+    assert c1.turns[2].candidates[1]["text"] == "no me" and c1.turns[2].chosen == 0
+    assert c1.meta["personas"][1] == ["I run."]
+    j = loaded.judgments[0]
+    assert (j.annotator_id, j.unit_id, j.conversation_id, j.elapsed_s) == ("w1", "p1", "c1", 12.5)
+    assert j.value == {"entity0": "bot", "entity1": "human"} and j.shown_order == ["c1"]
+    # Re-importing keeps what exists (no duplicate conversations) and adds judgments.
+    again = store.save_dataset(study.id, small_dataset())
+    assert again["conversations"] == 0 and again["judgments"] == 1
+
+
+def test_failed_import_stores_nothing(store):
+    study = store.ensure_study("s2", "acute")
+    bad = small_dataset()
+    bad.judgments.append(Judgment("nobody", None, "q", {}))
+    with pytest.raises(StoreError, match="unknown annotator 'nobody'"):
+        store.save_dataset(study.id, bad)
+    assert store.counts(study.id) == {"conversations": 0, "annotators": 0, "units": 0, "judgments": 0}
+
+
+def test_judgment_resubmission_is_harmless(store):
+    study = store.ensure_study("s3", "acute")
+    ann = store.get_or_create_annotator(study.id, "w9", "prolific")
+    first = store.add_judgment(study.id, ann.id, "preference", {"winner": "a"}, client_request_id="req-1")
+    second = store.add_judgment(study.id, ann.id, "preference", {"winner": "a"}, client_request_id="req-1")
+    assert first[1] is True and second == (first[0], False)
+    other = store.get_or_create_annotator(study.id, "w10")
+    third = store.add_judgment(study.id, other.id, "preference", {"winner": "b"}, client_request_id="req-1")
+    assert third[1] is True  # request ids are per annotator
+    assert store.counts(study.id)["judgments"] == 2
+
+
+def test_concurrent_identical_submissions_store_one(store):
+    study = store.ensure_study("s4", "acute")
+    ann = store.get_or_create_annotator(study.id, "w1")
+    results = []
+
+    def submit():
+        results.append(store.add_judgment(study.id, ann.id, "q", {"v": 1}, client_request_id="same"))
+
+    threads = [threading.Thread(target=submit) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({r[0] for r in results}) == 1
+    assert sum(created for _, created in results) == 1
+    assert store.counts(study.id)["judgments"] == 1
+
+
+def test_annotator_flagged_not_deleted(store):
+    study = store.ensure_study("s5", "acute")
+    ann = store.get_or_create_annotator(study.id, "w1")
+    store.add_judgment(study.id, ann.id, "q", {"v": 1})
+    store.set_annotator_status(ann.id, "flagged", ["average message < 3 words"])
+    data = store.load_dataset(study.id)
+    assert data.annotators[0].meta["status"] == "flagged"
+    assert data.annotators[0].meta["qc"]["reasons"] == ["average message < 3 words"]
+    assert len(data.judgments) == 1
+
+
+def test_live_turns_append_in_order(store):
+    study = store.ensure_study("s6", "single-model")
+    store.save_conversation(study.id, Conversation(id="live-1", bots=["eliza"], turns=[], source="live"))
+    assert store.append_turn(study.id, "live-1", Turn("human", "Hi!")) == 0
+    assert store.append_turn(study.id, "live-1", Turn("bot", "Hello.", bot="eliza")) == 1
+    conv = store.get_conversation(study.id, "live-1")
+    assert [t.speaker for t in conv.turns] == ["human", "bot"]
+
+
+def test_study_method_is_fixed(store):
+    store.ensure_study("s7", "acute")
+    with pytest.raises(StoreError, match="already holds a acute study"):
+        store.ensure_study("s7", "spot-the-bot")
+
+
+def test_sqlite_pragmas(tmp_path):
+    s = Store(f"sqlite:///{tmp_path / 'x.db'}")
+    with s.engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+        assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 30000
+    s.close()
+
+
+def test_unreachable_postgres_is_a_clear_error():
+    with pytest.raises(StoreError, match="cannot open the database"):
+        Store("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
