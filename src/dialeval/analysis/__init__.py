@@ -1,0 +1,32 @@
+"""Analysis per method: a Dataset in, the report dict (the JSON contract of README.md) out.
+
+Each method's module converts judgments to DataFrames and calls the pure statistics in stats/.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from ..errors import DialevalError
+from ..records import Dataset
+
+# method -> (module, function)
+ANALYSES = {
+    "acute": ("acute", "analyze_acute"),
+    "pairwise-turn": ("pairwise_turn", "analyze_pairwise_turn"),
+    "single-model": ("single_model", "analyze_single_model"),
+    "spot-the-bot": ("spot_the_bot", "analyze_spot_the_bot"),
+    "direct-assessment": ("direct_assessment", "analyze_direct_assessment"),
+}
+
+
+def analyze(dataset: Dataset, **options: Any) -> dict[str, Any]:
+    """The method's full report dict for a data set (imported or collected)."""
+    if dataset.method not in ANALYSES:
+        raise DialevalError(f"no analysis for method '{dataset.method}'")
+    module, function = ANALYSES[dataset.method]
+    analyze_method = getattr(import_module(f"{__name__}.{module}"), function)
+    report = analyze_method(dataset, **options)
+    report.setdefault("method", dataset.method)
+    return report
