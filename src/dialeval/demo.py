@@ -1,0 +1,94 @@
+"""The demo: one small study of every method with the bundled bots, ready to serve or simulate.
+
+Everything works offline: the bots are the bundled retrieval, ELIZA, repeat and degraded bots, the
+seed conversations come from the bundled chitchat corpus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from pathlib import Path
+from typing import Any
+
+from . import METHODS
+
+DEMO_BOTS = [
+    {"name": "retrieval", "type": "retrieval"},
+    {"name": "eliza", "type": "eliza"},
+    {"name": "repeat", "type": "repeat"},
+]
+
+# Small enough to generate in seconds and to be completed by a simulated crowd in a minute or two.
+DEMO_STUDIES: dict[str, dict[str, Any]] = {
+    "acute": {
+        "bots": DEMO_BOTS,
+        "generation": {"mode": "self-chat", "conversations": 8, "turns": 4},
+        "questions": [{"id": "preference"}],
+        "annotation": {"units_per_annotator": 1},
+        "protocol": {"comparisons_per_unit": 3, "annotations_per_pair": 20, "onboarding_weak_bot": "repeat"},
+    },
+    "pairwise-turn": {
+        "bots": DEMO_BOTS[:2],
+        "questions": [{"id": "preference"}],
+        "onboarding": {"enabled": True, "on_fail": "block", "tries": 2},
+        "protocol": {"bot_turns": 6, "conversations_per_pair": 20},
+    },
+    "single-model": {
+        "bots": DEMO_BOTS,
+        "protocol": {"bot_turns": 6, "conversations_per_bot": 10},
+    },
+    "spot-the-bot": {
+        "bots": DEMO_BOTS,
+        "generation": {"mode": "bot-bot", "conversations": 6, "turns": 5, "human_conversations": 6},
+        "protocol": {"segment_exchanges": [2, 3, 5], "bot_segments_per_package": 8, "human_segments_per_package": 2,
+                     "packages_per_annotator": 2, "annotations_per_segment": 2},
+    },
+    "direct-assessment": {
+        "bots": [*DEMO_BOTS, {"name": "qc", "type": "degraded", "options": {"seed": 7}}],
+        "protocol": {"min_inputs": 10, "qc_bot": "qc", "topic": "free", "hits_per_annotator": 1},
+    },
+}
+
+
+def demo_study_data(method: str, seed: int = 1) -> dict[str, Any]:
+    data = {"name": f"demo-{method}", "method": method, "seed": seed,
+            "description": f"dialeval demo study of {method} with the bundled bots",
+            **copy.deepcopy(DEMO_STUDIES[method])}
+    data["pages"] = {"title": f"dialeval demo: {method}"}
+    return data
+
+
+def create_demo(out: str | Path, methods: tuple[str, ...] = METHODS, seed: int = 1, progress=None) -> list[Path]:
+    """Write the demo study folders under `out` and generate their conversations (resumably)."""
+    from .bots.registry import build_bot
+    from .dialogue.generate import GenerationPlan, generate
+    from .study import open_study, write_study_file
+
+    folders = []
+    for method in methods:
+        folder = Path(out) / method
+        if not (folder / "study.yaml").exists():
+            write_study_file(folder, demo_study_data(method, seed))
+        opened = open_study(folder)
+        try:
+            g = opened.config.generation
+            if g.mode != "none":
+                names = [b.name for b in opened.config.bots if b.type != "degraded"]
+                plan = GenerationPlan(mode=g.mode, bots=names, conversations=g.conversations, turns=g.turns,
+                                      personas=g.personas, seed_from_corpus=g.seed_from_corpus,
+                                      human_conversations=g.human_conversations, concurrency=g.concurrency,
+                                      seed=opened.config.seed)
+                bots = {n: build_bot(n, opened.config.bot(n).type, opened.config.bot(n).options) for n in names}
+                existing = opened.store.conversation_status(opened.id)
+
+                def on_done(conversation, opened=opened):
+                    opened.store.save_conversation(opened.id, conversation)
+                    if progress:
+                        progress(method, conversation)
+
+                asyncio.run(generate(plan, bots, existing=existing, on_done=on_done))
+        finally:
+            opened.close()
+        folders.append(folder)
+    return folders
