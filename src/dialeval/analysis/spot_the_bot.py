@@ -1,0 +1,254 @@
+"""Analyse a Spot The Bot data set (paper 001) into the JSON report contract.
+
+Entry point: :func:`analyze_spot_the_bot`. The frames it builds are public too:
+
+- :func:`annotation_frame`: one row per annotated segment (the input of :mod:`dialeval.stats.spot_the_bot`);
+- :func:`survival_frame`: one row per (annotation, entity): the interval (lower, upper] of the
+  "spotted" event in exchanges and the feature covariates of that entity.
+
+Survival (Turnbull curves, generalized log-rank test, Cox models) comes from
+``dialeval.stats.survival`` when it is importable; otherwise those parts stay empty with a note.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dialeval.records import STB_FEATURES, Dataset
+from dialeval.stats import ranking
+from dialeval.stats import spot_the_bot as stb
+
+HUMAN = "human"
+
+
+def annotation_frame(dataset: Dataset) -> pd.DataFrame:
+    """One row per spot-the-bot judgment: ``annotation_id, annotator, conversation_id, package_id,
+    exchanges, system0, system1, label0, label1, fluency, sensibleness, specificity, elapsed_s,
+    bot_bot`` (``bot_bot``: neither entity is a person)."""
+    conversations = dataset.conversation_map()
+    rows = []
+    for j in dataset.judgments:
+        v = j.value
+        if not isinstance(v, dict) or "entity0" not in v:
+            continue
+        conv = conversations.get(j.conversation_id)
+        if conv is None:
+            bots = list(j.shown_order or [None, None])
+        else:
+            bots = list(conv.bots)
+        rows.append(
+            {
+                "annotation_id": j.meta.get("annotation_id"),
+                "annotator": j.annotator_id,
+                "conversation_id": j.conversation_id,
+                "package_id": j.meta.get("package_id", j.unit_id),
+                "exchanges": v.get("segment_exchanges"),
+                "system0": bots[0],
+                "system1": bots[1],
+                "label0": v["entity0"],
+                "label1": v["entity1"],
+                **{f: v.get(f) for f in STB_FEATURES},
+                "elapsed_s": j.elapsed_s,
+            }
+        )
+    columns = ["annotation_id", "annotator", "conversation_id", "package_id", "exchanges", "system0", "system1",
+               "label0", "label1", *STB_FEATURES, "elapsed_s"]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["bot_bot"] = (frame["system0"] != HUMAN) & (frame["system1"] != HUMAN)
+    return frame
+
+
+def _covariate(winner: Any, entity: int) -> int:
+    """+1 if ``entity`` did better, -1 if worse, 0 for a tie (or no answer)."""
+    if winner is None or isinstance(winner, (str, bool)) or (isinstance(winner, float) and math.isnan(winner)):
+        return 0
+    return 1 if int(winner) == entity else -1
+
+
+def survival_frame(dataset: Dataset | pd.DataFrame, include_human: bool = False) -> pd.DataFrame:
+    """One row per (annotation, entity): ``system, lower, upper, fluency, sensibleness, specificity,
+    spotted, exchanges, label, conversation_id, annotator``.
+
+    With k the segment length in exchanges: labelled "bot" => spotted, the event happened in
+    (0, k] (``lower = 0, upper = k``, interval-censored); "human"/"unsure" => survived at least k
+    exchanges (``lower = k, upper = inf``, right-censored). Features: +1 the entity did better than
+    the other, 0 tie, -1 worse. Entities that are people are left out unless ``include_human``.
+    """
+    frame = dataset if isinstance(dataset, pd.DataFrame) else annotation_frame(dataset)
+    rows = []
+    for rec in frame.itertuples(index=False):
+        k = float(rec.exchanges)
+        for e in (0, 1):
+            system = getattr(rec, f"system{e}")
+            if system == HUMAN and not include_human:
+                continue
+            label = getattr(rec, f"label{e}")
+            spotted = label == "bot"
+            rows.append(
+                {
+                    "system": system,
+                    "lower": 0.0 if spotted else k,
+                    "upper": k if spotted else math.inf,
+                    **{f: _covariate(getattr(rec, f), e) for f in STB_FEATURES},
+                    "spotted": bool(spotted),
+                    "exchanges": int(rec.exchanges),
+                    "label": label,
+                    "conversation_id": rec.conversation_id,
+                    "annotator": rec.annotator,
+                }
+            )
+    columns = ["system", "lower", "upper", *STB_FEATURES, "spotted", "exchanges", "label", "conversation_id", "annotator"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _num(x: Any) -> Any:
+    """A JSON-friendly number: numpy scalars to Python, NaN/inf to None."""
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        x = float(x)
+        return None if (math.isnan(x) or math.isinf(x)) else x
+    return x
+
+
+def ranking_matches(frame: pd.DataFrame, matches: str = "conversation") -> pd.DataFrame:
+    """The matches that the ranking bootstraps: columns ``a, b, outcome, group``.
+
+    ``"conversation"`` (default): one match per conversation (the released code's match for its
+    ranking-significance analysis; see :func:`dialeval.stats.spot_the_bot.conversation_matches`),
+    resampled as they are. ``"annotation"``: one match per annotated segment (the win function of
+    Eq. 1), resampled in blocks of whole conversations because the segments and annotations of one
+    conversation are not independent.
+    """
+    if matches == "conversation":
+        m = stb.conversation_matches(frame)
+        return m.assign(group=m["conversation_id"])[["a", "b", "outcome", "group"]]
+    if matches == "annotation":
+        m = stb.matches(frame)
+        return m.assign(group=frame["conversation_id"].to_numpy()).reset_index(drop=True)
+    raise ValueError(f"matches must be 'conversation' or 'annotation', got {matches!r}")
+
+
+def _ranking_of(frame: pd.DataFrame, n_bootstrap: int, seed: int, statistic: str, n_samples: int | None,
+                matches: str) -> pd.DataFrame:
+    m = ranking_matches(frame, matches)
+    groups = m["group"] if matches == "annotation" else None
+    return ranking.bootstrap_clusters(m["a"], m["b"], m["outcome"], n_bootstrap=n_bootstrap, seed=seed,
+                                      statistic=statistic, n_samples=n_samples, groups=groups)
+
+
+def _cluster_fn(n_bootstrap: int, seed: int, statistic: str, n_samples: int | None, matches: str):
+    def rank_fn(frame: pd.DataFrame) -> list[list[str]]:
+        table = _ranking_of(frame, n_bootstrap, seed, statistic, n_samples, matches)
+        return ranking.cluster_list(dict(zip(table["system"], table["cluster"])))
+    return rank_fn
+
+
+def _survival_parts(dataset_frame: pd.DataFrame) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        from dialeval.stats.survival import cox_features, pairwise_logrank, turnbull_curves
+    except ImportError as exc:
+        note = f"dialeval.stats.survival is not available ({exc}); survival analysis skipped"
+        return {"curves": {}, "logrank": [], "note": note}, []
+    surv = survival_frame(dataset_frame, include_human=True)
+    survival: dict[str, Any] = {"curves": {}, "logrank": []}
+    cox: list[dict[str, Any]] = []
+    try:
+        curves = turnbull_curves(surv[["system", "lower", "upper"]])
+        survival["curves"] = {s: [[_num(k), _num(v)] for k, v in pts] for s, pts in curves.items()}
+        lr = pairwise_logrank(surv[["system", "lower", "upper"]])
+        survival["logrank"] = [
+            {"a": r["a"], "b": r["b"], "statistic": _num(r.get("statistic")), "p": _num(r["p"]),
+             "p_adjusted": _num(r["p_adjusted"])}
+            for r in lr.to_dict("records")
+        ]
+        bots = surv[surv["system"] != HUMAN]
+        cf = cox_features(bots[["system", "lower", "upper", *STB_FEATURES]])
+        cox = [{"system": r["system"], "feature": r["feature"], "coef": _num(r["coef"]), "p": _num(r["p"])}
+               for r in cf.to_dict("records")]
+    except Exception as exc:  # noqa: BLE001 - a failing helper must not lose the rest of the report
+        survival["note"] = f"survival analysis failed: {type(exc).__name__}: {exc}"
+    return survival, cox
+
+
+def analyze_spot_the_bot(
+    dataset: Dataset,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    statistic: str = "mean_win_rate",
+    matches: str = "conversation",
+    n_samples: int | None = None,
+    trueskill_shuffles: int = 5,
+    survival: bool = True,
+    stability: bool = True,
+) -> dict[str, Any]:
+    """The Spot The Bot report of ``dataset`` as a JSON-ready dict (see the module docstring).
+
+    Only bot–bot conversations enter the win rates and the ranking. ``win_rates`` and each
+    system's ``score`` (mean pairwise win rate) count one match per annotated segment (Eq. 1, human >
+    unsure > bot). Rank ranges and clusters come from a bootstrap of ``matches`` (see
+    :func:`ranking_matches`; default one match per conversation) ranked by ``statistic``
+    (``"mean_win_rate"``: the paper's score, default; ``"win_share"``: wins / matches, what the
+    released code sorted by); ``n_samples`` draws per resample (default: as many as there are).
+    TrueSkill uses the same matches. Systems are listed best first (cluster, then mean bootstrap rank).
+    """
+    frame = annotation_frame(dataset)
+    bots = frame[frame["bot_bot"]].reset_index(drop=True)
+    report: dict[str, Any] = {
+        "method": "spot-the-bot",
+        "domain": dataset.meta.get("domain"),
+        "n_annotations": len(frame),
+        "n_bot_bot_annotations": len(bots),
+        "settings": {"n_bootstrap": n_bootstrap, "seed": seed, "statistic": statistic, "matches": matches,
+                     "n_samples": n_samples, "coverage": 0.995, "trueskill_shuffles": trueskill_shuffles},
+    }
+    wr = stb.pairwise_win_rates(bots)
+    scores = stb.system_scores(wr)
+    report["win_rates"] = [
+        {"a": r["a"], "b": r["b"], "wins": int(r["wins"]), "losses": int(r["losses"]), "draws": int(r["draws"]),
+         "win_rate": _num(r["win_rate"]), "p": _num(r["p"])}
+        for r in wr.to_dict("records")
+    ]
+    systems_out: list[dict[str, Any]] = []
+    if len(bots):
+        table = _ranking_of(bots, n_bootstrap, seed, statistic, n_samples, matches)
+        m = ranking_matches(bots, matches)
+        ts = ranking.trueskill_ratings(m["a"], m["b"], m["outcome"], n_shuffles=trueskill_shuffles, seed=seed)
+        ts_mu = dict(zip(ts["system"], ts["mu"]))
+        played = pd.concat([bots["system0"], bots["system1"]]).value_counts()
+        convs = bots.drop_duplicates("conversation_id")
+        played_conv = pd.concat([convs["system0"], convs["system1"]]).value_counts()
+        for r in table.to_dict("records"):
+            s = r["system"]
+            systems_out.append(
+                {"name": s, "n": int(played.get(s, 0)), "n_conversations": int(played_conv.get(s, 0)), "score": _num(scores.get(s, float("nan"))),
+                 "rank_range": [int(r["lo"]), int(r["hi"])], "cluster": int(r["cluster"]),
+                 "mean_rank": _num(r["mean_rank"]), "trueskill": _num(ts_mu.get(s))}
+            )
+        report["clusters"] = ranking.cluster_list(dict(zip(table["system"], table["cluster"])))
+    else:
+        report["clusters"] = []
+    report["systems"] = systems_out
+
+    if survival:
+        report["survival"], report["cox"] = _survival_parts(frame)
+    else:
+        report["survival"], report["cox"] = {"curves": {}, "logrank": [], "note": "not requested"}, []
+
+    agreement = stb.label_agreement(frame)
+    report["agreement"] = [
+        {"system": r["system"], "label": r["label"], "agreement": _num(r["agreement"]), "n": int(r["n"])}
+        for r in agreement.to_dict("records")
+    ]
+    report["feature_alpha"] = {k: _num(v) for k, v in stb.feature_alpha(bots).items()}
+    report["time"] = {k: _num(v) for k, v in stb.time_summary(frame["elapsed_s"]).items()}
+    if stability and len(bots):
+        loo = stb.leave_one_out(bots, _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches))
+        report["stability"] = {"leave_one_out": loo, "all_same": all(x["same"] for x in loo)}
+    else:
+        report["stability"] = {"leave_one_out": [], "all_same": None}
+    return report

@@ -1,0 +1,263 @@
+"""Reader of the Dialogue-Eval MTurk batch CSV (Ji et al. 2022, paper 002).
+
+One CSV row per MTurk assignment. `Answer.taskAnswers` is a JSON list holding one dict with, for
+each of the six slots i = 0..5 of the HIT:
+
+- `task{i}`: the bot (biencoder, polyencoder, kvmemnn, seq2seq, lan_model, or qc = degraded bot)
+- `seed{i}`: the persona seed; the bot used a persona when seed <= 500
+- `score{i}`: "a#b#c#d#e#f#g#", raw slider positions 0..100 for the seven criteria in
+  `DA_CRITERIA` order (robotic and repetitive are NOT reversed)
+- `dialogue{i}`: "u: ...###b: ...###"
+- `topic{i}`, `topic_opinion{i}`, `topic_change_opinion{i}`, `topic_chatbot_opinion{i}`:
+  "#<turn>@<value>#<turn>@<value>..." (the topic entered before the chat, then each change)
+
+System names: the task name, plus "+persona" when the slot used a persona (`qc` never gets one).
+One row (an empty submission, `[{}]`) has no answers: its worker is kept as an annotator (it counts
+as a failed worker), its unit and its six assigned conversations (bots from `Input.u{i}`, no turns)
+are kept and flagged `empty_submission`, and it yields no judgments.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from dialeval.errors import ImportFormatError
+from dialeval.records import DA_CRITERIA, Annotator, Conversation, Dataset, Judgment, Turn, Unit
+
+METHOD = "direct-assessment"
+SLOTS = 6
+QC_TASK = "qc"
+PERSONA_SUFFIX = "+persona"
+PERSONA_SEED_MAX = 500
+REQUIRED_COLUMNS = ("HITId", "AssignmentId", "WorkerId", "Answer.taskAnswers")
+_MARK = re.compile(r"#(\d+)@")
+
+
+def system_name(task: str, persona: bool | None) -> str:
+    """`biencoder` / `biencoder+persona`; the QC bot and unknown persona use stay bare."""
+    if persona and task != QC_TASK:
+        return task + PERSONA_SUFFIX
+    return task
+
+
+def parse_marked(text: str | None) -> list[dict[str, Any]]:
+    """"#0@dogs#4@cats" -> [{"turn": 0, "value": "dogs"}, {"turn": 4, "value": "cats"}]."""
+    if not text:
+        return []
+    parts = _MARK.split(text)
+    out = []
+    for k in range(1, len(parts) - 1, 2):
+        out.append({"turn": int(parts[k]), "value": parts[k + 1]})
+    return out
+
+
+def parse_scores(text: Any) -> list[float]:
+    """"100#37#47#10#100#92#16#" -> seven floats; TypeError/ValueError with the reason otherwise."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected a '#'-separated string of {len(DA_CRITERIA)} numbers, got {text!r}")
+    pieces = text.split("#")
+    if pieces and pieces[-1].strip() == "":
+        pieces = pieces[:-1]
+    if len(pieces) != len(DA_CRITERIA):
+        raise ValueError(f"expected {len(DA_CRITERIA)} scores ({', '.join(DA_CRITERIA)}), got {len(pieces)} in {text!r}")
+    values = []
+    for name, piece in zip(DA_CRITERIA, pieces):
+        try:
+            v = float(piece)
+        except ValueError:
+            raise ValueError(f"score for {name} is not a number: {piece!r}") from None
+        if math.isnan(v) or not 0 <= v <= 100:
+            raise ValueError(f"score for {name} is out of range 0..100: {piece!r}")
+        values.append(v)
+    return values
+
+
+def parse_dialogue(text: Any, bot: str) -> list[Turn]:
+    """"u: hi###b: hello###" -> Turns (u = human, b = bot); ValueError on an unknown prefix."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected a string 'u: ...###b: ...###', got {type(text).__name__}")
+    pieces = text.split("###")
+    if pieces and pieces[-1] == "":
+        pieces = pieces[:-1]
+    turns = []
+    for k, piece in enumerate(pieces):
+        if piece.startswith("u:"):
+            turns.append(Turn(speaker="human", text=piece[2:].strip()))
+        elif piece.startswith("b:"):
+            turns.append(Turn(speaker="bot", text=piece[2:].strip(), bot=bot))
+        else:
+            raise ValueError(f"message {k + 1} starts with neither 'u:' nor 'b:': {piece[:40]!r}")
+    return turns
+
+
+def _answers(raw: str, path: str, line: int) -> dict[str, Any]:
+    field = "Answer.taskAnswers"
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ImportFormatError(path, f"not valid JSON ({e.msg} at char {e.pos})", line=line, field=field) from None
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        raise ImportFormatError(path, "expected a JSON list of objects", line=line, field=field)
+    merged: dict[str, Any] = {}
+    for d in data:
+        merged.update(d)
+    return merged
+
+
+def _work_time(raw: str | None, path: str, line: int) -> float | None:
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        v = float(raw)
+    except ValueError:
+        raise ImportFormatError(path, f"not a number: {raw!r}", line=line, field="WorkTimeInSeconds") from None
+    if v < 0 or math.isnan(v):
+        raise ImportFormatError(path, f"negative or missing duration: {raw!r}", line=line, field="WorkTimeInSeconds")
+    return v
+
+
+def read_dialogue_eval_csv(
+    path: str | Path, study_label: str | None = None, persona_seed_max: int = PERSONA_SEED_MAX
+) -> Dataset:
+    """Read a Dialogue-Eval MTurk batch CSV into a direct-assessment Dataset.
+
+    Conversation ids are "<AssignmentId>/<slot>"; unit ids are the AssignmentId (kind "da-hit",
+    the six conversation ids in slot order); one Judgment per rated conversation with question
+    "ratings" and the seven raw slider positions. `elapsed_s` is WorkTimeInSeconds / 6 (the file has
+    no per-conversation times; `meta["elapsed_estimated"]` says so).
+    Raises ImportFormatError (with line and field) on a malformed row.
+    """
+    p = Path(path)
+    spath = str(p)
+    try:
+        handle = p.open(newline="", encoding="utf-8-sig")
+    except OSError as e:
+        raise ImportFormatError(spath, f"cannot open file: {e.strerror}") from None
+    ds = Dataset(method=METHOD, meta={"source": "dialogue-eval", "path": spath, "study_label": study_label or p.stem})
+    annotators: dict[str, Annotator] = {}
+    seen_assignments: set[str] = set()
+    empty: list[str] = []
+    rows = 0
+    with handle:
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        for col in REQUIRED_COLUMNS:
+            if col not in header:
+                raise ImportFormatError(spath, f"missing column '{col}' (is this a Dialogue-Eval MTurk batch file?)", line=1, field=col)
+        end_of_previous = reader.line_num
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as e:
+                raise ImportFormatError(spath, f"unreadable CSV: {e}", line=reader.line_num) from None
+            line = end_of_previous + 1
+            end_of_previous = reader.line_num
+            if None in row:
+                raise ImportFormatError(spath, "more cells than header columns", line=line)
+            rows += 1
+            _read_row(row, spath, line, ds, annotators, seen_assignments, empty, persona_seed_max)
+    if rows == 0:
+        raise ImportFormatError(spath, "no data rows")
+    ds.annotators = list(annotators.values())
+    ds.meta.update({"rows": rows, "empty_submissions": empty, "persona_seed_max": persona_seed_max})
+    return ds
+
+
+def _read_row(
+    row: dict[str, str],
+    path: str,
+    line: int,
+    ds: Dataset,
+    annotators: dict[str, Annotator],
+    seen: set[str],
+    empty: list[str],
+    persona_seed_max: int,
+) -> None:
+    for col in ("HITId", "AssignmentId", "WorkerId"):
+        if not (row.get(col) or "").strip():
+            raise ImportFormatError(path, "empty value", line=line, field=col)
+    hit, assignment, worker = row["HITId"].strip(), row["AssignmentId"].strip(), row["WorkerId"].strip()
+    if assignment in seen:
+        raise ImportFormatError(path, f"duplicate assignment {assignment}", line=line, field="AssignmentId")
+    seen.add(assignment)
+    work_time = _work_time(row.get("WorkTimeInSeconds"), path, line)
+    answers = _answers(row["Answer.taskAnswers"] or "", path, line)
+
+    ann = annotators.get(worker)
+    if ann is None:
+        ann = annotators[worker] = Annotator(id=worker, platform="mturk", meta={"assignments": []})
+    ann.meta["assignments"].append(assignment)
+
+    base_meta = {"hit": hit, "assignment": assignment, "worker": worker, "work_time_s": work_time}
+    conv_ids = [f"{assignment}/{i}" for i in range(SLOTS)]
+    unit_payload: dict[str, Any] = {"hit": hit, "assignment": assignment, "worker": worker, "work_time_s": work_time}
+    inputs = [(row.get(f"Input.u{i}") or "").strip() or None for i in range(SLOTS)]
+
+    if not answers:
+        # The empty submission: nothing was rated; keep who and what was assigned.
+        empty.append(assignment)
+        ann.meta["empty_submission"] = True
+        ann.meta.setdefault("empty_assignments", []).append(assignment)
+        unit_payload["empty_submission"] = True
+        for i, task in enumerate(inputs):
+            ds.conversations.append(Conversation(
+                id=conv_ids[i], bots=[task] if task else [], turns=[], source="live",
+                meta={**base_meta, "slot": i, "model": task, "persona": None, "qc": task == QC_TASK,
+                      "empty_submission": True},
+                error="empty submission: the worker submitted no conversation"))
+        ds.units.append(Unit(id=assignment, kind="da-hit", conversation_ids=conv_ids, payload=unit_payload))
+        return
+
+    for key in ("feedback", "error-message"):
+        if answers.get(key):
+            unit_payload[key.replace("-", "_")] = answers[key]
+    elapsed = work_time / SLOTS if work_time is not None else None
+    systems = []
+    for i in range(SLOTS):
+        task = answers.get(f"task{i}")
+        if not isinstance(task, str) or not task.strip():
+            raise ImportFormatError(path, f"missing bot name for slot {i}", line=line, field=f"Answer.taskAnswers.task{i}")
+        task = task.strip()
+        seed_raw = answers.get(f"seed{i}")
+        try:
+            seed = int(str(seed_raw).strip())
+        except (TypeError, ValueError):
+            raise ImportFormatError(path, f"seed is not an integer: {seed_raw!r}", line=line, field=f"Answer.taskAnswers.seed{i}") from None
+        persona = seed <= persona_seed_max
+        name = system_name(task, persona)
+        systems.append(name)
+        try:
+            scores = parse_scores(answers.get(f"score{i}"))
+        except (TypeError, ValueError) as e:
+            raise ImportFormatError(path, str(e), line=line, field=f"Answer.taskAnswers.score{i}") from None
+        try:
+            turns = parse_dialogue(answers.get(f"dialogue{i}", ""), name)
+        except (TypeError, ValueError) as e:
+            raise ImportFormatError(path, str(e), line=line, field=f"Answer.taskAnswers.dialogue{i}") from None
+        topics = parse_marked(answers.get(f"topic{i}"))
+        opinions = parse_marked(answers.get(f"topic_opinion{i}"))
+        meta = {
+            **base_meta, "slot": i, "model": task, "seed": seed, "persona": persona and task != QC_TASK,
+            "qc": task == QC_TASK, "assigned": inputs[i],
+            "topic": topics[0]["value"] if topics else None,
+            "topic_opinion": opinions[0]["value"] if opinions else None,
+            "topics": topics, "topic_opinions": opinions,
+            "topic_change_opinions": parse_marked(answers.get(f"topic_change_opinion{i}")),
+            "topic_chatbot_opinions": parse_marked(answers.get(f"topic_chatbot_opinion{i}")),
+        }
+        ds.conversations.append(Conversation(id=conv_ids[i], bots=[name], turns=turns, source="live", meta=meta))
+        ds.judgments.append(Judgment(
+            annotator_id=worker, unit_id=assignment, question="ratings",
+            value=dict(zip(DA_CRITERIA, scores)), conversation_id=conv_ids[i], elapsed_s=elapsed,
+            meta={"hit": hit, "assignment": assignment, "slot": i, "elapsed_estimated": True}))
+    unit_payload["systems"] = systems
+    ds.units.append(Unit(id=assignment, kind="da-hit", conversation_ids=conv_ids, payload=unit_payload))

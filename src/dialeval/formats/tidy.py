@@ -1,0 +1,202 @@
+"""Tidy judgment tables: one row per judgment, for every method, and their export.
+
+Columns of :func:`judgments_frame`, in order:
+
+- ``method``, ``judgment_index`` (0-based position in ``dataset.judgments``)
+- ``annotator_id``, ``annotator_platform`` (None when the annotator is not in the dataset)
+- ``unit_id``, ``conversation_id``
+- ``bots``: comma-joined bots judged: a unit's ``speakers_to_eval`` (ACUTE pair) when present, else
+  the bots of the judged conversation, else of all the unit's conversations
+- ``question``, ``value`` (the value as JSON text), ``justification``, ``elapsed_s``, ``created_at``,
+  ``shown_order`` (JSON text), ``meta`` (the judgment's meta as JSON text, None when empty)
+- ``annotator_flagged`` (bool), ``annotator_qc_status``, ``annotator_flag_reason``: from
+  ``annotator.meta`` keys ``flagged``, ``qc_status`` and ``flag_reason`` / ``flag_reasons`` /
+  ``filter_reasons`` (lists joined by ``;``). An annotator counts as flagged when ``flagged`` is
+  true, when a reason is present or when ``qc_status`` is one of fail/failed/flagged/excluded.
+- ``value.<key>`` for every scalar key of dict values (str, int, float, bool, None), after the fixed
+  columns, in order of first appearance. A key holding mixed kinds (e.g. ``0``/``1``/``"tie"``) is
+  stored as text so that every export format can hold it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dialeval.errors import DialevalError
+from dialeval.records import Dataset
+
+BASE_COLUMNS = [
+    "method",
+    "judgment_index",
+    "annotator_id",
+    "annotator_platform",
+    "unit_id",
+    "conversation_id",
+    "bots",
+    "question",
+    "value",
+    "justification",
+    "elapsed_s",
+    "created_at",
+    "shown_order",
+    "meta",
+    "annotator_flagged",
+    "annotator_qc_status",
+    "annotator_flag_reason",
+]
+FAILED_STATUSES = frozenset({"fail", "failed", "flagged", "excluded"})
+EXPORT_FORMATS = ("csv", "jsonl", "parquet")
+_EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _flags(meta: dict[str, Any]) -> tuple[bool, str | None, str | None]:
+    status = meta.get("qc_status")
+    reason: Any = None
+    for key in ("flag_reason", "flag_reasons", "filter_reasons"):
+        if meta.get(key):
+            reason = meta[key]
+            break
+    if isinstance(reason, (list, tuple, set)):
+        reason = ";".join(str(r) for r in reason)
+    flagged = (
+        bool(meta.get("flagged"))
+        or bool(reason)
+        or (isinstance(status, str) and status.lower() in FAILED_STATUSES)
+    )
+    return flagged, None if status is None else str(status), None if not reason else str(reason)
+
+
+def _column_values(values: list[Any]) -> pd.Series:
+    present = [v for v in values if v is not None]
+    kinds = {type(v) for v in present}
+    if not present:
+        return pd.Series(values, dtype="object")
+    if kinds == {bool}:
+        return pd.Series(values, dtype="boolean")
+    if kinds == {int}:
+        return pd.Series(values, dtype="Int64")
+    if kinds <= {int, float}:
+        return pd.Series([float("nan") if v is None else float(v) for v in values], dtype="float64")
+    if kinds == {str}:
+        return pd.Series(values, dtype="object")
+    return pd.Series([None if v is None else str(v) for v in values], dtype="object")
+
+
+def _timestamps(values: list[datetime | None]) -> pd.Series:
+    present = [v for v in values if v is not None]
+    if not present:
+        return pd.Series(pd.NaT, index=range(len(values)), dtype="datetime64[ns]")
+    aware = any(v.tzinfo is not None for v in present)
+    return pd.Series(pd.to_datetime(values, utc=aware))
+
+
+def judgments_frame(dataset: Dataset) -> pd.DataFrame:
+    """One row per judgment of `dataset` (columns in the module docstring)."""
+    annotators = {a.id: a for a in dataset.annotators}
+    units = {u.id: u for u in dataset.units}
+    conversations = dataset.conversation_map()
+
+    rows: list[dict[str, Any]] = []
+    value_keys: list[str] = []
+    for index, judgment in enumerate(dataset.judgments):
+        annotator = annotators.get(judgment.annotator_id)
+        unit = units.get(judgment.unit_id) if judgment.unit_id is not None else None
+        bots: list[str] = []
+        if unit is not None and unit.payload.get("speakers_to_eval"):
+            bots = [str(b) for b in unit.payload["speakers_to_eval"]]
+        elif judgment.conversation_id in conversations:
+            bots = list(conversations[judgment.conversation_id].bots)
+        elif unit is not None:
+            for cid in unit.conversation_ids:
+                for bot in conversations[cid].bots if cid in conversations else []:
+                    if bot not in bots:
+                        bots.append(bot)
+        flagged, status, reason = _flags(annotator.meta if annotator else {})
+        row: dict[str, Any] = {
+            "method": dataset.method,
+            "judgment_index": index,
+            "annotator_id": judgment.annotator_id,
+            "annotator_platform": annotator.platform if annotator else None,
+            "unit_id": judgment.unit_id,
+            "conversation_id": judgment.conversation_id,
+            "bots": ",".join(bots),
+            "question": judgment.question,
+            "value": _json(judgment.value),
+            "justification": judgment.justification,
+            "elapsed_s": None if judgment.elapsed_s is None else float(judgment.elapsed_s),
+            "created_at": judgment.created_at,
+            "shown_order": _json(judgment.shown_order),
+            "meta": _json(judgment.meta) if judgment.meta else None,
+            "annotator_flagged": flagged,
+            "annotator_qc_status": status,
+            "annotator_flag_reason": reason,
+        }
+        if isinstance(judgment.value, dict):
+            for key, item in judgment.value.items():
+                if _is_scalar(item):
+                    column = f"value.{key}"
+                    row[column] = item
+                    if column not in value_keys:
+                        value_keys.append(column)
+        rows.append(row)
+
+    columns: dict[str, pd.Series] = {}
+    for name in BASE_COLUMNS + value_keys:
+        values = [row.get(name) for row in rows]
+        if name == "created_at":
+            columns[name] = _timestamps(values)
+        elif name == "judgment_index":
+            columns[name] = pd.Series(values, dtype="int64")
+        elif name == "elapsed_s":
+            columns[name] = pd.Series([float("nan") if v is None else v for v in values], dtype="float64")
+        elif name == "annotator_flagged":
+            columns[name] = pd.Series(values, dtype="bool")
+        elif name.startswith("value."):
+            columns[name] = _column_values(values)
+        else:
+            columns[name] = pd.Series(values, dtype="object")
+    return pd.DataFrame(columns, columns=BASE_COLUMNS + value_keys)
+
+
+def export_judgments(dataset: Dataset, path: str | Path, format: str | None = None) -> Path:
+    """Write :func:`judgments_frame` of `dataset` to `path` as csv, jsonl or parquet.
+
+    `format` defaults to the one named by the file extension (.csv, .jsonl/.ndjson, .parquet/.pq);
+    an unknown format raises DialevalError. Datetimes are written as ISO 8601 in csv and jsonl.
+    Returns the path.
+    """
+    path = Path(path)
+    if format is None:
+        format = _EXTENSIONS.get(path.suffix.lower())
+        if format is None:
+            raise DialevalError(
+                f"cannot tell the export format of '{path}' from its extension; "
+                f"use .csv, .jsonl or .parquet, or pass format= one of {', '.join(EXPORT_FORMATS)}"
+            )
+    format = format.lower()
+    if format not in EXPORT_FORMATS:
+        raise DialevalError(f"unknown export format '{format}'; choose one of {', '.join(EXPORT_FORMATS)}")
+    frame = judgments_frame(dataset)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if format == "csv":
+        frame.to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S.%f%z")
+    elif format == "jsonl":
+        frame.to_json(
+            path, orient="records", lines=True, date_format="iso", date_unit="us", force_ascii=False
+        )
+    else:
+        frame.to_parquet(path, index=False)
+    return path

@@ -1,0 +1,275 @@
+"""Rankings from pairwise matches: bootstrap rank ranges, clusters, TrueSkill.
+
+Pure and method-independent: a *match* is ``(a, b, outcome)`` with outcome +1 (a won), -1 (b won)
+or 0 (draw). Spot The Bot uses one match per annotation; any pairwise method can do the same.
+
+The procedure follows paper 001 (after Dušek et al. 2018) and its released code:
+
+- :func:`bootstrap_ranks`: resample the matches with replacement ``n_bootstrap`` times, rank the
+  systems on each resample (vectorised with numpy: one matrix product per resample batch).
+- :func:`rank_range`: the shortest range of ranks that holds more than 99.5 % of a system's
+  bootstrap ranks.
+- :func:`clusters_from_ranges`: systems whose ranges overlap, transitively, share a cluster;
+  cluster 1 is the best.
+- :func:`trueskill_ratings`: TrueSkill with mu=0, sigma=0.5, tau=0 as in the released code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+Statistic = Literal["win_share", "mean_win_rate"]
+
+
+def _encode(a: Iterable, b: Iterable, outcome: Iterable, systems: Sequence[str] | None):
+    a = np.asarray(list(a), dtype=object)
+    b = np.asarray(list(b), dtype=object)
+    outcome = np.asarray(list(outcome), dtype=int)
+    if not (len(a) == len(b) == len(outcome)):
+        raise ValueError("a, b and outcome must have the same length")
+    if systems is None:
+        systems = sorted(set(a.tolist()) | set(b.tolist()))
+    index = {s: i for i, s in enumerate(systems)}
+    try:
+        ia = np.array([index[x] for x in a], dtype=int)
+        ib = np.array([index[x] for x in b], dtype=int)
+    except KeyError as exc:
+        raise ValueError(f"system {exc.args[0]!r} is not in systems") from exc
+    if not np.isin(outcome, (-1, 0, 1)).all():
+        raise ValueError("outcome must be +1, -1 or 0")
+    return list(systems), ia, ib, outcome
+
+
+def _statistic(counts: np.ndarray, ia, ib, outcome, n_systems: int, statistic: Statistic) -> np.ndarray:
+    """Per-row statistic for match multiplicities ``counts`` (rows × matches) -> rows × systems."""
+    n_matches = len(ia)
+    rows = np.arange(n_matches)
+    if statistic == "win_share":
+        # the released code's bootstrap: wins / matches played (draws count as played)
+        won = np.zeros((n_matches, n_systems))
+        won[rows[outcome == 1], ia[outcome == 1]] = 1
+        won[rows[outcome == -1], ib[outcome == -1]] = 1
+        played = np.zeros((n_matches, n_systems))
+        played[rows, ia] += 1
+        played[rows, ib] += 1
+        wins = counts @ won
+        games = counts @ played
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(games > 0, wins / games, np.nan)
+    if statistic == "mean_win_rate":
+        # mean over opponents of WINS(i,j) / (WINS(i,j) + WINS(j,i)), pairs without decisive games skipped
+        winner = np.where(outcome == 1, ia, ib)
+        loser = np.where(outcome == 1, ib, ia)
+        decisive = outcome != 0
+        pair = np.zeros((n_matches, n_systems * n_systems))
+        pair[rows[decisive], (winner * n_systems + loser)[decisive]] = 1
+        w = (counts @ pair).reshape(len(counts), n_systems, n_systems)
+        tot = w + np.transpose(w, (0, 2, 1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rate = np.where(tot > 0, w / tot, np.nan)
+        n_opp = (~np.isnan(rate)).sum(axis=2)
+        total = np.nansum(rate, axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n_opp > 0, total / n_opp, np.nan)
+    raise ValueError(f"unknown statistic {statistic!r}; use 'win_share' or 'mean_win_rate'")
+
+
+def ranks_from_scores(scores: np.ndarray) -> np.ndarray:
+    """1-based ranks per row, highest score first; NaN ranks last; ties keep the system order."""
+    s = np.where(np.isnan(scores), -np.inf, scores)
+    order = np.argsort(-s, axis=-1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(1, s.shape[-1] + 1)[None, :].repeat(s.shape[0], 0), axis=-1)
+    return ranks
+
+
+def point_scores(a, b, outcome, systems: Sequence[str] | None = None, statistic: Statistic = "win_share") -> pd.Series:
+    """The statistic on all matches (no resampling), indexed by system."""
+    systems, ia, ib, outcome = _encode(a, b, outcome, systems)
+    counts = np.ones((1, len(ia)))
+    return pd.Series(_statistic(counts, ia, ib, outcome, len(systems), statistic)[0], index=systems)
+
+
+def bootstrap_ranks(
+    a: Iterable,
+    b: Iterable,
+    outcome: Iterable,
+    systems: Sequence[str] | None = None,
+    n_bootstrap: int = 1000,
+    n_samples: int | None = None,
+    seed: int | None = 0,
+    statistic: Statistic = "win_share",
+    batch: int = 250,
+    groups: Iterable | None = None,
+) -> tuple[list[str], np.ndarray]:
+    """Bootstrap ranks: ``(systems, ranks)`` with ``ranks`` of shape (n_bootstrap, n_systems), 1 = best.
+
+    Each repetition draws ``n_samples`` matches with replacement (default: as many as there are;
+    the released code drew a fixed 5000) and ranks systems by ``statistic``: ``"win_share"``
+    (wins / matches played, the released code) or ``"mean_win_rate"`` (mean pairwise win rate,
+    the paper's score).
+
+    ``groups`` (one label per match, e.g. the conversation) makes it a block bootstrap: whole
+    groups are drawn with replacement (``n_samples`` then counts groups), so dependent matches,
+    such as the annotations of one conversation, stay together.
+    """
+    systems, ia, ib, outcome = _encode(a, b, outcome, systems)
+    m = len(ia)
+    if m == 0:
+        raise ValueError("no matches to bootstrap")
+    if groups is None:
+        member = np.arange(m)
+    else:
+        labels = list(groups)
+        if len(labels) != m:
+            raise ValueError("groups must have one label per match")
+        _, member = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
+    g = int(member.max()) + 1
+    n = g if n_samples is None else int(n_samples)
+    rng = np.random.default_rng(seed)
+    out = []
+    for start in range(0, n_bootstrap, batch):
+        r = min(batch, n_bootstrap - start)
+        idx = rng.integers(0, g, size=(r, n))
+        flat = (np.arange(r)[:, None] * g + idx).ravel()
+        counts = np.bincount(flat, minlength=r * g).reshape(r, g).astype(float)[:, member]
+        out.append(ranks_from_scores(_statistic(counts, ia, ib, outcome, len(systems), statistic)))
+    return systems, np.vstack(out)
+
+
+def rank_range(ranks: Iterable[int], coverage: float = 0.995) -> tuple[int, int]:
+    """The shortest range [lo, hi] holding more than ``coverage`` of the ranks (ties: the best lo)."""
+    r = np.asarray(list(ranks), dtype=int)
+    if r.size == 0:
+        raise ValueError("no ranks")
+    lo_all, hi_all = int(r.min()), int(r.max())
+    counts = np.bincount(r - lo_all, minlength=hi_all - lo_all + 1)
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    need = coverage * r.size
+    best: tuple[int, int] | None = None
+    for lo in range(lo_all, hi_all + 1):
+        for hi in range(lo, hi_all + 1):
+            if cum[hi - lo_all + 1] - cum[lo - lo_all] > need:
+                if best is None or hi - lo < best[1] - best[0]:
+                    best = (lo, hi)
+                break
+    assert best is not None  # the full range holds 100 %
+    return best
+
+
+def rank_ranges(systems: Sequence[str], ranks: np.ndarray, coverage: float = 0.995) -> dict[str, tuple[int, int]]:
+    return {s: rank_range(ranks[:, j], coverage) for j, s in enumerate(systems)}
+
+
+def clusters_from_ranges(ranges: dict[str, tuple[int, int]]) -> dict[str, int]:
+    """Cluster number per system (1 = best): ranges that overlap, transitively, form one cluster."""
+    names = list(ranges)
+    parent = {s: s for s in names}
+
+    def find(s: str) -> str:
+        while parent[s] != s:
+            parent[s] = parent[parent[s]]
+            s = parent[s]
+        return s
+
+    for i, x in enumerate(names):
+        for y in names[i + 1:]:
+            (xl, xh), (yl, yh) = ranges[x], ranges[y]
+            if not (xh < yl or yh < xl):
+                parent[find(x)] = find(y)
+    groups: dict[str, list[str]] = {}
+    for s in names:
+        groups.setdefault(find(s), []).append(s)
+    ordered = sorted(groups.values(), key=lambda g: (min(ranges[s][0] for s in g), min(ranges[s][1] for s in g)))
+    return {s: k for k, g in enumerate(ordered, start=1) for s in g}
+
+
+def cluster_list(clusters: dict[str, int]) -> list[list[str]]:
+    """Clusters as lists of names, best cluster first."""
+    out: dict[int, list[str]] = {}
+    for s, c in clusters.items():
+        out.setdefault(c, []).append(s)
+    return [sorted(out[c]) for c in sorted(out)]
+
+
+def bootstrap_clusters(
+    a: Iterable,
+    b: Iterable,
+    outcome: Iterable,
+    n_bootstrap: int = 1000,
+    seed: int | None = 0,
+    coverage: float = 0.995,
+    statistic: Statistic = "win_share",
+    n_samples: int | None = None,
+    systems: Sequence[str] | None = None,
+    groups: Iterable | None = None,
+) -> pd.DataFrame:
+    """Columns ``system, score, mean_rank, lo, hi, cluster``, best first (see :func:`bootstrap_ranks`)."""
+    a, b, outcome = list(a), list(b), list(outcome)
+    systems, ranks = bootstrap_ranks(a, b, outcome, systems, n_bootstrap, n_samples, seed, statistic,
+                                     groups=groups)
+    ranges = rank_ranges(systems, ranks, coverage)
+    clusters = clusters_from_ranges(ranges)
+    score = point_scores(a, b, outcome, systems, statistic)
+    frame = pd.DataFrame(
+        {
+            "system": systems,
+            "score": [float(score[s]) for s in systems],
+            "mean_rank": ranks.mean(axis=0),
+            "lo": [ranges[s][0] for s in systems],
+            "hi": [ranges[s][1] for s in systems],
+            "cluster": [clusters[s] for s in systems],
+        }
+    )
+    return frame.sort_values(["cluster", "mean_rank"]).reset_index(drop=True)
+
+
+def trueskill_ratings(
+    a: Iterable,
+    b: Iterable,
+    outcome: Iterable,
+    n_shuffles: int = 20,
+    seed: int | None = 0,
+    mu: float = 0.0,
+    sigma: float = 0.5,
+    beta: float | None = None,
+    tau: float = 0.0,
+    draw_probability: float = 0.1,
+) -> pd.DataFrame:
+    """TrueSkill ratings from matches played in random order, averaged over ``n_shuffles`` orders.
+
+    Settings of the released code: mu=0, sigma=0.5, tau=0, beta = 0.025 · sigma² · (number of
+    matches), a draw rated as a draw (``drawn=True``), the trueskill package's draw probability
+    (0.1). (The released code built this environment but called the module-level ``rate_1vs1``,
+    which rates with the package's global defaults; we apply the environment it meant.)
+    Columns ``system, mu, sigma`` (means over shuffles), best first.
+    """
+    import trueskill
+
+    a, b, outcome = list(a), list(b), list(outcome)
+    systems, ia, ib, out = _encode(a, b, outcome, None)
+    if beta is None:
+        beta = max(0.025 * sigma**2 * len(ia), 1e-6)
+    env = trueskill.TrueSkill(mu=mu, sigma=sigma, beta=beta, tau=tau, draw_probability=draw_probability)
+    rng = np.random.default_rng(seed)
+    mus = np.zeros(len(systems))
+    sigmas = np.zeros(len(systems))
+    for _ in range(max(1, n_shuffles)):
+        ratings = [env.create_rating() for _ in systems]
+        for k in rng.permutation(len(ia)):
+            i, j, o = ia[k], ib[k], out[k]
+            if o == 1:
+                ratings[i], ratings[j] = trueskill.rate_1vs1(ratings[i], ratings[j], env=env)
+            elif o == -1:
+                ratings[j], ratings[i] = trueskill.rate_1vs1(ratings[j], ratings[i], env=env)
+            else:
+                ratings[i], ratings[j] = trueskill.rate_1vs1(ratings[i], ratings[j], drawn=True, env=env)
+        mus += [r.mu for r in ratings]
+        sigmas += [r.sigma for r in ratings]
+    n = max(1, n_shuffles)
+    frame = pd.DataFrame({"system": systems, "mu": mus / n, "sigma": sigmas / n})
+    return frame.sort_values("mu", ascending=False).reset_index(drop=True)

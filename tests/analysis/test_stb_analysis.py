@@ -1,0 +1,135 @@
+"""Spot The Bot analysis reproduces the published findings of paper 001 on the released data."""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+
+import pytest
+
+from dialeval.analysis.spot_the_bot import analyze_spot_the_bot, annotation_frame, survival_frame
+from dialeval.formats.spot_the_bot import PAPER_NAMES, read_spot_the_bot
+
+
+@cache
+def _dataset(folder: str, domain: str):
+    return read_spot_the_bot(folder, domain, rename=PAPER_NAMES)
+
+
+@cache
+def _report(folder: str, domain: str):
+    return analyze_spot_the_bot(_dataset(folder, domain), n_bootstrap=1000, seed=0, survival=False, stability=False)
+
+
+def report(shared_data, domain):
+    return _report(str(shared_data("spot-the-bot")), domain)
+
+
+def by_name(rep):
+    return {s["name"]: s for s in rep["systems"]}
+
+
+@pytest.mark.parametrize("domain", ["dailydialog", "empathetic"])
+def test_dr_last_gpt_br_together_ahead_of_s2(shared_data, domain):
+    rep = report(shared_data, domain)
+    names = [s["name"] for s in rep["systems"]]
+    s = by_name(rep)
+    assert "human" not in names
+    # DR last everywhere: last in the ranked list, lowest score, lowest TrueSkill
+    assert names[-1] == "DR"
+    assert s["DR"]["score"] == min(x["score"] for x in rep["systems"])
+    assert s["DR"]["trueskill"] == min(x["trueskill"] for x in rep["systems"])
+    # GPT and BR in one cluster, both ranked ahead of S2
+    assert s["GPT"]["cluster"] == s["BR"]["cluster"]
+    assert names.index("S2") > max(names.index("GPT"), names.index("BR"))
+    assert min(s["GPT"]["score"], s["BR"]["score"]) > s["S2"]["score"]
+    assert s["S2"]["cluster"] >= s["GPT"]["cluster"]
+    for x in rep["systems"]:
+        lo, hi = x["rank_range"]
+        assert 1 <= lo <= hi <= len(names)
+
+
+def test_dailydialog_clusters(shared_data):
+    rep = report(shared_data, "dailydialog")
+    assert rep["clusters"] == [["BR", "GPT"], ["S2"], ["DR"]]
+    win = {(w["a"], w["b"]): w for w in rep["win_rates"]}
+    assert win["GPT", "S2"]["win_rate"] > 0.5 and win["GPT", "S2"]["p"] < 0.05
+    assert win["BR", "S2"]["win_rate"] > 0.5 and win["BR", "S2"]["p"] < 0.05
+
+
+def test_empathetic_blender_first(shared_data):
+    rep = report(shared_data, "empathetic")
+    s = by_name(rep)
+    assert rep["systems"][0]["name"] == "BL"
+    assert s["BL"]["cluster"] == 1 and s["BL"]["rank_range"] == [1, 1]
+    assert rep["clusters"][0] == ["BL"]
+    win = {(w["a"], w["b"]): w for w in rep["win_rates"]}
+    # GPT and BR about equal: their win rate is near 0.5 and not significant
+    assert abs(win["GPT", "BR"]["win_rate"] - 0.5) < 0.05 and win["GPT", "BR"]["p"] > 0.05
+    for other in ("GPT", "BR", "S2", "DR"):
+        assert win["BL", other]["win_rate"] > 0.75 and win["BL", other]["p"] < 0.001
+
+
+@pytest.mark.parametrize("domain, median, tolerance", [("dailydialog", 25.0, 2.0), ("empathetic", 18.0, 1.5)])
+def test_median_annotation_time(shared_data, domain, median, tolerance):
+    rep = report(shared_data, domain)
+    assert rep["time"]["median_s"] == pytest.approx(median, abs=tolerance)
+    assert rep["time"]["mean_s"] > rep["time"]["median_s"]  # a few idle annotators stretch the mean
+
+
+def test_agreement_best_and_worst(shared_data):
+    rep = report(shared_data, "empathetic")
+    ag = {(a["system"], a["label"]): a["agreement"] for a in rep["agreement"]}
+    # the best bot gets the most agreement on "human", the weak one the most on "bot" (paper, Table 3)
+    bots = ["BL", "GPT", "BR", "S2", "DR"]
+    assert max(bots, key=lambda b: ag[b, "human"]) == "BL"
+    assert max(bots, key=lambda b: ag[b, "bot"]) == "DR"
+    assert min(bots, key=lambda b: ag[b, "bot"]) == "BL"
+    assert all(0 < v < 1 for k, v in rep["feature_alpha"].items())
+
+
+def test_report_is_json_and_complete(shared_data):
+    rep = report(shared_data, "dailydialog")
+    text = json.dumps(rep, allow_nan=False)
+    assert json.loads(text)["method"] == "spot-the-bot"
+    for key in ("systems", "win_rates", "survival", "cox", "agreement", "feature_alpha", "time", "stability"):
+        assert key in rep
+    assert len(rep["win_rates"]) == 12  # 4 systems: 6 pairs in both directions
+    assert {"name", "n", "score", "rank_range", "cluster", "trueskill"} <= set(rep["systems"][0])
+
+
+def test_survival_frame(shared_data):
+    ds = _dataset(str(shared_data("spot-the-bot")), "dailydialog")
+    frame = annotation_frame(ds)
+    assert len(frame) == 2136
+    surv = survival_frame(ds)
+    assert set(surv["system"]) == {"GPT", "BR", "S2", "DR"}
+    assert len(surv) == 2 * int(frame["bot_bot"].sum())
+    spotted = surv[surv["spotted"]]
+    assert (spotted["lower"] == 0).all() and (spotted["upper"] == spotted["exchanges"]).all()
+    survived = surv[~surv["spotted"]]
+    assert (survived["lower"] == survived["exchanges"]).all() and survived["upper"].map(math.isinf).all()
+    assert set(surv["fluency"]) <= {-1, 0, 1}
+    with_human = survival_frame(ds, include_human=True)
+    assert "human" in set(with_human["system"]) and len(with_human) == 2 * len(frame)
+
+
+def test_survival_and_stability_sections(shared_data):
+    pytest.importorskip("dialeval.stats.survival")
+    ds = _dataset(str(shared_data("spot-the-bot")), "empathetic")
+    rep = analyze_spot_the_bot(ds, n_bootstrap=300, seed=0, survival=True, stability=True)
+    curves = rep["survival"]["curves"]
+    assert {"BL", "GPT", "BR", "S2", "DR"} <= set(curves)
+    last = {s: pts[-1][1] for s, pts in curves.items()}
+    assert max(("BL", "GPT", "BR", "S2", "DR"), key=last.get) == "BL"
+    assert min(("BL", "GPT", "BR", "S2", "DR"), key=last.get) == "DR"
+    lr = {frozenset((x["a"], x["b"])): x["p_adjusted"] for x in rep["survival"]["logrank"]}
+    # published: GPT/BR and S2/DR not significantly different in Empathetic Dialogues
+    assert lr[frozenset(("GPT", "BR"))] > 0.05
+    assert lr[frozenset(("S2", "DR"))] > 0.05
+    assert lr[frozenset(("BL", "DR"))] < 0.05
+    assert {c["feature"] for c in rep["cox"]} == {"fluency", "sensibleness", "specificity"}
+    loo = rep["stability"]["leave_one_out"]
+    assert [x["left_out"] for x in loo] == ["BL", "BR", "DR", "GPT", "S2"]
+    json.dumps(rep, allow_nan=False)

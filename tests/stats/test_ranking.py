@@ -1,0 +1,92 @@
+"""Bootstrap rank ranges, clusters and TrueSkill."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dialeval.stats import ranking
+
+
+def test_rank_range_shortest():
+    assert ranking.rank_range([1] * 1000) == (1, 1)
+    assert ranking.rank_range([1] * 996 + [2] * 4) == (1, 1)      # 99.6 % > 99.5 %
+    assert ranking.rank_range([1] * 995 + [2] * 5) == (1, 2)      # exactly 99.5 % is not enough
+    assert ranking.rank_range([1] * 3 + [2] * 997) == (2, 2)      # shortest, not lowest
+    assert ranking.rank_range([2] * 500 + [3] * 500) == (2, 3)
+    assert ranking.rank_range([1, 2, 3, 4], coverage=0.5) == (1, 3)
+
+
+def test_clusters_transitive_and_ordered():
+    ranges = {"A": (1, 2), "B": (2, 3), "C": (3, 3), "D": (4, 5), "E": (5, 5), "F": (6, 6)}
+    cl = ranking.clusters_from_ranges(ranges)
+    assert cl["A"] == cl["B"] == cl["C"] == 1  # A overlaps B, B overlaps C
+    assert cl["D"] == cl["E"] == 2
+    assert cl["F"] == 3
+    assert ranking.cluster_list(cl) == [["A", "B", "C"], ["D", "E"], ["F"]]
+    assert ranking.clusters_from_ranges({"X": (2, 2), "Y": (1, 1)}) == {"Y": 1, "X": 2}
+
+
+def _tournament(strength, n_per_pair, rng):
+    a, b, out = [], [], []
+    names = list(strength)
+    for i, x in enumerate(names):
+        for y in names[i + 1:]:
+            p = strength[x] / (strength[x] + strength[y])
+            for _ in range(n_per_pair):
+                a.append(x)
+                b.append(y)
+                if rng.random() < 0.2:
+                    out.append(0)  # a draw
+                else:
+                    out.append(1 if rng.random() < p else -1)
+    return a, b, out
+
+
+def test_bootstrap_separates_clear_differences():
+    rng = np.random.default_rng(1)
+    a, b, out = _tournament({"S": 50.0, "M": 1.0, "W": 0.02}, 200, rng)
+    for statistic in ("win_share", "mean_win_rate"):
+        table = ranking.bootstrap_clusters(a, b, out, n_bootstrap=300, seed=0, statistic=statistic)
+        assert list(table["system"]) == ["S", "M", "W"]
+        assert list(table["cluster"]) == [1, 2, 3]
+        assert list(zip(table["lo"], table["hi"])) == [(1, 1), (2, 2), (3, 3)]
+
+
+def test_bootstrap_merges_equal_systems_and_is_seeded():
+    rng = np.random.default_rng(2)
+    a, b, out = _tournament({"P": 1.0, "Q": 1.0, "W": 0.01}, 100, rng)
+    s1, r1 = ranking.bootstrap_ranks(a, b, out, n_bootstrap=400, seed=7)
+    s2, r2 = ranking.bootstrap_ranks(a, b, out, n_bootstrap=400, seed=7)
+    assert s1 == s2 and np.array_equal(r1, r2)
+    assert r1.shape == (400, 3) and set(np.unique(r1)) <= {1, 2, 3}
+    cl = ranking.clusters_from_ranges(ranking.rank_ranges(s1, r1))
+    assert cl["P"] == cl["Q"] == 1 and cl["W"] == 2
+
+
+def test_block_bootstrap_keeps_groups_together():
+    a = ["A", "A", "B"] * 10
+    b = ["B", "C", "C"] * 10
+    out = [1, 1, 1] * 10
+    groups = [f"g{i // 3}" for i in range(30)]
+    systems, ranks = ranking.bootstrap_ranks(a, b, out, n_bootstrap=50, seed=0, groups=groups)
+    assert (ranks[:, systems.index("A")] == 1).all()
+    with pytest.raises(ValueError):
+        ranking.bootstrap_ranks(a, b, out, groups=groups[:-1])
+
+
+def test_point_scores_mean_win_rate():
+    s = ranking.point_scores(["A", "A", "B", "A"], ["B", "B", "C", "C"], [1, -1, 1, 0], statistic="mean_win_rate")
+    assert s["A"] == pytest.approx(0.5)   # 0.5 vs B; no decisive match vs C
+    assert s["B"] == pytest.approx(0.75)  # 0.5 vs A, 1.0 vs C
+    ws = ranking.point_scores(["A", "A", "B", "A"], ["B", "B", "C", "C"], [1, -1, 1, 0])
+    assert ws["A"] == pytest.approx(1 / 3)
+
+
+def test_trueskill_orders_by_strength():
+    a = ["A", "B", "A"] * 30
+    b = ["B", "C", "C"] * 30
+    out = [1, 1, 0] * 30
+    ts = ranking.trueskill_ratings(a, b, out, n_shuffles=2, seed=0)
+    assert list(ts["system"]) == ["A", "B", "C"]
+    assert ts["mu"].iloc[0] > 0 > ts["mu"].iloc[-1]
