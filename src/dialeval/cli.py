@@ -165,6 +165,64 @@ def _file_sink(output: Path, fmt: str):
     return existing, functools.partial(append_conversation_jsonl, output)
 
 
+# -- serve / demo -----------------------------------------------------------------------------------------
+@app.command()
+@friendly
+def serve(
+    studies: list[Path] = typer.Argument(..., help="one or more study folders"),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port"),
+    workers: int = typer.Option(1, "--workers", help="stateless worker processes sharing the database"),
+    open_browser: bool = typer.Option(False, "--open/--no-browser", help="open the start page in a browser"),
+) -> None:
+    """Serve studies to annotators; prints the annotator, Prolific, MTurk and admin links.
+
+    Example: dialeval serve my-study --port 8000 --workers 2
+    """
+    from .web.serve import serve as run_server
+
+    run_server(studies, host=host, port=port, workers=workers, open_browser=open_browser,
+               print_fn=lambda text: console.print(text, highlight=False, markup=False, soft_wrap=True))
+
+
+@app.command()
+@friendly
+def demo(
+    out: Path = typer.Option(Path("dialeval-demo"), "--out", help="where the demo studies are written"),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port"),
+    workers: int = typer.Option(1, "--workers"),
+    no_browser: bool = typer.Option(False, "--no-browser", help="do not open a browser"),
+    simulate_n: int = typer.Option(0, "--simulate", help="complete every study with N simulated annotators"),
+    no_serve: bool = typer.Option(False, "--no-serve", help="stop after making (and simulating) the studies"),
+    seed: int = typer.Option(1, "--seed"),
+) -> None:
+    """A demo study of every method with the bundled bots, served on 127.0.0.1:8000.
+
+    Examples:
+      dialeval demo                                   # serve it; open the start page
+      dialeval demo --port 8080 --no-browser
+      dialeval demo --simulate 20 --no-serve --out demo   # completed by 20 simulated annotators, with reports
+    """
+    from .demo import create_demo
+
+    with _progress() as progress:
+        task = progress.add_task("demo conversations", total=None)
+        folders = create_demo(out, seed=seed, progress=lambda method, conv: progress.advance(task))
+    console.print(f"demo studies in {out}: " + ", ".join(f.name for f in folders))
+    if simulate_n:
+        from .simulate.crowd import simulate_demo
+
+        results = simulate_demo(out, annotators=simulate_n, seed=seed)
+        table = Table("method", "annotators", "judgments", "report", title="simulated crowd")
+        for method, result in results.items():
+            table.add_row(method, str(getattr(result, "annotators", simulate_n)), str(getattr(result, "judgments", "")),
+                          str(out / method / "report" / "index.html"))
+        console.print(table)
+    if not no_serve:
+        serve(folders, host=host, port=port, workers=workers, open_browser=not no_browser)
+
+
 # -- import / export -----------------------------------------------------------------------------------
 IMPORT_FORMATS = ("dialogue-eval", "spot-the-bot", "parlai", "acute-pairings", "openai-messages", "dialeval")
 
@@ -238,6 +296,8 @@ def import_(
     domain: Optional[str] = typer.Option(None, "--domain", help="spot-the-bot: dailydialog or empathetic"),
     rename: list[str] = typer.Option([], "--rename", help="relabel a system: old=new (repeatable)"),
     method: Optional[str] = typer.Option(None, "--method", help="method of a conversations-only import"),
+    paper_names: bool = typer.Option(False, "--paper-names",
+                                     help="spot-the-bot: use the paper's short names (GPT, BR, S2, DR, BL)"),
 ) -> None:
     """Import a published or outside data set into a study folder.
 
@@ -248,7 +308,12 @@ def import_(
     from .config import IMPORTED_BOT, STUDY_FILE, load_study
     from .study import open_study, write_study_file
 
-    dataset = read_import(fmt, path, domain, _parse_renames(rename), method)
+    renames = _parse_renames(rename)
+    if paper_names:
+        from .formats.spot_the_bot import PAPER_NAMES
+
+        renames = {**PAPER_NAMES, **renames}
+    dataset = read_import(fmt, path, domain, renames, method)
     if (study / STUDY_FILE).exists():
         existing = load_study(study)
         if existing.method != dataset.method:
@@ -261,7 +326,7 @@ def import_(
             "description": f"imported from {path}",
             "bots": [{"name": s, "type": IMPORTED_BOT} for s in systems],
             "imported_from": {"format": fmt, "path": str(path.resolve()), "domain": domain,
-                              "rename": _parse_renames(rename)},
+                              "rename": renames},
         })
     opened = open_study(study)
     try:

@@ -1,0 +1,279 @@
+"""The framework every evaluation method plugs into: one `Protocol` subclass per method.
+
+A method is one module `dialeval.protocols.<module>` defining a subclass of :class:`Protocol`
+named in ``PROTOCOL`` (``PROTOCOL = AcuteProtocol``); the registry (``protocols/__init__.py``)
+imports it lazily by method id. Its annotator page is one Jinja template in
+``dialeval/web/templates/`` (``template = "acute.html"``) that ``{% extends "base.html" %}``.
+
+How the web app drives a protocol (web/app.py; the app itself never writes SQL)
+--------------------------------------------------------------------------------
+1. Entry, consent and instructions are the framework's. Then ``GET /s/<slug>/task``:
+   - the framework finds the annotator's open assignment (``work.open_assignment``), else calls
+     ``protocol.assign(annotator)``, which picks a unit under ``store.locked(study_id)`` with the
+     helpers of ``protocols/scheduling.py`` and returns an :class:`AssignmentInfo` (or None: no
+     more work for this annotator -> the done page with the completion code / MTurk submit).
+   - it renders ``protocol.template`` with ``protocol.render(annotator, assignment)`` merged into
+     the framework context below.
+2. Every form or fetch() of the page posts to ``POST /s/<slug>/a/<assignment_id>/<action>``
+   (``action_url(action)`` in the template). Before the protocol sees anything the framework:
+   checks the signed identity cookie, the CSRF token (form field ``csrf`` or header
+   ``X-CSRF-Token``), the Origin header, that the assignment belongs to this annotator (403
+   otherwise) and that it is still open (409 otherwise, except a repeated ``request_id``
+   which answers OK again: double submits are harmless), and applies the rate limiter to the
+   actions listed in ``rate_limited_actions``. Then it calls
+   ``protocol.act(annotator, assignment, action, data)`` where ``data`` is the parsed form
+   (or JSON body) as a plain dict: str values (lists for repeated keys), including
+   ``data["request_id"]`` (the client's per-form id, always present, <= 100 chars).
+3. ``act`` returns an :class:`Outcome`. A browser form post (no ``Accept: application/json``)
+   is then redirected (303) to ``Outcome.redirect`` or to the task page; a fetch() gets JSON
+   ``{"ok": true, "done": ..., "redirect": ..., **Outcome.data}``.
+   To refuse input raise ``JudgmentError("message for the annotator")`` (-> 400 JSON/HTML);
+   ``DialevalError`` -> 400 too. A judgment must be committed inside ``act`` before it returns.
+
+``prepare``, ``assign``, ``render`` and ``act`` may be plain functions (run in a worker thread,
+so blocking database calls are fine) or ``async def`` (awaited on the event loop: use it for bot
+calls; wrap long blocking database work in ``await anyio.to_thread.run_sync(...)``).
+
+Template context given to every task page (besides what ``render`` returns):
+    study        StudyContext (study.config.pages.title, study.slug, study.method ...)
+    annotator    AnnotatorInfo
+    assignment   AssignmentInfo
+    csrf         the CSRF token: put ``<input type="hidden" name="csrf" value="{{ csrf }}">``
+                 in each form (base.html also has ``<meta name="csrf-token">`` for fetch()).
+    action_url   function: action_url("submit") -> "/s/<slug>/a/<assignment id>/submit"
+    new_request_id  function returning a fresh uuid for ``<input type="hidden" name="request_id">``
+    progress     ``protocol.progress(annotator, assignment)`` (dict done/total/label) or None
+static/app.js (ours) posts every ``<form data-ajax>`` with fetch, shows a refused input's message
+in the form's ``[data-error]`` element (textContent, never innerHTML) and follows ``redirect``.
+It also exposes ``window.dialeval.post(url, dataObject) -> Promise<json>`` (adds csrf and a
+request_id) and ``window.dialeval.appendText(parent, tag, className, text)`` for live chat pages.
+
+Stateless workers: a protocol instance is made per study per process and must keep no
+annotator state in memory; progress lives in ``assignments.state`` (``work.update_state``) so a
+refreshed page resumes where it was.
+
+Quality control hooks
+    ``self.flag(annotator_id, reasons, block=False)`` records a failed check (never deletes).
+    ``self.check_live_messages(annotator_id)`` runs quality/filters.py on all the annotator's
+    own messages (speaker "human", seed and fixed first message excluded) of live conversations
+    whose ``meta["annotator_id"]`` is theirs; call it when a live conversation finishes.
+    ``self.check_justifications(annotator_id)`` applies "never gives a reason".
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..config import StudyConfig
+from ..errors import JudgmentError
+from ..store import work
+from ..store.work import AnnotatorInfo, AssignmentInfo, UnitInfo  # noqa: F401  (re-exported)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Outcome:
+    """What `act` answers. `done`: the assignment is finished (the framework goes to the next task)."""
+
+    done: bool = False
+    data: dict[str, Any] = field(default_factory=dict)  # extra JSON for fetch() callers
+    redirect: str | None = None  # where a browser form post goes next (default: the task page)
+
+
+@dataclass
+class AdminSummary:
+    """What the admin page shows for a method: progress rows and live headline numbers."""
+
+    progress: list[dict[str, Any]] = field(default_factory=list)  # e.g. {"pair": "a vs b", "done": 3, "target": 50}
+    headline: list[dict[str, Any]] = field(default_factory=list)  # e.g. {"label": "a beats b", "value": "62% (n=13)"}
+    notes: list[str] = field(default_factory=list)
+
+
+class StudyContext:
+    """One served study: folder, validated config, store, database id, URL slug."""
+
+    def __init__(self, folder: Path, config: StudyConfig, store: Any, study_id: int, slug: str):
+        self.folder = folder
+        self.config = config
+        self.store = store
+        self.study_id = study_id
+        self.slug = slug
+        self._bots: dict[str, Any] = {}
+
+    @property
+    def method(self) -> str:
+        return self.config.method
+
+    @property
+    def options(self) -> Any:
+        """The method's options (AcuteOptions, SpotTheBotOptions, ...)."""
+        return self.config.options
+
+    @property
+    def title(self) -> str:
+        return self.config.pages.title or self.config.name
+
+    def url(self, path: str = "") -> str:
+        return f"/s/{self.slug}/{path.lstrip('/')}"
+
+    def seeded_rng(self, *parts: object) -> random.Random:
+        """Reproducible randomness (study seed + parts), e.g. for building units."""
+        return random.Random(":".join([str(self.config.seed), *map(str, parts)]))
+
+    @staticmethod
+    def fresh_rng() -> random.Random:
+        """Unpredictable randomness, e.g. the left/right order of one assignment (it is stored)."""
+        return random.Random(secrets.randbits(64))
+
+    def bot(self, name: str) -> Any:
+        """The study's bot of that name (built once per process; see bots.registry.build_bot)."""
+        if name not in self._bots:
+            from ..bots.registry import build_bot
+
+            cfg = self.config.bot(name)
+            self._bots[name] = build_bot(cfg.name, cfg.type, cfg.options)
+        return self._bots[name]
+
+
+class Protocol:
+    """Base class of a method. Subclasses set the class attributes and override the hooks."""
+
+    method: ClassVar[str] = ""  # "acute", "pairwise-turn", ... (StudyConfig.method)
+    template: ClassVar[str] = ""  # Jinja template of the task page
+    title: ClassVar[str] = ""  # human name shown on the start page
+    rate_limited_actions: ClassVar[frozenset[str]] = frozenset()  # e.g. {"send"} for chat messages
+
+    def __init__(self, study: StudyContext):
+        self.study = study
+
+    # shortcuts
+    @property
+    def store(self) -> Any:
+        return self.study.store
+
+    @property
+    def config(self) -> StudyConfig:
+        return self.study.config
+
+    @property
+    def options(self) -> Any:
+        return self.study.options
+
+    # -- hooks ------------------------------------------------------------------------------------
+    def prepare(self) -> int | Awaitable[int]:
+        """Build the units from what is stored (idempotent; run before serving). Returns units added."""
+        return 0
+
+    def assign(self, annotator: AnnotatorInfo) -> AssignmentInfo | None | Awaitable[AssignmentInfo | None]:
+        """The next assignment for this annotator, or None when they are done.
+
+        Called only when the annotator has no open assignment. Must schedule under
+        ``self.store.locked(self.study.study_id)`` (see scheduling.py).
+        """
+        raise NotImplementedError
+
+    def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any] | Awaitable[dict]:
+        """The template context of the task page for this assignment (resume from assignment.state)."""
+        raise NotImplementedError
+
+    def act(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str,
+            data: dict[str, Any]) -> Outcome | Awaitable[Outcome]:
+        """Handle one posted action. Raise JudgmentError for a refused input."""
+        raise NotImplementedError
+
+    def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
+        """{"done": n, "total": m, "label": "..."} for the progress bar, or None."""
+        return None
+
+    def admin_summary(self) -> AdminSummary:
+        """Progress per bot / pair and live headline numbers for the admin page."""
+        return AdminSummary()
+
+    # -- helpers for subclasses -------------------------------------------------------------------
+    def expire_minutes(self) -> float:
+        return float(self.config.annotation.expire_minutes)
+
+    def expiry(self) -> datetime:
+        return utcnow() + timedelta(minutes=self.expire_minutes())
+
+    def save_state(self, assignment: AssignmentInfo, state: dict[str, Any]) -> None:
+        """Store the assignment's progress (and extend its expiry: the annotator is active)."""
+        work.update_state(self.store, assignment.id, state, expires_at=self.expiry())
+        assignment.state = state
+
+    def finish(self, assignment: AssignmentInfo, state: dict[str, Any] | None = None) -> None:
+        work.submit_assignment(self.store, assignment.id, state=state)
+        assignment.status = "submitted"
+
+    def add_judgment(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, question: str, value: Any, *,
+                     request_id: str | None, conversation: str | None = None, justification: str | None = None,
+                     elapsed_s: float | None = None, shown_order: list | None = None,
+                     meta: dict | None = None) -> tuple[int, bool]:
+        """Commit one judgment (idempotent by request_id); `conversation` is an external id."""
+        conv_id = work.conversation_row_id(self.store, self.study.study_id, conversation) if conversation else None
+        return self.store.add_judgment(
+            self.study.study_id, annotator.id, question, value, unit_id=assignment.unit_id,
+            assignment_id=assignment.id, conversation_id=conv_id, justification=justification,
+            elapsed_s=elapsed_s, shown_order=shown_order if shown_order is not None else assignment.shown_order,
+            client_request_id=request_id, meta=meta,
+        )
+
+    def check_justification(self, text: str | None) -> str | None:
+        """The cleaned justification; JudgmentError when the study requires one and it is too short."""
+        text = (text or "").strip()
+        ann = self.config.annotation
+        if ann.require_justification:
+            words = len(text.split())
+            if words < max(1, ann.min_justification_words):
+                need = max(1, ann.min_justification_words)
+                raise JudgmentError(f"Please explain your choice in at least {need} word{'s' if need > 1 else ''}.")
+        if len(text) > 5000:
+            raise JudgmentError("The justification is too long (at most 5000 characters).")
+        return text or None
+
+    def flag(self, annotator_id: int, reasons: list[str], *, block: bool = False, **qc: Any) -> None:
+        """Flag (or block) an annotator with reasons; earlier reasons are kept. Judgments are never deleted."""
+        current = work.get_annotator(self.store, annotator_id)
+        old = list((current.qc or {}).get("reasons", [])) if current else []
+        merged = old + [r for r in reasons if r not in old]
+        status = "blocked" if block or (current and current.status == "blocked") else "flagged"
+        self.store.set_annotator_status(annotator_id, status, merged, **qc)
+
+    def check_live_messages(self, annotator_id: int) -> list[str]:
+        """Run the worker message filters on the annotator's live-chat messages; flag on a hit."""
+        if not self.config.quality.worker_filters:
+            return []
+        from ..quality import filters
+
+        conversations = work.annotator_live_messages(self.store, self.study.study_id, annotator_id)
+        if not conversations:
+            return []
+        wordlist = None
+        if self.config.quality.offensive_words:
+            path = Path(self.config.quality.offensive_words)
+            wordlist = filters.load_wordlist(path if path.is_absolute() else self.study.folder / path)
+        reasons = filters.filter_annotators({str(annotator_id): conversations}, wordlist=wordlist)[str(annotator_id)]
+        if reasons:
+            self.flag(annotator_id, reasons)
+        return reasons
+
+    def check_justifications(self, annotator_id: int, minimum: int = 3) -> bool:
+        """Flag an annotator who never gives a reason (after `minimum` justified judgments). True if flagged."""
+        if not self.config.quality.drop_never_justifies:
+            return False
+        from ..quality.filters import NEVER_GIVES_REASON, never_gives_reason
+
+        texts = work.annotator_justifications(self.store, self.study.study_id, annotator_id)
+        if len(texts) >= minimum and never_gives_reason(texts):
+            self.flag(annotator_id, [NEVER_GIVES_REASON])
+            return True
+        return False

@@ -1,0 +1,388 @@
+"""Queries of the annotation work: units, assignments, scheduling reads, admin tables.
+
+The web app and the protocols call these; none of them write SQL themselves (house rule).
+Functions taking a `session` run inside the caller's transaction (usually `Store.locked`),
+the others open their own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from ..records import Dataset, Unit
+from .schema import (
+    AnnotatorRow,
+    AssignmentRow,
+    ConversationRow,
+    EventRow,
+    JudgmentRow,
+    TurnRow,
+    UnitRow,
+)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(ts: datetime | None) -> datetime | None:
+    # SQLite gives naive datetimes back; they were stored as UTC.
+    if ts is not None and ts.tzinfo is None:
+        return ts.replace(tzinfo=UTC)
+    return ts
+
+
+@dataclass
+class AnnotatorInfo:
+    """One annotator of the study (a row of `annotators`, detached)."""
+
+    id: int  # database id: what judgments and assignments refer to
+    external_id: str  # PROLIFIC_PID / workerId / generated id
+    platform: str  # link | prolific | mturk | volunteer | simulated
+    status: str = "active"  # active | flagged | blocked
+    qc: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    study_id: int | None = None
+
+
+@dataclass
+class AssignmentInfo:
+    """One unit given to one annotator, with the unit's content (detached from the database)."""
+
+    id: int
+    study_id: int
+    annotator_id: int
+    unit_id: int
+    unit_external_id: str
+    unit_kind: str
+    conversation_ids: list[str]  # external conversation ids of the unit
+    payload: dict[str, Any]  # the unit's payload
+    status: str  # assigned | submitted | expired
+    shown_order: list[Any] | None  # what was shown left-to-right / in order (randomised per assignment)
+    state: dict[str, Any]  # per-method progress; survives a page refresh
+    started_at: datetime | None = None
+    expires_at: datetime | None = None
+    submitted_at: datetime | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == "assigned"
+
+
+@dataclass
+class UnitInfo:
+    id: int
+    external_id: str
+    kind: str
+    conversation_ids: list[str]
+    payload: dict[str, Any]
+
+
+def _annotator(row: AnnotatorRow) -> AnnotatorInfo:
+    return AnnotatorInfo(id=row.id, external_id=row.external_id, platform=row.platform, status=row.status,
+                         qc=dict(row.qc or {}), meta=dict(row.meta or {}), study_id=row.study_id)
+
+
+def _assignment(row: AssignmentRow, unit: UnitRow) -> AssignmentInfo:
+    return AssignmentInfo(
+        id=row.id, study_id=row.study_id, annotator_id=row.annotator_id, unit_id=unit.id,
+        unit_external_id=unit.external_id, unit_kind=unit.kind, conversation_ids=list(unit.conversation_ids or []),
+        payload=dict(unit.payload or {}), status=row.status, shown_order=row.shown_order,
+        state=dict(row.state or {}), started_at=_aware(row.started_at), expires_at=_aware(row.expires_at),
+        submitted_at=_aware(row.submitted_at),
+    )
+
+
+# -- annotators ----------------------------------------------------------------------------------
+def get_annotator(store, annotator_id: int) -> AnnotatorInfo | None:
+    with store.session() as s:
+        row = s.get(AnnotatorRow, annotator_id)
+        return _annotator(row) if row is not None else None
+
+
+def annotator_from_row(row: AnnotatorRow) -> AnnotatorInfo:
+    return _annotator(row)
+
+
+def update_annotator_meta(store, annotator_id: int, **meta: Any) -> None:
+    with store.session() as s:
+        row = s.get(AnnotatorRow, annotator_id)
+        if row is not None:
+            row.meta = {**(row.meta or {}), **meta}
+
+
+def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
+    """The admin table: one dict per annotator with counts, time spent and QC status."""
+    with store.session() as s:
+        rows = list(s.scalars(select(AnnotatorRow).where(AnnotatorRow.study_id == study_id)
+                              .order_by(AnnotatorRow.id)))
+        stats = {a: (n, el, first, last) for a, n, el, first, last in s.execute(
+            select(JudgmentRow.annotator_id, func.count(), func.sum(JudgmentRow.elapsed_s),
+                   func.min(JudgmentRow.created_at), func.max(JudgmentRow.created_at))
+            .where(JudgmentRow.study_id == study_id).group_by(JudgmentRow.annotator_id))}
+        assigned = Counter()
+        for a, status in s.execute(select(AssignmentRow.annotator_id, AssignmentRow.status)
+                                   .where(AssignmentRow.study_id == study_id)):
+            assigned[(a, status)] += 1
+        out = []
+        for r in rows:
+            n, elapsed, first, last = stats.get(r.id, (0, None, None, None))
+            first, last = _aware(first), _aware(last)
+            span = (last - _aware(r.created_at)).total_seconds() if last else 0.0
+            out.append({
+                "id": r.id, "external_id": r.external_id, "platform": r.platform, "status": r.status,
+                "reasons": list((r.qc or {}).get("reasons", [])), "qc": dict(r.qc or {}),
+                "judgments": int(n), "seconds_judging": float(elapsed or 0.0), "seconds_total": max(span, 0.0),
+                "submitted": assigned[(r.id, "submitted")], "open": assigned[(r.id, "assigned")],
+                "expired": assigned[(r.id, "expired")], "created_at": _aware(r.created_at),
+            })
+        return out
+
+
+def annotator_justifications(store, study_id: int, annotator_id: int) -> list[str | None]:
+    with store.session() as s:
+        return list(s.scalars(select(JudgmentRow.justification).where(
+            JudgmentRow.study_id == study_id, JudgmentRow.annotator_id == annotator_id,
+            JudgmentRow.question != "onboarding").order_by(JudgmentRow.id)))
+
+
+def annotator_live_messages(store, study_id: int, annotator_id: int) -> list[list[str]]:
+    """The annotator's own messages, one list per live conversation (meta.annotator_id == theirs).
+
+    Seed turns and turns with meta {"fixed": true} (the fixed "Hi!") are left out.
+    """
+    with store.session() as s:
+        convs = [c for c in s.scalars(select(ConversationRow).where(
+            ConversationRow.study_id == study_id, ConversationRow.source == "live").order_by(ConversationRow.id))
+            if (c.meta or {}).get("annotator_id") == annotator_id]
+        out = []
+        for c in convs:
+            turns = s.scalars(select(TurnRow).where(TurnRow.conversation_id == c.id).order_by(TurnRow.idx))
+            msgs = [t.text for t in turns if t.speaker == "human" and not t.is_seed and not (t.meta or {}).get("fixed")]
+            if msgs:
+                out.append(msgs)
+        return out
+
+
+# -- conversations -------------------------------------------------------------------------------
+def conversation_row_id(store, study_id: int, external_id: str) -> int | None:
+    with store.session() as s:
+        return s.scalar(select(ConversationRow.id).where(ConversationRow.study_id == study_id,
+                                                         ConversationRow.external_id == external_id))
+
+
+def list_conversations(store, study_id: int, source: str | None = None) -> list[dict[str, Any]]:
+    """Id, source, bots, turn count and error of every conversation (the admin browser, unit building)."""
+    with store.session() as s:
+        counts = dict(s.execute(select(TurnRow.conversation_id, func.count()).join(
+            ConversationRow, TurnRow.conversation_id == ConversationRow.id)
+            .where(ConversationRow.study_id == study_id).group_by(TurnRow.conversation_id)).all())
+        q = select(ConversationRow).where(ConversationRow.study_id == study_id)
+        if source is not None:
+            q = q.where(ConversationRow.source == source)
+        return [{"id": c.external_id, "source": c.source, "bots": list(c.bots or []), "turns": int(counts.get(c.id, 0)),
+                 "error": c.error, "meta": dict(c.meta or {})}
+                for c in s.scalars(q.order_by(ConversationRow.id))]
+
+
+# -- units ---------------------------------------------------------------------------------------
+def add_units(store, study_id: int, method: str, units: list[Unit]) -> int:
+    """Store units whose external id is new; returns how many were added."""
+    if not units:
+        return 0
+    return store.save_dataset(study_id, Dataset(method=method, units=units))["units"]
+
+
+def list_units(session_or_store, study_id: int, kind: str | None = None) -> list[UnitInfo]:
+    def run(s: Session) -> list[UnitInfo]:
+        q = select(UnitRow).where(UnitRow.study_id == study_id)
+        if kind is not None:
+            q = q.where(UnitRow.kind == kind)
+        return [UnitInfo(u.id, u.external_id, u.kind, list(u.conversation_ids or []), dict(u.payload or {}))
+                for u in s.scalars(q.order_by(UnitRow.id))]
+
+    if isinstance(session_or_store, Session):
+        return run(session_or_store)
+    with session_or_store.session() as s:
+        return run(s)
+
+
+def count_units(store, study_id: int, kind: str | None = None) -> int:
+    with store.session() as s:
+        q = select(func.count()).select_from(UnitRow).where(UnitRow.study_id == study_id)
+        if kind is not None:
+            q = q.where(UnitRow.kind == kind)
+        return int(s.scalar(q))
+
+
+# -- assignments ---------------------------------------------------------------------------------
+def expire_assignments(session: Session, study_id: int, now: datetime | None = None) -> int:
+    """Mark open assignments past their expiry as expired (their units go back to the pool)."""
+    now = now or utcnow()
+    ids = list(session.scalars(select(AssignmentRow.id).where(
+        AssignmentRow.study_id == study_id, AssignmentRow.status == "assigned",
+        AssignmentRow.expires_at.is_not(None), AssignmentRow.expires_at < now)))
+    if ids:
+        session.execute(update(AssignmentRow).where(AssignmentRow.id.in_(ids)).values(status="expired"))
+        session.add(EventRow(study_id=study_id, kind="assignments-expired", payload={"assignments": ids}))
+    return len(ids)
+
+
+def unit_load(session: Session, study_id: int, kind: str | None = None) -> dict[int, dict[str, int]]:
+    """unit id -> {"submitted": n, "assigned": m} (expired ones do not count)."""
+    q = (select(AssignmentRow.unit_id, AssignmentRow.status, func.count())
+         .where(AssignmentRow.study_id == study_id, AssignmentRow.status.in_(("assigned", "submitted")))
+         .group_by(AssignmentRow.unit_id, AssignmentRow.status))
+    if kind is not None:
+        q = q.join(UnitRow, UnitRow.id == AssignmentRow.unit_id).where(UnitRow.kind == kind)
+    out: dict[int, dict[str, int]] = defaultdict(lambda: {"submitted": 0, "assigned": 0})
+    for unit_id, status, n in session.execute(q):
+        out[unit_id][status] = int(n)
+    return dict(out)
+
+
+def annotator_assignments(session_or_store, study_id: int, annotator_id: int,
+                          include_expired: bool = False) -> list[AssignmentInfo]:
+    def run(s: Session) -> list[AssignmentInfo]:
+        q = (select(AssignmentRow, UnitRow).join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
+             .where(AssignmentRow.study_id == study_id, AssignmentRow.annotator_id == annotator_id))
+        if not include_expired:
+            q = q.where(AssignmentRow.status != "expired")
+        return [_assignment(a, u) for a, u in s.execute(q.order_by(AssignmentRow.id))]
+
+    if isinstance(session_or_store, Session):
+        return run(session_or_store)
+    with session_or_store.session() as s:
+        return run(s)
+
+
+def create_assignment(session: Session, study_id: int, unit_id: int, annotator_id: int, *,
+                      shown_order: list | None, state: dict | None = None,
+                      expires_at: datetime | None = None) -> AssignmentInfo:
+    row = AssignmentRow(study_id=study_id, unit_id=unit_id, annotator_id=annotator_id, status="assigned",
+                        shown_order=shown_order, state=state or {}, expires_at=expires_at)
+    session.add(row)
+    session.flush()
+    session.add(EventRow(study_id=study_id, kind="assignment-given", annotator_id=annotator_id,
+                         payload={"assignment": row.id, "unit": unit_id}))
+    unit = session.get(UnitRow, unit_id)
+    return _assignment(row, unit)
+
+
+def get_assignment(store, assignment_id: int) -> AssignmentInfo | None:
+    with store.session() as s:
+        row = s.get(AssignmentRow, assignment_id)
+        if row is None:
+            return None
+        return _assignment(row, s.get(UnitRow, row.unit_id))
+
+
+def open_assignment(store, study_id: int, annotator_id: int, now: datetime | None = None) -> AssignmentInfo | None:
+    """The annotator's unfinished, unexpired assignment (the oldest), if any."""
+    now = now or utcnow()
+    with store.session() as s:
+        q = (select(AssignmentRow, UnitRow).join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
+             .where(AssignmentRow.study_id == study_id, AssignmentRow.annotator_id == annotator_id,
+                    AssignmentRow.status == "assigned").order_by(AssignmentRow.id))
+        for a, u in s.execute(q):
+            exp = _aware(a.expires_at)
+            if exp is None or exp > now:
+                return _assignment(a, u)
+        return None
+
+
+def update_state(store, assignment_id: int, state: dict, expires_at: datetime | None = None) -> None:
+    with store.session() as s:
+        row = s.get(AssignmentRow, assignment_id)
+        if row is None:
+            return
+        row.state = dict(state)
+        if expires_at is not None and row.status == "assigned":
+            row.expires_at = expires_at
+
+
+def submit_assignment(store, assignment_id: int, state: dict | None = None) -> None:
+    with store.session() as s:
+        row = s.get(AssignmentRow, assignment_id)
+        if row is None:
+            return
+        if state is not None:
+            row.state = dict(state)
+        if row.status != "submitted":
+            row.status = "submitted"
+            row.submitted_at = utcnow()
+            s.add(EventRow(study_id=row.study_id, kind="assignment-submitted", annotator_id=row.annotator_id,
+                           payload={"assignment": row.id}))
+
+
+def assignment_status_counts(store, study_id: int) -> dict[str, int]:
+    with store.session() as s:
+        return {status: int(n) for status, n in s.execute(
+            select(AssignmentRow.status, func.count()).where(AssignmentRow.study_id == study_id)
+            .group_by(AssignmentRow.status))}
+
+
+# -- judgments -----------------------------------------------------------------------------------
+def judgment_exists(store, annotator_id: int, request_id: str) -> bool:
+    with store.session() as s:
+        return s.scalar(select(JudgmentRow.id).where(JudgmentRow.annotator_id == annotator_id,
+                                                     JudgmentRow.client_request_id == request_id)) is not None
+
+
+@dataclass
+class JudgmentLite:
+    id: int
+    annotator_id: int
+    annotator_status: str
+    assignment_id: int | None
+    unit_id: int | None
+    question: str
+    value: Any
+    justification: str | None
+    elapsed_s: float | None
+    meta: dict[str, Any]
+    created_at: datetime | None
+
+
+def list_judgments(session_or_store, study_id: int, *, assignment_id: int | None = None,
+                   annotator_id: int | None = None, question: str | None = None) -> list[JudgmentLite]:
+    def run(s: Session) -> list[JudgmentLite]:
+        q = (select(JudgmentRow, AnnotatorRow.status).join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
+             .where(JudgmentRow.study_id == study_id))
+        if assignment_id is not None:
+            q = q.where(JudgmentRow.assignment_id == assignment_id)
+        if annotator_id is not None:
+            q = q.where(JudgmentRow.annotator_id == annotator_id)
+        if question is not None:
+            q = q.where(JudgmentRow.question == question)
+        return [JudgmentLite(j.id, j.annotator_id, status, j.assignment_id, j.unit_id, j.question, j.value,
+                             j.justification, j.elapsed_s, dict(j.meta or {}), _aware(j.created_at))
+                for j, status in s.execute(q.order_by(JudgmentRow.id))]
+
+    if isinstance(session_or_store, Session):
+        return run(session_or_store)
+    with session_or_store.session() as s:
+        return run(s)
+
+
+def add_event(session: Session, study_id: int, kind: str, payload: dict | None = None,
+              annotator_id: int | None = None) -> None:
+    session.add(EventRow(study_id=study_id, kind=kind, annotator_id=annotator_id, payload=payload or {}))
+
+
+def create_unit(session: Session, study_id: int, external_id: str, kind: str, conversation_ids: list[str],
+                payload: dict | None = None) -> UnitInfo:
+    """Get or create a unit inside the caller's (locked) transaction (live methods make units on demand)."""
+    row = session.scalar(select(UnitRow).where(UnitRow.study_id == study_id, UnitRow.external_id == external_id))
+    if row is None:
+        row = UnitRow(study_id=study_id, external_id=external_id, kind=kind, conversation_ids=list(conversation_ids),
+                      payload=payload or {})
+        session.add(row)
+        session.flush()
+    return UnitInfo(row.id, row.external_id, row.kind, list(row.conversation_ids or []), dict(row.payload or {}))

@@ -1,0 +1,460 @@
+"""The FastAPI app: entry, consent, instructions, the method's task page, done page, admin.
+
+``create_app(study_folders)`` serves one or several studies, each under ``/s/<slug>/``. Processes
+keep no annotator state: identity rides in a signed cookie, progress lives in the database, so
+several workers (``uvicorn --workers N``) can serve one study. The method-specific part is the
+study's Protocol (protocols/base.py documents the contract).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import os
+import re
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
+
+from .. import METHODS
+from ..errors import DialevalError
+from ..protocols import get_protocol
+from ..protocols.base import Outcome, Protocol, StudyContext
+from ..store import work
+from ..store.work import AnnotatorInfo
+from . import entry as entry_mod
+from .auth import (
+    COOKIE_MAX_AGE,
+    IDENTITY_COOKIE,
+    CookieSigner,
+    Identity,
+    load_admin_token,
+    load_secret,
+)
+from .csrf import CSRF_FIELD, CSRF_HEADER, csrf_token, csrf_valid, same_origin
+from .ratelimit import RateLimiter
+
+log = logging.getLogger("dialeval.web")
+HERE = Path(__file__).parent
+STUDY_FOLDERS_ENV = "DIALEVAL_STUDY_FOLDERS"
+MAX_BODY = 64 * 1024
+
+
+class WebError(Exception):
+    """An HTTP error with a message for the annotator (rendered as JSON or HTML)."""
+
+    def __init__(self, status: int, message: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers or {}
+
+
+@dataclass
+class ServedStudy:
+    ctx: StudyContext
+    protocol: Protocol | None
+    secret: str
+    admin_token: str
+    signer: CookieSigner
+    limiter: RateLimiter
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def slug(self) -> str:
+        return self.ctx.slug
+
+
+def slugify(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return slug[:60] or "study"
+
+
+async def call(fn, *args, **kwargs):
+    """Await an async hook, run a plain one in a worker thread (blocking DB work is fine there)."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(*args, **kwargs)
+    result = await run_in_threadpool(fn, *args, **kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def run_hook_blocking(fn, *args):
+    """Run a sync or async hook to completion from sync code (even inside a running event loop)."""
+    if not inspect.iscoroutinefunction(fn):
+        return fn(*args)
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(fn(*args))
+    with ThreadPoolExecutor(1) as pool:  # e.g. under Playwright's sync API, which keeps a loop running
+        return pool.submit(lambda: asyncio.run(fn(*args))).result()
+
+
+def make_environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(HERE / "templates")),
+        autoescape=True,  # every piece of bot and annotator text is escaped
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["tojson_attr"] = lambda v: json.dumps(v)
+    env.globals["methods"] = METHODS
+    return env
+
+
+def open_served(folder: Path, slugs: set[str], prepare: bool) -> ServedStudy:
+    from ..study import open_study
+
+    study = open_study(folder)
+    slug = base = slugify(study.config.name)
+    n = 2
+    while slug in slugs:
+        slug, n = f"{base}-{n}", n + 1
+    slugs.add(slug)
+    ctx = StudyContext(folder=study.folder, config=study.config, store=study.store, study_id=study.id, slug=slug)
+    secret = load_secret(study.folder)
+    served = ServedStudy(ctx=ctx, protocol=None, secret=secret, admin_token=load_admin_token(study.folder),
+                         signer=CookieSigner(secret, slug), limiter=RateLimiter(rate=0.5, burst=6))
+    try:
+        served.protocol = get_protocol(study.config.method)(ctx)
+    except DialevalError as exc:
+        served.error = str(exc)
+    return served
+
+
+def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -> FastAPI:
+    """The app serving these study folders (each holding a study.yaml).
+
+    With `prepare` (default) each protocol's prepare step (building units) runs first; `serve`
+    runs it once before starting several workers and passes prepare=False to them.
+    """
+    if not study_folders:
+        raise DialevalError("no study folder to serve")
+    slugs: set[str] = set()
+    studies: dict[str, ServedStudy] = {}
+    for folder in study_folders:
+        served = open_served(Path(folder), slugs, prepare)
+        studies[served.slug] = served
+    if prepare:
+        for served in studies.values():
+            if served.protocol is not None:
+                run_hook_blocking(served.protocol.prepare)
+
+    app = FastAPI(title="dialeval", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.studies = studies
+    env = make_environment()
+    app.state.env = env
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    # -- helpers ------------------------------------------------------------------------------
+    def wants_json(request: Request) -> bool:
+        return "application/json" in request.headers.get("accept", "") or \
+            request.headers.get("content-type", "").startswith("application/json")
+
+    def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("request", request)
+        context.setdefault("csrf", "")
+        html = env.get_template(template).render(**context)
+        return HTMLResponse(html, status_code=status)
+
+    def get_served(slug: str) -> ServedStudy:
+        served = studies.get(slug)
+        if served is None:
+            raise WebError(404, "There is no such study here.")
+        return served
+
+    def identity(request: Request, served: ServedStudy) -> tuple[Identity, AnnotatorInfo] | None:
+        ident = served.signer.read_identity(request.cookies.get(IDENTITY_COOKIE))
+        if ident is None:
+            return None
+        annotator = work.get_annotator(served.ctx.store, ident.annotator_id)
+        if annotator is None or annotator.study_id != served.ctx.study_id:
+            return None
+        return ident, annotator
+
+    def require_identity(request: Request, served: ServedStudy) -> tuple[Identity, AnnotatorInfo]:
+        found = identity(request, served)
+        if found is None:
+            raise WebError(403, "Your session was not found. Please open the study link again.")
+        return found
+
+    def set_identity(response: Response, request: Request, served: ServedStudy, annotator_id: int) -> None:
+        secure = request.url.scheme == "https"
+        response.set_cookie(IDENTITY_COOKIE, served.signer.identity_cookie(annotator_id), max_age=COOKIE_MAX_AGE,
+                            path=f"/s/{served.slug}", httponly=True, secure=secure,
+                            samesite="none" if secure else "lax")
+
+    async def read_form(request: Request) -> dict[str, Any]:
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            raise WebError(413, "The submitted data is too large.")
+        ctype = request.headers.get("content-type", "")
+        if ctype.startswith("application/json"):
+            try:
+                data = json.loads(body or b"{}")
+            except ValueError:
+                raise WebError(400, "The request body is not valid JSON.") from None
+            if not isinstance(data, dict):
+                raise WebError(400, "The request body must be a JSON object.")
+            return data
+        form = await request.form()
+        data: dict[str, Any] = {}
+        for key in form:
+            values = [v for v in form.getlist(key) if isinstance(v, str)]
+            data[key] = values if len(values) > 1 else (values[0] if values else "")
+        return data
+
+    def check_post(request: Request, served: ServedStudy, ident: Identity, data: dict[str, Any]) -> None:
+        if not same_origin(request):
+            raise WebError(403, "This form was sent from another site and was refused.")
+        token = request.headers.get(CSRF_HEADER) or data.get(CSRF_FIELD)
+        if not isinstance(token, str) or not csrf_valid(served.secret, ident.nonce, token):
+            raise WebError(403, "The form's security token is missing or out of date. Reload the page and try again.")
+
+    def outcome_response(request: Request, served: ServedStudy, outcome: Outcome) -> Response:
+        target = outcome.redirect or served.ctx.url("task")
+        if wants_json(request):
+            return JSONResponse({"ok": True, "done": outcome.done, "redirect": target, **(outcome.data or {})})
+        return RedirectResponse(target, status_code=303)
+
+    def security_headers(response: Response, admin: bool = False) -> None:
+        frame = "'none'" if admin else "*"  # MTurk shows the task in an iframe
+        response.headers["Content-Security-Policy"] = (
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+            f"connect-src 'self'; form-action 'self' https://www.mturk.com https://workersandbox.mturk.com; "
+            f"frame-ancestors {frame}; base-uri 'none'")
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "same-origin"
+
+    @app.middleware("http")
+    async def headers_middleware(request: Request, call_next):
+        response = await call_next(request)
+        security_headers(response, admin="/admin" in request.url.path)
+        if request.url.path.startswith("/s/"):
+            response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+    @app.exception_handler(WebError)
+    async def web_error(request: Request, exc: WebError):
+        if wants_json(request):
+            return JSONResponse({"ok": False, "error": exc.message}, status_code=exc.status, headers=exc.headers)
+        return render(request, "message.html", status=exc.status, title="Sorry", message=exc.message,
+                      study=None)
+
+    @app.exception_handler(DialevalError)
+    async def dialeval_error(request: Request, exc: DialevalError):
+        return await web_error(request, WebError(400, str(exc)))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException):
+        return await web_error(request, WebError(exc.status_code, str(exc.detail)))
+
+    from fastapi.exceptions import RequestValidationError
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError):
+        return await web_error(request, WebError(422, "The request is malformed: " + "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())))
+
+    # -- public pages -------------------------------------------------------------------------
+    @app.get("/healthz")
+    async def healthz():
+        return {"ok": True, "studies": len(studies)}
+
+    @app.get("/", response_class=HTMLResponse)
+    async def start(request: Request):
+        rows = [{"slug": s.slug, "method": s.ctx.method, "title": s.ctx.title, "error": s.error,
+                 "description": s.ctx.config.description} for s in studies.values()]
+        return render(request, "start.html", studies=rows)
+
+    @app.get("/s/{slug}/", response_class=HTMLResponse)
+    async def entry_page(request: Request, slug: str):
+        served = get_served(slug)
+        params = dict(request.query_params)
+        ent = entry_mod.parse_entry(params)
+        if ent.error:
+            raise WebError(400, ent.error)
+        if ent.preview:
+            return render(request, "entry.html", study=served.ctx, preview=True, entry=ent, existing=False)
+        if ent.external_id is not None:  # Prolific or MTurk: the platform names the annotator
+            row = await run_in_threadpool(served.ctx.store.get_or_create_annotator, served.ctx.study_id,
+                                          ent.external_id, ent.platform, ent.meta)
+            if ent.meta:
+                await run_in_threadpool(work.update_annotator_meta, served.ctx.store, row.id,
+                                        **{k: v for k, v in ent.meta.items() if v})
+            response = RedirectResponse(served.ctx.url("consent"), status_code=303)
+            set_identity(response, request, served, row.id)
+            return response
+        existing = await run_in_threadpool(identity, request, served) is not None
+        return render(request, "entry.html", study=served.ctx, preview=False, entry=ent, existing=existing)
+
+    @app.post("/s/{slug}/start")
+    async def start_post(request: Request, slug: str):
+        served = get_served(slug)
+        if not same_origin(request):
+            raise WebError(403, "This form was sent from another site and was refused.")
+        data = await read_form(request)
+        found = await run_in_threadpool(identity, request, served)
+        if found is not None and data.get("new") != "1":
+            return RedirectResponse(served.ctx.url("consent"), status_code=303)
+        platform = "volunteer" if data.get("volunteer") == "1" else "link"
+        external = entry_mod.new_external_id(platform)
+        row = await run_in_threadpool(served.ctx.store.get_or_create_annotator, served.ctx.study_id, external,
+                                      platform, {})
+        response = RedirectResponse(served.ctx.url("consent"), status_code=303)
+        set_identity(response, request, served, row.id)
+        return response
+
+    def page_context(served: ServedStudy, ident: Identity, annotator: AnnotatorInfo) -> dict[str, Any]:
+        return {"study": served.ctx, "annotator": annotator, "csrf": csrf_token(served.secret, ident.nonce)}
+
+    @app.get("/s/{slug}/consent", response_class=HTMLResponse)
+    async def consent(request: Request, slug: str):
+        served = get_served(slug)
+        ident, annotator = await run_in_threadpool(require_identity, request, served)
+        return render(request, "consent.html", **page_context(served, ident, annotator))
+
+    @app.post("/s/{slug}/consent")
+    async def consent_post(request: Request, slug: str):
+        served = get_served(slug)
+        ident, annotator = await run_in_threadpool(require_identity, request, served)
+        data = await read_form(request)
+        check_post(request, served, ident, data)
+        if data.get("agree") != "yes":
+            raise WebError(400, "Please tick the box to agree before you continue, or close this page to leave.")
+        await run_in_threadpool(work.update_annotator_meta, served.ctx.store, annotator.id,
+                                consented_at=work.utcnow().isoformat())
+        return RedirectResponse(served.ctx.url("instructions"), status_code=303)
+
+    @app.get("/s/{slug}/instructions", response_class=HTMLResponse)
+    async def instructions(request: Request, slug: str):
+        served = get_served(slug)
+        ident, annotator = await run_in_threadpool(require_identity, request, served)
+        if not annotator.meta.get("consented_at"):
+            return RedirectResponse(served.ctx.url("consent"), status_code=303)
+        return render(request, "instructions.html", **page_context(served, ident, annotator))
+
+    @app.post("/s/{slug}/instructions")
+    async def instructions_post(request: Request, slug: str):
+        served = get_served(slug)
+        ident, annotator = await run_in_threadpool(require_identity, request, served)
+        data = await read_form(request)
+        check_post(request, served, ident, data)
+        await run_in_threadpool(work.update_annotator_meta, served.ctx.store, annotator.id,
+                                instructed_at=work.utcnow().isoformat())
+        return RedirectResponse(served.ctx.url("task"), status_code=303)
+
+    @app.get("/s/{slug}/task", response_class=HTMLResponse)
+    async def task(request: Request, slug: str):
+        served = get_served(slug)
+        ident, annotator = await run_in_threadpool(require_identity, request, served)
+        if not annotator.meta.get("consented_at"):
+            return RedirectResponse(served.ctx.url("consent"), status_code=303)
+        if not annotator.meta.get("instructed_at"):
+            return RedirectResponse(served.ctx.url("instructions"), status_code=303)
+        if annotator.status == "blocked":
+            return RedirectResponse(served.ctx.url("done"), status_code=303)
+        protocol = served.protocol
+        if protocol is None:
+            raise WebError(503, served.error or "This study's pages are not available.")
+        assignment = await run_in_threadpool(work.open_assignment, served.ctx.store, served.ctx.study_id,
+                                             annotator.id)
+        if assignment is None:
+            assignment = await call(protocol.assign, annotator)
+        if assignment is None:
+            return RedirectResponse(served.ctx.url("done"), status_code=303)
+        context = await call(protocol.render, annotator, assignment)
+        progress = await call(protocol.progress, annotator, assignment)
+        base = page_context(served, ident, annotator)
+        return render(request, protocol.template, assignment=assignment, progress=progress,
+                      action_url=lambda action: served.ctx.url(f"a/{assignment.id}/{action}"),
+                      new_request_id=lambda: uuid.uuid4().hex, **base, **context)
+
+    @app.post("/s/{slug}/a/{assignment_id}/{action}")
+    async def act(request: Request, slug: str, assignment_id: int, action: str):
+        served = get_served(slug)
+        ident, annotator = await run_in_threadpool(require_identity, request, served)
+        data = await read_form(request)
+        check_post(request, served, ident, data)
+        protocol = served.protocol
+        if protocol is None:
+            raise WebError(503, served.error or "This study's pages are not available.")
+        if not re.fullmatch(r"[a-z][a-z0-9_\-]{0,39}", action):
+            raise WebError(404, "Unknown action.")
+        assignment = await run_in_threadpool(work.get_assignment, served.ctx.store, assignment_id)
+        if assignment is None or assignment.study_id != served.ctx.study_id:
+            raise WebError(404, "There is no such task.")
+        if assignment.annotator_id != annotator.id:
+            raise WebError(403, "This task belongs to somebody else.")
+        request_id = data.get("request_id")
+        if not isinstance(request_id, str) or not re.fullmatch(r"[A-Za-z0-9_\-]{8,100}", request_id):
+            raise WebError(400, "The form has no valid request id; reload the page and try again.")
+        if not assignment.is_open:
+            if await run_in_threadpool(work.judgment_exists, served.ctx.store, annotator.id, request_id):
+                return outcome_response(request, served, Outcome(done=True, data={"repeat": True}))
+            raise WebError(409, "This task is already finished or has expired. Continue with the next one.",
+                           headers={"X-Dialeval-Next": served.ctx.url("task")})
+        if annotator.status == "blocked":
+            raise WebError(403, "You cannot continue with this study.")
+        if action in protocol.rate_limited_actions and not served.limiter.allow(f"{annotator.id}:{action}"):
+            wait = max(1, round(served.limiter.retry_after(f"{annotator.id}:{action}")))
+            raise WebError(429, f"You are sending messages too fast; wait {wait} s and try again.",
+                           headers={"Retry-After": str(wait)})
+        outcome = await call(protocol.act, annotator, assignment, action, data)
+        if not isinstance(outcome, Outcome):
+            outcome = Outcome()
+        return outcome_response(request, served, outcome)
+
+    @app.get("/s/{slug}/done", response_class=HTMLResponse)
+    async def done(request: Request, slug: str):
+        served = get_served(slug)
+        _ident, annotator = await run_in_threadpool(require_identity, request, served)
+        if annotator.status == "blocked":
+            return render(request, "done.html", study=served.ctx, blocked=True, annotator=annotator, code=None,
+                          mturk=None, csrf="")
+        if served.protocol is not None and annotator.meta.get("instructed_at"):
+            open_a = await run_in_threadpool(work.open_assignment, served.ctx.store, served.ctx.study_id,
+                                             annotator.id)
+            if open_a is not None:
+                return RedirectResponse(served.ctx.url("task"), status_code=303)
+        rec = served.ctx.config.recruitment
+        code = rec.completion_code or served.signer.completion_code(annotator.id)
+        if not annotator.meta.get("completed_at"):
+            await run_in_threadpool(work.update_annotator_meta, served.ctx.store, annotator.id,
+                                    completed_at=work.utcnow().isoformat())
+        if annotator.platform == "prolific" and rec.completion_code:
+            return RedirectResponse(entry_mod.prolific_done_url(rec.completion_code), status_code=303)
+        mturk = None
+        if annotator.platform == "mturk":
+            mturk = {"url": entry_mod.mturk_submit_url(annotator.meta),
+                     "assignment_id": annotator.meta.get("mturk_assignment_id", "")}
+        return render(request, "done.html", study=served.ctx, blocked=False, annotator=annotator, code=code,
+                      mturk=mturk, csrf="")
+
+    from .admin import add_admin_routes
+
+    add_admin_routes(app, studies, render=render, get_served=get_served, read_form=read_form, WebError=WebError)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """App factory for `uvicorn --factory --workers N`: study folders from $DIALEVAL_STUDY_FOLDERS."""
+    folders = [Path(p) for p in os.environ.get(STUDY_FOLDERS_ENV, "").split(os.pathsep) if p]
+    return create_app(folders, prepare=False)
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(16)

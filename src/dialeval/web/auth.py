@@ -1,0 +1,101 @@
+"""Secrets, the annotator identity cookie (signed with itsdangerous) and the admin token."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from dataclasses import dataclass
+from hashlib import sha256
+from pathlib import Path
+
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+SECRET_ENV = "DIALEVAL_SECRET"
+ADMIN_TOKEN_ENV = "DIALEVAL_ADMIN_TOKEN"
+SECRET_FILE = ".secret"
+ADMIN_TOKEN_FILE = ".admin-token"
+IDENTITY_COOKIE = "dialeval_id"
+ADMIN_COOKIE = "dialeval_admin"
+COOKIE_MAX_AGE = 14 * 24 * 3600
+
+
+def _file_value(path: Path, nbytes: int = 32) -> str:
+    """Read a secret file, creating it atomically (first process wins) with mode 0600."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        value = path.read_text(encoding="utf-8").strip()
+        if value:
+            return value
+        # a concurrent creator has not written yet; fall through to a short wait-and-read
+        import time
+
+        for _ in range(50):
+            time.sleep(0.02)
+            value = path.read_text(encoding="utf-8").strip()
+            if value:
+                return value
+        raise RuntimeError(f"{path} is empty; delete it and serve again")
+    value = secrets.token_urlsafe(nbytes)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(value + "\n")
+    return value
+
+
+def load_secret(folder: Path) -> str:
+    """$DIALEVAL_SECRET, else the study folder's .secret (created on first serve)."""
+    return os.environ.get(SECRET_ENV) or _file_value(Path(folder) / SECRET_FILE)
+
+
+def load_admin_token(folder: Path) -> str:
+    """$DIALEVAL_ADMIN_TOKEN, else the study folder's .admin-token (created on first serve)."""
+    return os.environ.get(ADMIN_TOKEN_ENV) or _file_value(Path(folder) / ADMIN_TOKEN_FILE, 18)
+
+
+@dataclass
+class Identity:
+    annotator_id: int
+    nonce: str  # ties the CSRF token to this cookie
+
+
+class CookieSigner:
+    """Signs the identity and admin cookies of one study (salted by the study slug)."""
+
+    def __init__(self, secret: str, slug: str):
+        self.secret = secret
+        self._id = URLSafeTimedSerializer(secret, salt=f"dialeval-identity:{slug}")
+        self._admin = URLSafeTimedSerializer(secret, salt=f"dialeval-admin:{slug}")
+
+    def identity_cookie(self, annotator_id: int, nonce: str | None = None) -> str:
+        return self._id.dumps({"a": int(annotator_id), "n": nonce or secrets.token_urlsafe(16)})
+
+    def read_identity(self, value: str | None) -> Identity | None:
+        if not value:
+            return None
+        try:
+            data = self._id.loads(value, max_age=COOKIE_MAX_AGE)
+            return Identity(int(data["a"]), str(data["n"]))
+        except (BadSignature, KeyError, TypeError, ValueError):
+            return None
+
+    def admin_cookie(self) -> str:
+        return self._admin.dumps({"admin": True, "n": secrets.token_urlsafe(16)})
+
+    def read_admin(self, value: str | None) -> str | None:
+        """The admin session's nonce, or None."""
+        if not value:
+            return None
+        try:
+            data = self._admin.loads(value, max_age=12 * 3600)
+            return str(data["n"]) if data.get("admin") else None
+        except (BadSignature, KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def completion_code(self, annotator_id: int) -> str:
+        """A per-annotator code for plain study links (no platform code configured)."""
+        return hmac.new(self.secret.encode(), f"done:{annotator_id}".encode(), sha256).hexdigest()[:10].upper()
+
+
+def token_matches(given: str | None, expected: str) -> bool:
+    return bool(given) and hmac.compare_digest(str(given).encode(), expected.encode())

@@ -1,0 +1,41 @@
+"""A small token-bucket rate limiter (per key, per process), e.g. for live chat messages.
+
+    limiter = RateLimiter(rate=1.0, burst=5)     # 1 message per second on average, bursts of 5
+    if not limiter.allow(f"{study}:{annotator_id}"):
+        -> answer 429
+
+Each worker process keeps its own buckets; with N workers the effective limit is at most N times
+higher, which is enough to stop a runaway client or script.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+
+class RateLimiter:
+    def __init__(self, rate: float = 1.0, burst: int = 5, max_keys: int = 50_000):
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be > 0 and burst >= 1")
+        self.rate, self.burst, self.max_keys = float(rate), int(burst), max_keys
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, key: str, cost: float = 1.0, now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            tokens, last = self._buckets.get(key, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+            allowed = tokens >= cost
+            if allowed:
+                tokens -= cost
+            if len(self._buckets) >= self.max_keys and key not in self._buckets:
+                self._buckets.clear()  # crude bound on memory
+            self._buckets[key] = (tokens, now)
+            return allowed
+
+    def retry_after(self, key: str) -> float:
+        with self._lock:
+            tokens, _ = self._buckets.get(key, (float(self.burst), 0.0))
+        return max(0.0, (1.0 - tokens) / self.rate)

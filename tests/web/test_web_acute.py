@@ -1,0 +1,208 @@
+"""The ACUTE-Eval pages through the real app and a real SQLite file."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from dialeval.store import work
+
+from .conftest import Annotator
+
+
+def rid() -> str:
+    return uuid.uuid4().hex
+
+
+def study_of(app):
+    return next(iter(app.state.studies.values()))
+
+
+def onboarding_answer(app, page: str, right: bool) -> str:
+    """The choice (1/2) that picks the human conversation (right) or the weak bot (wrong)."""
+    served = study_of(app)
+    aid = int(re.search(r"/a/(\d+)/submit", page).group(1))
+    a = work.get_assignment(served.ctx.store, aid)
+    correct = a.payload["correct"]
+    idx = a.shown_order.index(correct) + 1
+    return str(idx if right else 3 - idx)
+
+
+def test_full_unit_with_onboarding(acute_app):
+    ann = Annotator(acute_app, "acute-test")
+    r = ann.enter()
+    assert r.status_code == 200 and "Practice comparison" in r.text
+    r = ann.post(ann.action(r.text), {"choice": onboarding_answer(acute_app, r.text, True),
+                                      "justification": "sounds like a person", "request_id": rid()})
+    assert r.json()["ok"] is True
+    served = study_of(acute_app)
+    for n in range(2):
+        page = ann.task()
+        assert f"Comparison {n + 1} of 2" in page.text
+        r = ann.post(ann.action(page.text), {"choice": "1", "justification": "more engaging answers",
+                                             "request_id": rid()})
+        assert r.status_code == 200, r.text
+    assert ann.task().url.path.endswith("/done")
+    ds = served.ctx.store.load_dataset(served.ctx.study_id)
+    real = [j for j in ds.judgments if j.question == "preference"]
+    assert len(real) == 2
+    for j in real:
+        assert set(j.value) == {"winner", "loser"} and j.value["winner"] != j.value["loser"]
+        assert j.value["winner"] == j.shown_order[0]  # choice 1 = left
+        assert j.justification == "more engaging answers"
+        unit = next(u for u in ds.units if u.id == j.unit_id)
+        assert set(unit.conversation_ids) == {j.value["winner"], j.value["loser"]}
+        a, b = unit.payload["speakers_to_eval"]
+        assert a != b
+    onboarding = [j for j in ds.judgments if j.question == "onboarding"]
+    assert len(onboarding) == 1 and onboarding[0].meta["passed"] is True
+
+
+def test_refused_inputs_store_nothing(acute_app):
+    ann = Annotator(acute_app, "acute-test")
+    page = ann.enter()
+    url = ann.action(page.text)
+    served = study_of(acute_app)
+    before = served.ctx.store.counts(served.ctx.study_id)["judgments"]
+    r = ann.post(url, {"choice": "1", "justification": "", "request_id": rid()})
+    assert r.status_code == 400 and "at least 2 words" in r.json()["error"]
+    r = ann.post(url, {"choice": "1", "justification": "ok", "request_id": rid()})
+    assert r.status_code == 400
+    r = ann.post(url, {"choice": "7", "justification": "two words", "request_id": rid()})
+    assert r.status_code == 400 and "choose" in r.json()["error"]
+    r = ann.post(url, {"choice": "1", "justification": "two words", "request_id": "x"})
+    assert r.status_code == 400
+    r = ann.post(url, {"choice": "1", "justification": "two words", "request_id": rid()}, json_api=False)
+    assert r.status_code in (200, 303)  # a plain form post is redirected to the next task
+    # HTML error pages for a plain form
+    r = ann.post(url, {"choice": "1", "justification": "", "request_id": rid()}, json_api=False)
+    assert r.status_code in (400, 409)
+    assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == before + 1
+    r = ann.client.post(ann.url("a/abc/submit"), data={"csrf": ann.csrf}, headers={"Accept": "application/json"})
+    assert r.status_code == 422 and r.json()["ok"] is False
+
+
+def test_double_submit_is_harmless(acute_app):
+    ann = Annotator(acute_app, "acute-test")
+    page = ann.enter()
+    url = ann.action(page.text)
+    data = {"choice": onboarding_answer(acute_app, page.text, True), "justification": "human sounds real",
+            "request_id": rid()}
+    r1 = ann.post(url, data)
+    r2 = ann.post(url, data)
+    assert r1.json()["ok"] and r2.json()["ok"] and r2.json().get("repeat")
+    served = study_of(acute_app)
+    assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == 1
+
+
+def test_only_own_assignments_and_csrf(acute_app):
+    alice, bob = Annotator(acute_app, "acute-test"), Annotator(acute_app, "acute-test")
+    page_a = alice.enter()
+    bob.enter()
+    url_a = alice.action(page_a.text)
+    r = bob.post(url_a, {"choice": "1", "justification": "not my task", "request_id": rid()})
+    assert r.status_code == 403
+    r = alice.client.post(url_a, data={"choice": "1", "justification": "no token here", "request_id": rid()},
+                          headers={"Accept": "application/json"})
+    assert r.status_code == 403 and "token" in r.json()["error"]
+    r = alice.client.post(url_a, data={"csrf": bob.csrf, "choice": "1", "justification": "bob token",
+                                       "request_id": rid()}, headers={"Accept": "application/json"})
+    assert r.status_code == 403
+    r = alice.post(url_a, {"choice": "1", "justification": "cross site post", "request_id": rid()},
+                   headers={"Origin": "https://evil.example"})
+    assert r.status_code == 403
+    fresh = Annotator(acute_app, "acute-test")
+    assert fresh.task().status_code == 403  # no cookie
+    served = study_of(acute_app)
+    assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == 0
+
+
+def test_onboarding_failure_blocks(acute_app):
+    ann = Annotator(acute_app, "acute-test")
+    page = ann.enter()
+    r = ann.post(ann.action(page.text), {"choice": onboarding_answer(acute_app, page.text, False),
+                                         "justification": "the robot is better", "request_id": rid()})
+    assert r.json()["ok"]
+    done = ann.task()
+    assert done.url.path.endswith("/done") and "cannot continue" in done.text
+    served = study_of(acute_app)
+    rows = work.list_annotators(served.ctx.store, served.ctx.study_id)
+    assert rows[0]["status"] == "blocked" and "failed onboarding" in rows[0]["reasons"]
+    assert rows[0]["judgments"] == 1  # kept, never deleted
+
+
+def test_xss_is_escaped(tmp_path):
+    from dialeval.web.app import create_app
+
+    from .studies import make_acute_study
+
+    folder = make_acute_study(tmp_path / "x", onboarding=False, xss="<script>alert('bot')</script>")
+    app = create_app([folder])
+    ann = Annotator(app, "acute-test")
+    seen = False
+    for _ in range(2):
+        page = ann.task() if seen else ann.enter()
+        seen = True
+        assert "<script>alert" not in page.text
+        if "&lt;script&gt;alert(&#39;bot&#39;)&lt;/script&gt;" in page.text:
+            break
+        ann.post(ann.action(page.text), {"choice": "1", "justification": "<script>alert(1)</script> words",
+                                         "request_id": rid()})
+    assert "Content-Security-Policy" in page.headers
+
+
+def test_prolific_entry_and_completion(tmp_path):
+    import yaml
+
+    from dialeval.web.app import create_app
+
+    from .studies import make_acute_study
+
+    folder = make_acute_study(tmp_path / "p", onboarding=False, comparisons=1)
+    data = yaml.safe_load((folder / "study.yaml").read_text())
+    data["recruitment"] = {"platform": "prolific", "completion_code": "C0DE42"}
+    (folder / "study.yaml").write_text(yaml.safe_dump(data))
+    app = create_app([folder])
+    ann = Annotator(app, "acute-test", {"PROLIFIC_PID": "pid123", "STUDY_ID": "s1", "SESSION_ID": "x9"})
+    page = ann.enter()
+    ann.post(ann.action(page.text), {"choice": "2", "justification": "nicer and kinder", "request_id": rid()})
+    r = ann.client.get(ann.url("done"), follow_redirects=False)
+    assert r.status_code == 303
+    assert r.headers["location"] == "https://app.prolific.com/submissions/complete?cc=C0DE42"
+    rows = work.list_annotators(study_of(app).ctx.store, study_of(app).ctx.study_id)
+    assert rows[0]["external_id"] == "pid123" and rows[0]["platform"] == "prolific"
+
+
+def test_mturk_preview_and_submit(acute_app):
+    c = Annotator(acute_app, "acute-test").client
+    r = c.get("/s/acute-test/", params={"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "H1"})
+    assert r.status_code == 200 and "preview" in r.text.lower() and "Start</button>" not in r.text
+    served = study_of(acute_app)
+    assert served.ctx.store.counts(served.ctx.study_id)["annotators"] == 0
+    ann = Annotator(acute_app, "acute-test", {"workerId": "W1", "assignmentId": "A1", "hitId": "H1",
+                                              "turkSubmitTo": "https://workersandbox.mturk.com"})
+    page = ann.enter()
+    ann.post(ann.action(page.text), {"choice": onboarding_answer(acute_app, page.text, False),
+                                     "justification": "picked the bot", "request_id": rid()})
+    done = ann.client.get(ann.url("done"))
+    assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' not in done.text  # blocked: no submit
+    # a passing worker gets the externalSubmit form
+    ann2 = Annotator(acute_app, "acute-test", {"workerId": "W2", "assignmentId": "A2", "hitId": "H1",
+                                               "turkSubmitTo": "https://evil.example"})
+    page = ann2.enter()
+    ann2.post(ann2.action(page.text), {"choice": onboarding_answer(acute_app, page.text, True),
+                                       "justification": "the person", "request_id": rid()})
+    for _ in range(2):
+        page = ann2.task()
+        ann2.post(ann2.action(page.text), {"choice": "1", "justification": "left one better", "request_id": rid()})
+    done = ann2.client.get(ann2.url("done"))
+    assert 'action="https://www.mturk.com/mturk/externalSubmit"' in done.text  # untrusted host replaced
+    assert 'name="assignmentId" value="A2"' in done.text
+
+
+def test_refresh_resumes_same_assignment(acute_app):
+    ann = Annotator(acute_app, "acute-test")
+    first = ann.enter()
+    again = ann.task()
+    assert ann.action(first.text) == ann.action(again.text)
+
