@@ -1,0 +1,118 @@
+"""A retrieval bot: answer with the corpus response whose context is most like the current one.
+
+Every (previous utterance(s) -> next utterance) pair of the corpus is indexed with TF-IDF; the
+reply is drawn (seeded) from the top_k responses whose context is most similar to the last
+message(s), skipping what the bot already said. The index is built once per corpus and process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dialeval.bots.base import Bot, BotContext, ChatMessage, turn_index
+from dialeval.bots.options import RetrievalOptions
+from dialeval.corpus import load_corpus
+
+
+@dataclass
+class RetrievalIndex:
+    vectorizer: Any  # sklearn TfidfVectorizer
+    matrix: Any  # scipy sparse, one L2-normalised row per context
+    response_matrix: Any  # the same for the responses
+    responses: list[str]
+    openings: list[str]  # first turns, for a bot that speaks first
+
+    def scores(self, query: str, response_weight: float = 0.0) -> np.ndarray:
+        """Cosine similarity of the query to each context (rows are normalised), plus a share of
+        its similarity to the response: a reply on the same topic beats a generic "why is that?"."""
+        vector = self.vectorizer.transform([query]).T
+        scores = (self.matrix @ vector).toarray().ravel()
+        if response_weight:
+            scores += response_weight * (self.response_matrix @ vector).toarray().ravel()
+        return scores
+
+
+_indexes: dict[tuple[Any, ...], RetrievalIndex] = {}
+_lock = threading.Lock()
+
+
+def get_index(corpus_path: str | None, max_conversations: int | None, context_turns: int) -> RetrievalIndex:
+    """The index of one corpus, built on first use and shared by every bot of the process."""
+    key = (corpus_path, max_conversations, context_turns)
+    with _lock:  # two bots on one corpus must not build it twice
+        if key not in _indexes:
+            _indexes[key] = _build(corpus_path, max_conversations, context_turns)
+        return _indexes[key]
+
+
+def _build(corpus_path: str | None, max_conversations: int | None, context_turns: int) -> RetrievalIndex:
+    from sklearn.feature_extraction.text import TfidfVectorizer  # slow import, only when needed
+
+    contexts, responses, openings = [], [], []
+    for conv in load_corpus(corpus_path, max_conversations):
+        openings.append(conv.turns[0])
+        for i in range(1, len(conv.turns)):
+            contexts.append(" ".join(conv.turns[max(0, i - context_turns) : i]))
+            responses.append(conv.turns[i])
+    # No stop-word list: "how are you" must still match greetings; idf already damps common words.
+    vectorizer = TfidfVectorizer(sublinear_tf=True, dtype=np.float32)
+    matrix = vectorizer.fit_transform(contexts).tocsr()
+    response_matrix = vectorizer.transform(responses).tocsr()
+    return RetrievalIndex(vectorizer, matrix, response_matrix, responses, openings)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+class RetrievalBot(Bot):
+    type = "retrieval"
+
+    def __init__(self, name: str, options: RetrievalOptions) -> None:
+        super().__init__(name)
+        self.options = options
+        self._index: RetrievalIndex | None = None
+
+    def index(self) -> RetrievalIndex:
+        if self._index is None:
+            o = self.options
+            self._index = get_index(o.corpus_path, o.max_conversations, o.context_turns)
+        return self._index
+
+    async def reply(self, history: list[ChatMessage], context: BotContext | None = None) -> str:
+        context = context or BotContext()
+        if self._index is None:
+            await asyncio.to_thread(self.index)  # building takes seconds: keep the event loop free
+        rng = context.rng_for("retrieval", self.options.seed, turn_index(history))
+        return self.respond(history, rng)
+
+    def respond(self, history: list[ChatMessage], rng) -> str:
+        index = self.index()
+        if not history:
+            return rng.choice(index.openings)
+        query = " ".join(m.text for m in history[-self.options.context_turns :])
+        said = {_normal(m.text) for m in history if m.role == "assistant"}
+        said.add(_normal(history[-1].text))  # never parrot the partner
+        scores = index.scores(query, self.options.response_weight)
+        # A stable sort keeps ties in corpus order, so equal scores give the same reply every run.
+        order = np.argsort(-scores, kind="stable")
+        picks: list[str] = []
+        for i in order:
+            if scores[i] <= 0 or len(picks) == self.options.top_k:
+                break
+            text = index.responses[i]
+            if _normal(text) not in said and text not in picks:
+                picks.append(text)
+        if picks:
+            return rng.choice(picks)
+        # Nothing in common with the corpus (or all used): any response not said before.
+        for _ in range(50):
+            text = rng.choice(index.responses)
+            if _normal(text) not in said:
+                return text
+        return rng.choice(index.responses)
