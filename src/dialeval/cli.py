@@ -143,26 +143,54 @@ def generate(
 
         result = asyncio.run(run_generation(plan, bot_objects, existing=existing, on_done=on_done))
     _report_generation(result)
+    if study is None:
+        _convert_output(output, fmt)
     if result.failed:
         raise typer.Exit(1)
 
 
+OUTPUT_FORMATS = ("dialeval", "parlai", "openai")
+
+
 def _file_sink(output: Path, fmt: str):
-    """Existing conversations of an output file (for resuming) and a function that appends one."""
+    """Existing conversations of an output file (for resuming) and a function that appends one.
+
+    dialeval JSONL is appended conversation by conversation, so a rerun resumes it. For ParlAI and
+    OpenAI-messages output the same resumable JSONL is kept beside it (OUTPUT.dialeval.jsonl) and
+    the requested format is written from it at the end (`_convert_output`).
+    """
     from .formats.jsonl import append_conversation_jsonl, read_conversations_jsonl
 
-    if fmt != "dialeval":
-        # Other formats are written whole at the end; keep a dialeval JSONL beside them for resuming.
-        raise DialevalError(f"--format {fmt}: write dialeval JSONL first, then `dialeval convert` it")
+    if fmt not in OUTPUT_FORMATS:
+        raise DialevalError(f"unknown --format {fmt!r}; choose one of: {', '.join(OUTPUT_FORMATS)}")
+    journal = output if fmt == "dialeval" else output.with_name(output.name + ".dialeval.jsonl")
     existing: dict[str, str | None] = {}
-    if output.exists():
-        kept = [c for c in read_conversations_jsonl(output) if c.error is None]
+    if journal.exists():
+        kept = [c for c in read_conversations_jsonl(journal) if c.error is None]
         existing = {c.id: None for c in kept}
-        output.write_text("", encoding="utf-8")  # failed ones are dropped and retried
+        journal.write_text("", encoding="utf-8")  # failed ones are dropped and retried
         for c in kept:
-            append_conversation_jsonl(output, c)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    return existing, functools.partial(append_conversation_jsonl, output)
+            append_conversation_jsonl(journal, c)
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    return existing, functools.partial(append_conversation_jsonl, journal)
+
+
+def _convert_output(output: Path, fmt: str) -> None:
+    if fmt == "dialeval":
+        return
+    from .formats.jsonl import read_conversations_jsonl
+
+    journal = output.with_name(output.name + ".dialeval.jsonl")
+    conversations = [c for c in read_conversations_jsonl(journal) if c.error is None]
+    if fmt == "parlai":
+        from .formats.parlai import write_parlai_conversations
+
+        write_parlai_conversations(conversations, output, self_chat=all(len(set(c.bots)) == 1 for c in conversations))
+    else:
+        from .formats.openai_messages import write_openai_messages
+
+        write_openai_messages(conversations, output)
+    console.print(f"wrote {len(conversations)} conversations to {output} ({fmt}); {journal.name} keeps the run resumable")
 
 
 # -- serve / demo -----------------------------------------------------------------------------------------

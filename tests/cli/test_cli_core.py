@@ -134,3 +134,27 @@ def test_malformed_import_keeps_what_was_stored(tmp_path):
     store = Store(f"sqlite:///{folder / 'dialeval.db'}")
     assert store.counts(store.get_study("s").id)["conversations"] == 1
     store.close()
+
+
+@pytest.mark.parametrize("fmt", ["parlai", "openai"])
+def test_generate_other_formats(tmp_path, fmt):
+    from dialeval.formats.openai_messages import read_openai_messages
+    from dialeval.formats.parlai import read_parlai_conversations
+
+    out = tmp_path / "chats.jsonl"
+    args = ("generate", "--bots", "repeat,eliza", "--mode", "bot-bot", "-n", "2", "--turns", "2", "-o", out,
+            "--format", fmt)
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    read = read_parlai_conversations if fmt == "parlai" else read_openai_messages
+    conversations = read(out)
+    assert len(conversations) == 2
+    assert all(len(c.turns) == 6 for c in conversations)  # seed exchange + 2 turns per side
+    again = invoke(*args)
+    assert "made 0, kept 2" in again.output
+
+
+def test_generate_unknown_format(tmp_path):
+    result = invoke("generate", "--bots", "repeat", "--mode", "self-chat", "-o", tmp_path / "x.jsonl",
+                    "--format", "yaml")
+    assert result.exit_code == 2 and "parlai" in result.output
