@@ -133,6 +133,9 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
                 "persona": list(onb.PERSONA)}
 
     def act_onboarding(self, annotator, assignment, data) -> Outcome:
+        request_id = data.get("request_id")
+        if request_id and work.judgment_exists(self.store, annotator.id, request_id):
+            return Outcome()  # a double submit of a practice answer already stored: harmless
         state = self.fresh_state(assignment)
         orders = state.get("onboarding_orders")
         if not orders:

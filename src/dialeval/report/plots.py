@@ -67,7 +67,8 @@ def leaderboard(rows: list[dict], value: str = "rating", low: str = "ci_low", hi
     lo = np.array([r.get(low, r[value]) for r in rows], dtype=float)
     hi = np.array([r.get(high, r[value]) for r in rows], dtype=float)
     fig, ax = plt.subplots(figsize=(6, 0.45 * len(rows) + 1.2))
-    ax.errorbar(v, y, xerr=[v - lo, hi - v], fmt="o", capsize=4)
+    # Bounds can sit a rounding error inside the point (a bot that won everything): never negative.
+    ax.errorbar(v, y, xerr=[np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)], fmt="o", capsize=4)
     ax.set_yticks(y, [r.get("name", "?") for r in rows])
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
