@@ -242,13 +242,44 @@ def demo(
         from .simulate.crowd import simulate_demo
 
         results = simulate_demo(out, annotators=simulate_n, seed=seed)
-        table = Table("method", "annotators", "judgments", "report", title="simulated crowd")
+        table = Table("method", "annotators", "judgments stored", "careless caught", "bot order recovered", "report",
+                      title="simulated crowd")
         for method, result in results.items():
-            table.add_row(method, str(getattr(result, "annotators", simulate_n)), str(getattr(result, "judgments", "")),
+            recovery = result.recovery or {}
+            table.add_row(method, str(result.annotators), str(result.judgments_stored),
+                          f"{result.careless_caught} of {result.careless_judged}",
+                          "exact" if recovery.get("exact") else f"spearman {recovery.get('spearman')}",
                           str(out / method / "report" / "index.html"))
         console.print(table)
     if not no_serve:
         serve(folders, host=host, port=port, workers=workers, open_browser=not no_browser)
+
+
+@app.command()
+@friendly
+def simulate(
+    study: Path = typer.Argument(..., help="a study folder (its conversations generated, if it needs them)"),
+    annotators: int = typer.Option(40, "--annotators", help="how many simulated annotators"),
+    careless: float = typer.Option(0.15, "--careless", help="share of careless annotators (QC should catch them)"),
+    seed: int = typer.Option(0, "--seed"),
+    url: Optional[str] = typer.Option(None, "--url", help="a running server to use instead of an in-process one"),
+    report_too: bool = typer.Option(True, "--report/--no-report", help="write the study's report afterwards"),
+) -> None:
+    """A simulated crowd works through a real study over HTTP (see docs/simulated-crowd.md).
+
+    Example: dialeval simulate my-study --annotators 40
+    """
+    from .simulate.crowd import simulate_study, write_study_report
+
+    if not 0 <= careless <= 1:
+        raise DialevalError("--careless is a share between 0 and 1")
+    result = simulate_study(study, annotators=annotators, seed=seed, careless_share=careless, base_url=url)
+    console.print(result.summary())
+    for error in result.errors[:10]:
+        err_console.print(f"  simulator: {error}", highlight=False, markup=False)
+    if report_too:
+        paths = write_study_report(study)
+        console.print(f"wrote the report: {paths}")
 
 
 # -- import / export -----------------------------------------------------------------------------------
@@ -388,19 +419,6 @@ def export(
 
 
 # -- report / compare ------------------------------------------------------------------------------------
-def study_report(study: Path) -> dict:
-    """Analyse a study folder's data into the report dict."""
-    from .report import build_report
-    from .study import open_study
-
-    opened = open_study(study)
-    try:
-        dataset = opened.store.load_dataset(opened.id)
-    finally:
-        opened.close()
-    return build_report(dataset, opened.config.model_dump(mode="json"))
-
-
 @app.command()
 @friendly
 def report(
@@ -414,7 +432,7 @@ def report(
       dialeval report my-study
       dialeval report my-study --json out.json --html out.html
     """
-    from .report import write_report
+    from .report import study_report, write_report
 
     result = study_report(study)
     paths = write_report(result, study / "report", json_path=json_path, html_path=html_path)
@@ -440,7 +458,7 @@ def compare(
     import json as json_lib
 
     from .analysis.compare import compare_runs
-    from .report.build import jsonable
+    from .report.build import jsonable, study_report
 
     result = jsonable(compare_runs(study_report(study_a), study_report(study_b)))
     table = Table("system", str(study_a), str(study_b), title="scores in both runs")

@@ -49,6 +49,19 @@ def build_report(dataset: Dataset, config: dict[str, Any] | None = None, **optio
     return jsonable(report)
 
 
+def study_report(folder: str | Path) -> dict[str, Any]:
+    """Open a study folder and build its report dict from everything stored."""
+    from ..study import open_study
+
+    opened = open_study(folder)
+    try:
+        dataset = opened.store.load_dataset(opened.id)
+        config = opened.config.model_dump(mode="json")
+    finally:
+        opened.close()
+    return build_report(dataset, config)
+
+
 def _filtered(dataset: Dataset) -> list[dict[str, Any]]:
     out = []
     for a in dataset.annotators:
@@ -105,7 +118,8 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
                 label = f"{entry.get('a')} vs {entry.get('b')}" if "a" in entry else str(entry.get("name", ""))
                 curves[label] = [(p["hours"], p.get("p_significant", p.get("power"))) for p in pts]
         figs["time-to-significance"] = plots.lines(curves, "Probability of p < 0.05 vs annotator-hours",
-                                                   "annotator-hours", "probability", ylim=(0, 1.02))
+                                                   "annotator-hours (log scale)", "probability", ylim=(0, 1.02),
+                                                   logx=True, stop_at=0.99, hline=0.8)
     return {k: v for k, v in figs.items() if v is not None}
 
 

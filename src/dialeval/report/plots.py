@@ -77,8 +77,17 @@ def leaderboard(rows: list[dict], value: str = "rating", low: str = "ci_low", hi
 
 
 def lines(series: dict[str, list[tuple[float, float]]], title: str, xlabel: str, ylabel: str,
-          step: bool = False, ylim: tuple[float, float] | None = None, hline: float | None = None) -> Figure | None:
-    series = {k: v for k, v in (series or {}).items() if v}
+          step: bool = False, ylim: tuple[float, float] | None = None, hline: float | None = None,
+          logx: bool = False, stop_at: float | None = None) -> Figure | None:
+    """One line per series. `stop_at`: cut each series after its first y >= stop_at (curves to a plateau)."""
+    series = {k: [p for p in v if p[0] is not None and p[1] is not None] for k, v in (series or {}).items()}
+    if logx:
+        series = {k: [p for p in v if p[0] > 0] for k, v in series.items()}
+    if stop_at is not None:
+        for k, v in series.items():
+            cut = next((i for i, p in enumerate(v) if p[1] >= stop_at), None)
+            series[k] = v[: cut + 1] if cut is not None else v
+    series = {k: v for k, v in series.items() if v}
     if not series:
         return None
     fig, ax = plt.subplots(figsize=(6, 3.6))
@@ -87,7 +96,9 @@ def lines(series: dict[str, list[tuple[float, float]]], title: str, xlabel: str,
         if step:
             ax.step(xs, ys, where="post", label=name)
         else:
-            ax.plot(xs, ys, marker="o", label=name)
+            ax.plot(xs, ys, marker="o" if len(xs) <= 25 else None, label=name)
+    if logx:
+        ax.set_xscale("log")
     if hline is not None:
         ax.axhline(hline, color="grey", lw=0.8, ls="--")
     if ylim:

@@ -217,16 +217,9 @@ def recovered_order(report: dict[str, Any], truth: SimTruth | dict[str, Any]) ->
 
 def write_study_report(folder: str | Path) -> Path:
     """Analyse the study and write <folder>/report/ (report.json, index.html, plots)."""
-    from ..report import build_report, write_report
-    from ..study import open_study
+    from ..report import study_report, write_report
 
-    opened = open_study(folder)
-    try:
-        dataset = opened.store.load_dataset(opened.id)
-        config = opened.config.model_dump(mode="json")
-    finally:
-        opened.close()
-    report = build_report(dataset, config)
+    report = study_report(folder)
     out = Path(folder) / "report"
     write_report(report, out)
     return out
