@@ -251,6 +251,9 @@ def demo(
                           "exact" if recovery.get("exact") else f"spearman {recovery.get('spearman')}",
                           str(out / method / "report" / "index.html"))
         console.print(table)
+        for method, result in results.items():
+            for error in result.errors[:5]:
+                err_console.print(f"  {method}: {error}", highlight=False, markup=False, soft_wrap=True)
     if not no_serve:
         serve(folders, host=host, port=port, workers=workers, open_browser=not no_browser)
 
@@ -280,6 +283,111 @@ def simulate(
     if report_too:
         paths = write_study_report(study)
         console.print(f"wrote the report: {paths}")
+
+
+# -- plan / bench -----------------------------------------------------------------------------------------
+@app.command()
+@friendly
+def plan(
+    study: Optional[Path] = typer.Argument(None, help="a study folder (its method; its data as a pilot)"),
+    expect: list[str] = typer.Option([], "--expect", help="expected effect WINNER>LOSER:RATE, e.g. bot-a>bot-b:0.60"),
+    method: Optional[str] = typer.Option(None, "--method", help="plan a method without a study folder"),
+    seconds: Optional[float] = typer.Option(None, "--seconds-per-judgment", help="default: from the papers"),
+    power: float = typer.Option(0.8, "--power"),
+    alpha: float = typer.Option(0.05, "--alpha"),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="write the whole plan (with curves) as JSON"),
+    plot_path: Optional[Path] = typer.Option(None, "--plot", help="write the power curves as PNG"),
+) -> None:
+    """Judgments and annotator-hours to significance, from expected effects or a pilot study's data.
+
+    Examples:
+      dialeval plan my-study --expect "bot-a>bot-b:0.60"
+      dialeval plan --method acute --expect "a>b:0.6" --expect "b>c:0.55" --json plan.json
+      dialeval plan pilot-study                  # observed win rates and timings of the pilot
+    """
+    import json as json_lib
+
+    from .planning import plan_from_pilot, plan_study
+
+    if study is not None:
+        from .config import load_study
+
+        method = method or load_study(study).method
+    if not method:
+        raise DialevalError("give a study folder or --method")
+    if expect:
+        result = plan_study(method, list(expect), seconds_per_judgment=seconds, power=power, alpha=alpha)
+    elif study is not None:
+        from .report import study_report
+
+        result = plan_from_pilot(study_report(study), power=power, alpha=alpha)
+    else:
+        raise DialevalError("give --expect WINNER>LOSER:RATE, or a study folder with pilot data")
+    table = Table("pair", "expected", "judgments needed", "annotator-hours", "anytime-valid (expected)",
+                  title=f"{method}: to reach p < {alpha} with power {power}")
+    for p in result.get("pairs", []):
+        seq = p.get("sequential") or {}
+        table.add_row(f"{p['a']} > {p['b']}", f"{p['win_rate']:.2f}", str(p.get("judgments_needed")),
+                      f"{p['hours_needed']:.1f}" if p.get("hours_needed") is not None else "not reached",
+                      _round(seq.get("expected_judgments", seq.get("expected_n"))))
+    console.print(table)
+    ranking = result.get("ranking")
+    if ranking:
+        line = (f"correct, decided ranking of {', '.join(ranking.get('bots_best_first', []))}: "
+                f"{ranking.get('judgments_needed')} judgments ({ranking.get('n_needed')} per pair), "
+                f"{(ranking.get('hours_needed') or 0):.1f} annotator-hours with uniform allocation")
+        adaptive = ranking.get("adaptive") or {}
+        if adaptive.get("expected_judgments"):
+            line += (f"; about {adaptive['expected_judgments']:.0f} judgments "
+                     f"({adaptive.get('expected_hours', 0):.1f} h) with adaptive selection and anytime-valid stopping")
+        console.print(line)
+    if json_path:
+        json_path.write_text(json_lib.dumps(result, indent=2, default=str), encoding="utf-8")
+        console.print(f"wrote {json_path}")
+    if plot_path:
+        from .report import plots
+
+        curves = {f"{p['a']} > {p['b']}": [(c["hours"], c["power"]) for c in p.get("curve", [])]
+                  for p in result.get("pairs", [])}
+        fig = plots.lines(curves, "Probability of p < alpha vs annotator-hours", "annotator-hours (log scale)",
+                          "power", ylim=(0, 1.02), logx=True, stop_at=0.99, hline=power)
+        if fig is None:
+            raise DialevalError("nothing to plot")
+        fig.savefig(plot_path, dpi=110)
+        console.print(f"wrote {plot_path}")
+
+
+def _round(value) -> str:
+    return "" if value is None else f"{value:.0f}" if isinstance(value, float) else str(value)
+
+
+bench_app = typer.Typer(help="Benchmarks (method and results in benchmarks/README.md).", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("adaptive")
+@friendly
+def bench_adaptive(
+    json_path: Optional[Path] = typer.Option(None, "--json", help="write the results as JSON"),
+    repeats: int = typer.Option(200, "--repeats", help="simulated studies per scenario"),
+    seed: int = typer.Option(0, "--seed"),
+    quick: bool = typer.Option(False, "--quick", help="a smoke test in seconds, not a measurement"),
+) -> None:
+    """Adaptive collection vs uniform allocation, and the A/A false-positive rate.
+
+    Example: dialeval bench adaptive --json bench.json
+    """
+    import json as json_lib
+
+    from .bench.adaptive import run_adaptive_benchmark
+
+    result = run_adaptive_benchmark(repeats=repeats, seed=seed, quick=quick)
+    for key in ("uniform_judgments", "adaptive_judgments", "savings", "aa_false_positive_rate",
+                "naive_aa_false_positive_rate"):
+        console.print(f"{key}: {result.get(key)}")
+    if json_path:
+        json_path.write_text(json_lib.dumps(result, indent=2, default=str), encoding="utf-8")
+        console.print(f"wrote {json_path}")
 
 
 # -- import / export -----------------------------------------------------------------------------------

@@ -118,7 +118,8 @@ def test_survival_frame(shared_data):
 def test_survival_and_stability_sections(shared_data):
     pytest.importorskip("dialeval.stats.survival")
     ds = _dataset(str(shared_data("spot-the-bot")), "empathetic")
-    rep = analyze_spot_the_bot(ds, n_bootstrap=300, seed=0, survival=True, stability=True)
+    rep = analyze_spot_the_bot(ds, n_bootstrap=300, seed=0, survival=True, stability=True,
+                               stability_sizes=(5, 44), stability_repeats=4)
     curves = rep["survival"]["curves"]
     assert {"BL", "GPT", "BR", "S2", "DR"} <= set(curves)
     last = {s: pts[-1][1] for s, pts in curves.items()}
@@ -132,4 +133,6 @@ def test_survival_and_stability_sections(shared_data):
     assert {c["feature"] for c in rep["cox"]} == {"fluency", "sensibleness", "specificity"}
     loo = rep["stability"]["leave_one_out"]
     assert [x["left_out"] for x in loo] == ["BL", "BR", "DR", "GPT", "S2"]
+    assert [x["k"] for x in rep["stability"]["subsample"]] == [5, 44]
+    assert rep["stability"]["reference"] == rep["clusters"]
     json.dumps(rep, allow_nan=False)

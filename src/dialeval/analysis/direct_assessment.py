@@ -16,6 +16,8 @@
   rater_agreement: {passed: {pairs, mean, median, q1, q3}, failed: {...}}
   minutes_per_conversation: {passed, failed, all}
   filtered_annotators: [{id, reason, p}]
+  time_to_significance: [{a, b, n_needed, judgments_needed, hours_needed, ..., curve}]  (see time_to_significance)
+  automatic_metrics: word-overlap metrics vs the system scores, only when bot turns carry references
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from dialeval.analysis.metrics import metric_report
 from dialeval.records import DA_CRITERIA, DA_NEGATIVE, Dataset
 from dialeval.stats import direct_assessment as da
+from dialeval.stats.power import mann_whitney_pairs_time_to_significance
 
 QC_NAME = "qc"
 ORDER = da.PAPER_ORDER
@@ -188,7 +193,77 @@ def report_from_frames(dataset: Dataset, frames: DirectAssessmentFrames) -> dict
     }
 
 
-def analyze_direct_assessment(dataset: Dataset, alpha: float = 0.05) -> dict[str, Any]:
+def _json(obj: Any) -> Any:
+    if isinstance(obj, pd.DataFrame):
+        return [_json(r) for r in obj.to_dict(orient="records")]
+    if isinstance(obj, dict):
+        return {str(k): _json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return None if not math.isfinite(float(obj)) else float(obj)
+    return obj
+
+
+def time_to_significance(frames: DirectAssessmentFrames, n_sim: int = 200, seed: int | None = 0,
+                         power: float = 0.8, n_max: int = 10_000) -> list[dict[str, Any]]:
+    """Per pair of ordinary systems (a = the one with the higher score): conversations per system,
+    judgments and annotator-hours until the one-sided Mann-Whitney U test on per-conversation mean
+    z of passing annotators (the test of ``pairwise``) gives p < 0.05 with probability ``power``,
+    by resampling the collected per-conversation scores
+    (:func:`dialeval.stats.power.mann_whitney_pairs_time_to_significance`).
+
+    Time: the run's rated seconds (every rated conversation: QC ones and those of annotators who
+    failed QC included) divided by the passing ordinary conversations, so the hours include the
+    QC conversation of each HIT and the work lost to failing annotators (``overhead`` is that
+    ratio in conversations). Empty when the judgments carry no ``elapsed_s``.
+    Entries: {a, b, n_needed (per system), judgments_needed, hours_needed, ..., curve: [{n,
+    judgments, power, power_sim, hours, p_significant}]}; the curve holds the resampled sizes.
+    """
+    ratings = frames.ratings
+    secs = ratings["elapsed_s"].astype(float)
+    good = ratings[ratings["passed"] & ~ratings["is_qc"]]
+    if secs.dropna().empty or good.empty:
+        return []
+    rated = ratings[secs.notna()]
+    passed_timed = int((rated["passed"] & ~rated["is_qc"]).sum())
+    if passed_timed == 0:
+        return []
+    overhead = len(rated) / passed_timed
+    sec = float(secs.dropna().sum()) / passed_timed
+    per_annotator = len(good) / max(good["annotator"].nunique(), 1)
+    samples = {s: good.loc[good["system"] == s, "z"].dropna().to_numpy(dtype=float) for s in frames.systems.index}
+    order = [s for s in frames.systems.index if len(samples[s])]
+    pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1:]]
+    results = mann_whitney_pairs_time_to_significance(
+        samples, pairs, seconds_per_judgment=sec, judgments_per_annotator=per_annotator, power=power,
+        n_max=n_max, n_sim=n_sim, seed=seed)
+    out = []
+    for a, b in pairs:
+        r = results[a, b]
+        curve = r.pop("curve")
+        curve = curve[curve["power_sim"].notna()].assign(p_significant=lambda c: c["power_sim"])
+        out.append({"a": a, "b": b, **r, "overhead": overhead, "n_a": len(samples[a]), "n_b": len(samples[b]),
+                    "curve": curve})
+    return _json(out)
+
+
+def analyze_direct_assessment(dataset: Dataset, alpha: float = 0.05, tts: bool = True, n_sim: int = 200,
+                              seed: int | None = 0) -> dict[str, Any]:
     """Analyse a direct-assessment Dataset as paper 002 does; returns the JSON-ready report.
-    Use `direct_assessment_frames` for the underlying DataFrames."""
-    return report_from_frames(dataset, direct_assessment_frames(dataset, alpha=alpha))
+    Use `direct_assessment_frames` for the underlying DataFrames.
+
+    Adds ``time_to_significance`` (see :func:`time_to_significance`; ``tts=False`` skips it, ``n_sim``
+    resampled studies per size) and ``automatic_metrics`` when bot turns carry reference responses
+    (see :mod:`dialeval.analysis.metrics`)."""
+    frames = direct_assessment_frames(dataset, alpha=alpha)
+    report = report_from_frames(dataset, frames)
+    report["time_to_significance"] = time_to_significance(frames, n_sim=n_sim, seed=seed) if tts else []
+    metrics = metric_report(dataset, report)
+    if metrics is not None:
+        report["automatic_metrics"] = metrics
+    return report

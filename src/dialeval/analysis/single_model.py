@@ -187,6 +187,10 @@ def analyze_single_model(
     report.update({"systems": systems, "ttests": ttests_df, "effective_win_rates": ewr, "ols": ols,
                    "combined": combined, "time_to_significance": tts,
                    "onboarding_seconds": _onboarding_seconds(onboarding)})
+    from .metrics import metric_report
+
+    if (metrics := metric_report(dataset, report)) is not None:
+        report["automatic_metrics"] = metrics
     return _jsonable(report)
 
 

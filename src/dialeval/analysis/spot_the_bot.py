@@ -13,6 +13,7 @@ Survival (Turnbull curves, generalized log-rank test, Cox models) comes from
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -21,8 +22,13 @@ import pandas as pd
 from dialeval.records import STB_FEATURES, Dataset
 from dialeval.stats import ranking
 from dialeval.stats import spot_the_bot as stb
+from dialeval.stats.power import pairwise_time_to_significance
+
+from .metrics import metric_report
 
 HUMAN = "human"
+# conversations per pair for the subsampling stability (paper 001: 3 ... 44 of 45 per pair)
+STABILITY_SIZES = (3, 5, 10, 20, 30, 44)
 
 
 def annotation_frame(dataset: Dataset) -> pd.DataFrame:
@@ -185,6 +191,11 @@ def analyze_spot_the_bot(
     trueskill_shuffles: int = 5,
     survival: bool = True,
     stability: bool = True,
+    stability_sizes: Sequence[int] = STABILITY_SIZES,
+    stability_repeats: int = 20,
+    stability_bootstrap: int | None = 300,
+    tts: bool = True,
+    tts_n_sim: int = 1000,
 ) -> dict[str, Any]:
     """The Spot The Bot report of ``dataset`` as a JSON-ready dict (see the module docstring).
 
@@ -195,6 +206,15 @@ def analyze_spot_the_bot(
     (``"mean_win_rate"``: the paper's score, default; ``"win_share"``: wins / matches, what the
     released code sorted by); ``n_samples`` draws per resample (default: as many as there are).
     TrueSkill uses the same matches. Systems are listed best first (cluster, then mean bootstrap rank).
+
+    ``stability`` (paper 001 "On Reliability"): ``leave_one_out`` and ``subsample``: for each k of
+    ``stability_sizes`` (capped at the most conversations any pair has), ``stability_repeats`` draws of
+    k conversations per pair (seeded), each clustered as the full data is (``stability_bootstrap``
+    bootstrap repetitions, default 300 to keep a full report fast); ``reference_share`` = share of draws giving the
+    full-data clustering, ``modal_share`` = share giving the draw's most frequent clustering.
+    ``feature_win_rates``: per-feature win rates (paper Table 2), see :func:`feature_win_rates_report`.
+    ``time_to_significance``: see :func:`time_to_significance` (``tts=False`` skips it).
+    ``automatic_metrics``: only when bot turns carry references (:mod:`dialeval.analysis.metrics`).
     """
     frame = annotation_frame(dataset)
     bots = frame[frame["bot_bot"]].reset_index(drop=True)
@@ -248,7 +268,104 @@ def analyze_spot_the_bot(
     report["time"] = {k: _num(v) for k, v in stb.time_summary(frame["elapsed_s"]).items()}
     if stability and len(bots):
         loo = stb.leave_one_out(bots, _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches))
-        report["stability"] = {"leave_one_out": loo, "all_same": all(x["same"] for x in loo)}
+        report["stability"] = {"leave_one_out": loo, "all_same": all(x["same"] for x in loo),
+                               **subsample_stability_report(bots, stability_sizes, stability_repeats,
+                                                            stability_bootstrap or n_bootstrap, seed, statistic,
+                                                            n_samples, matches)}
     else:
-        report["stability"] = {"leave_one_out": [], "all_same": None}
+        report["stability"] = {"leave_one_out": [], "all_same": None, "subsample": []}
+    report["feature_win_rates"] = feature_win_rates_report(bots)
+    report["time_to_significance"] = time_to_significance(frame, n_sim=tts_n_sim, seed=seed) if tts else []
+    metrics = metric_report(dataset, report)
+    if metrics is not None:
+        report["automatic_metrics"] = metrics
     return report
+
+
+def subsample_stability_report(bots: pd.DataFrame, sizes: Sequence[int] = STABILITY_SIZES, n_repeats: int = 50,
+                               n_bootstrap: int = 1000, seed: int = 0, statistic: str = "mean_win_rate",
+                               n_samples: int | None = None, matches: str = "conversation") -> dict[str, Any]:
+    """Subsampling stability of the clustering of the bot–bot frame ``bots`` (see
+    :func:`analyze_spot_the_bot`): ``{"reference": full-data clusters, "conversations_per_pair":
+    {min, max}, "subsample": [{k, reference_share, modal_share, n_rankings, modal}]}``."""
+    rank_fn = _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches)
+    reference = rank_fn(bots)
+    pairs = [tuple(sorted(p)) for p in zip(bots["system0"], bots["system1"])]
+    per_pair = bots.assign(pair=pairs).drop_duplicates("conversation_id")["pair"].value_counts()
+    cap = int(per_pair.max()) if len(per_pair) else 0
+    ks = sorted({min(int(k), cap) for k in sizes if int(k) >= 1})
+    table = stb.subsample_stability(bots, ks, rank_fn, n_repeats=n_repeats, seed=seed, reference=reference)
+    rows = [{"k": int(r["k"]), "reference_share": _num(r["reference_share"]), "modal_share": _num(r["modal_share"]),
+             "n_rankings": int(r["n_rankings"]), "modal": r["modal"]} for r in table.to_dict("records")]
+    return {"reference": [sorted(c) for c in reference], "n_repeats": n_repeats, "n_bootstrap": n_bootstrap,
+            "conversations_per_pair": {"min": int(per_pair.min()) if cap else 0, "max": cap}, "subsample": rows}
+
+
+def feature_win_rates_report(bots: pd.DataFrame) -> dict[str, Any]:
+    """Per-feature win rates of the bot–bot frame ``bots`` (paper 001 Table 2): ``{"systems":
+    [{name, fluency, sensibleness, specificity}] (mean pairwise feature win rate), "pairwise":
+    [{feature, a, b, wins, losses, draws, win_rate, p}]}`` (chi-square p as for ``win_rates``)."""
+    if bots.empty:
+        return {"systems": [], "pairwise": []}
+    pairwise, systems = stb.feature_win_rates(bots, STB_FEATURES)
+    return {
+        "systems": [{"name": name, **{f: _num(row[f]) for f in STB_FEATURES}} for name, row in systems.iterrows()],
+        "pairwise": [{"feature": r["feature"], "a": r["a"], "b": r["b"], "wins": int(r["wins"]),
+                      "losses": int(r["losses"]), "draws": int(r["draws"]), "win_rate": _num(r["win_rate"]),
+                      "p": _num(r["p"])} for r in pairwise.to_dict("records")],
+    }
+
+
+def _json(obj: Any) -> Any:
+    if isinstance(obj, pd.DataFrame):
+        return [_json(r) for r in obj.to_dict(orient="records")]
+    if isinstance(obj, dict):
+        return {str(k): _json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    return _num(obj)
+
+
+def time_to_significance(frame: pd.DataFrame, n_sim: int = 1000, seed: int | None = 0, power: float = 0.8,
+                         n_max: int = 100_000) -> list[dict[str, Any]]:
+    """Per pair of bots that met (``a`` = the one with the higher win rate): annotations and
+    annotator-hours until the pair's test gives p < 0.05 with probability ``power``, from the
+    pair's collected outcomes (win 1, loss 0, draw 0.5; one per annotated segment, as ``win_rates``)
+    by :func:`dialeval.stats.power.pairwise_time_to_significance`: two-sided binomial test on the
+    decisive outcomes (draws cost time but do not count), closed form (``n_needed``) and resampling
+    (``n_needed_sim``; the curve's ``p_significant``). Annotations are treated as independent.
+
+    ``frame`` is the whole annotation frame. Seconds per bot–bot annotation = mean seconds per
+    annotation (annotations over 10 minutes left out as idle) × all annotations / bot–bot
+    annotations, so the human–human segments mixed into every package are paid for. Empty without
+    ``elapsed_s``. Curve points (resampled sizes only): ``{n, power, power_sim, hours, p_significant}``.
+    """
+    bots = frame[frame["bot_bot"]]
+    timing = stb.time_summary(frame["elapsed_s"])
+    sec = timing["mean_s_under_10min"]
+    if bots.empty or not timing["n"] or not np.isfinite(sec):
+        return []
+    overhead = len(frame) / len(bots)
+    per_annotator = len(frame) / max(frame["annotator"].nunique(), 1)
+    m = stb.matches(bots)
+    pair = [tuple(sorted((a, b))) for a, b in zip(m["a"], m["b"])]
+    m = m.assign(pair=pair)
+    out = []
+    for (x, y), g in m.groupby("pair", sort=True):
+        if x == y:
+            continue
+        x_wins = ((g["a"] == x) & (g["outcome"] == 1)) | ((g["b"] == x) & (g["outcome"] == -1))
+        y_wins = ((g["a"] == y) & (g["outcome"] == 1)) | ((g["b"] == y) & (g["outcome"] == -1))
+        outcomes = np.where(x_wins, 1.0, np.where(y_wins, 0.0, 0.5))
+        a, b = x, y
+        if int(x_wins.sum()) < int(y_wins.sum()):
+            a, b, outcomes = y, x, np.where(outcomes == 0.5, 0.5, 1.0 - outcomes)
+        r = pairwise_time_to_significance(outcomes=outcomes, seconds_per_judgment=sec * overhead,
+                                          judgments_per_annotator=per_annotator, power=power, n_max=n_max,
+                                          n_sim=n_sim, seed=seed)
+        curve = r.pop("curve")
+        curve = curve[curve["power_sim"].notna()].assign(p_significant=lambda c: c["power_sim"])
+        out.append({"a": a, "b": b, **r, "n_collected": len(g), "overhead": overhead, "curve": curve})
+    return _json(out)

@@ -34,15 +34,15 @@ import numpy as np
 
 __all__ = [
     "RULES",
-    "transitive_closure",
-    "resolved_matrix",
-    "candidate_pairs",
-    "bt_fit_with_se",
-    "variance_reduction_weights",
-    "rank_overlap_pairs",
-    "select_pair",
     "allocate",
+    "bt_fit_with_se",
+    "candidate_pairs",
+    "rank_overlap_pairs",
     "ranking_from_beats",
+    "resolved_matrix",
+    "select_pair",
+    "transitive_closure",
+    "variance_reduction_weights",
 ]
 
 RULES = ("uniform", "variance-reduction", "rank-overlap")

@@ -10,6 +10,10 @@ test comes out significant (its power) is computed
   drawn as a multinomial over (win, loss, tie) counts, and resampling n ratings as a multinomial
   over the distinct observed values, which are the same distributions at a fraction of the cost.
 
+Direct Assessment's one-sided Mann-Whitney U test (002) is handled the same way: a normal
+approximation (Noether) for the closed form and resampling of the per-conversation scores
+(:func:`mann_whitney_time_to_significance`).
+
 Time = n × seconds per judgment + onboarding seconds × annotators needed, where annotators needed
 = ceil(n / judgments per annotator); onboarding is included as 000 does. This module imports
 nothing from dialeval.
@@ -18,7 +22,7 @@ nothing from dialeval.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,9 +33,15 @@ __all__ = [
     "binomial_power",
     "binomial_rejection_bound",
     "cohens_d",
+    "common_language_effect",
+    "mann_whitney_power",
+    "mann_whitney_pairs_time_to_significance",
+    "mann_whitney_time_to_significance",
     "n_grid",
     "pairwise_time_to_significance",
     "simulate_binomial_power",
+    "simulate_mann_whitney_power",
+    "simulate_mann_whitney_power_pairs",
     "simulate_ttest_power",
     "single_model_time_to_significance",
     "ttest_power",
@@ -267,3 +277,197 @@ def single_model_time_to_significance(
         "hours_needed_sim": hours(n_sim_need),
         "curve": curve,
     }
+
+
+# --- one-sided Mann-Whitney U (Direct Assessment, 002 §6) ------------------------------------------------
+
+def _distinct(values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        raise ValueError("no finite values to resample")
+    uniq, counts = np.unique(v, return_counts=True)
+    return uniq, counts / counts.sum()
+
+
+def common_language_effect(x: Sequence[float], y: Sequence[float]) -> float:
+    """P(X > Y) + P(X = Y) / 2 over all pairs of the two samples (the AUC that U / (n_x n_y) estimates)."""
+    ux, px = _distinct(x)
+    uy, py = _distinct(y)
+    c = (ux[:, None] > uy[None, :]) + 0.5 * (ux[:, None] == uy[None, :])
+    return float(px @ c @ py)
+
+
+def mann_whitney_power(auc: float, n_per_group: Sequence[int] | int, alpha: float = 0.05) -> np.ndarray:
+    """Approximate power of the one-sided Mann-Whitney U test (H1: X > Y) with n per group when
+    P(X > Y) + P(X = Y)/2 = `auc` (normal approximation with the null variance, Noether 1987)."""
+    ns = np.atleast_1d(np.asarray(n_per_group, dtype=float))
+    shift = ns * (auc - 0.5) * np.sqrt(12.0 / (2 * ns + 1))
+    return np.where(ns >= 1, sps.norm.cdf(shift - sps.norm.ppf(1 - alpha)), 0.0)
+
+
+def _mw_share(tx: np.ndarray, ty: np.ndarray, m: int, z_crit: float) -> float:
+    """Share of rows (resampled count vectors over a common sorted support) where the one-sided
+    Mann-Whitney U test (x > y; asymptotic, tie- and continuity-corrected, as scipy) has p < alpha,
+    i.e. z > z_crit = the normal (1 - alpha) quantile."""
+    total = 2.0 * m
+    if total <= 1:
+        return 0.0
+    below = np.cumsum(ty, axis=1)
+    below -= 0.5 * ty
+    u = np.einsum("ij,ij->i", tx, below)
+    t = tx + ty
+    ties = np.einsum("ij,ij->i", t, t * t) - total
+    sd = np.sqrt(np.maximum(m * m / 12.0 * ((total + 1) - ties / (total * (total - 1))), 0.0))
+    # p < alpha  <=>  z > z_(1 - alpha)
+    significant = (sd > 0) & (u - m * m / 2.0 - 0.5 > z_crit * sd)
+    return float(significant.mean())
+
+
+def _resample_counts(rng: np.random.Generator, probs: np.ndarray, m: int, n_sim: int) -> np.ndarray:
+    """n_sim multinomial(m, probs) count vectors; small m draws the m values directly (cheaper)."""
+    k = probs.size
+    if m >= k // 2:
+        return rng.multinomial(m, probs, size=n_sim)
+    idx = np.searchsorted(np.cumsum(probs), rng.random((n_sim, m)) * probs.sum(), side="right")
+    idx = np.minimum(idx, k - 1) + (np.arange(n_sim) * k)[:, None]
+    return np.bincount(idx.ravel(), minlength=n_sim * k).reshape(n_sim, k)
+
+
+def simulate_mann_whitney_power_pairs(
+    samples: Mapping[str, Sequence[float]], pairs: Sequence[tuple[str, str]], n_per_group: Sequence[int],
+    n_sim: int = 200, alpha: float = 0.05, seed: int | None = 0, n_upto: Mapping[tuple[str, str], int] | None = None,
+) -> dict[tuple[str, str], np.ndarray]:
+    """:func:`simulate_mann_whitney_power` for several pairs (a, b) (H1: a > b) of named samples at once.
+
+    At each size n every sample is resampled once and that draw serves all the pairs it is in (the
+    estimates of different pairs are then correlated, each is still the resampling power). A pair
+    is simulated only up to ``n_upto[pair]`` (NaN beyond)."""
+    dist = {k: _distinct(v) for k, v in samples.items()}
+    support = {}
+    for a, b in pairs:
+        union = np.unique(np.concatenate([dist[a][0], dist[b][0]]))
+        support[a, b] = (union, np.searchsorted(union, dist[a][0]), np.searchsorted(union, dist[b][0]))
+    ns = np.asarray(n_per_group, dtype=int)
+    out = {pair: np.full(ns.size, np.nan) for pair in pairs}
+    rng = np.random.default_rng(seed)
+    z_crit = float(sps.norm.isf(alpha))
+    for i, m in enumerate(ns):
+        active = [pr for pr in pairs if n_upto is None or m <= n_upto.get(pr, ns.max())]
+        if m < 1:
+            for pr in active:
+                out[pr][i] = 0.0
+            continue
+        needed = sorted({k for pr in active for k in pr})
+        counts = {k: _resample_counts(rng, dist[k][1], int(m), n_sim) for k in needed}
+        for a, b in active:
+            union, ia, ib = support[a, b]
+            tx = np.zeros((n_sim, union.size))
+            ty = np.zeros((n_sim, union.size))
+            tx[:, ia] = counts[a]
+            ty[:, ib] = counts[b]
+            out[a, b][i] = _mw_share(tx, ty, int(m), z_crit)
+    return out
+
+
+def simulate_mann_whitney_power(
+    x: Sequence[float], y: Sequence[float], n_per_group: Sequence[int], n_sim: int = 200, alpha: float = 0.05,
+    seed: int | None = 0,
+) -> np.ndarray:
+    """Share of resampled studies (n values drawn with replacement from each sample) where the
+    one-sided Mann-Whitney U test (H1: x > y; scipy's asymptotic p with tie and continuity
+    correction) gives p < alpha.
+
+    A resample is drawn as multinomial counts over the distinct observed values; on the sorted union
+    of the values, U = sum over values v of count_x(v) * (count_y(< v) + count_y(v) / 2): the same
+    statistic as ranking the resampled values, at a cost that does not grow with n.
+    """
+    return simulate_mann_whitney_power_pairs({"x": x, "y": y}, [("x", "y")], n_per_group, n_sim, alpha, seed)["x", "y"]
+
+
+def _mw_grid(n_max: int, points: int) -> np.ndarray:
+    return np.unique(np.round(np.geomspace(2, max(n_max, 3), points)).astype(int))
+
+
+def _mw_result(auc: float, ns: np.ndarray, approx: np.ndarray, sim: np.ndarray, seconds_per_judgment: float,
+               onboarding_seconds: float, judgments_per_annotator: float, power: float, alpha: float) -> dict:
+    hours_of = lambda n: annotator_hours(2 * n, seconds_per_judgment, onboarding_seconds, judgments_per_annotator)
+    curve = pd.DataFrame({"n": ns, "judgments": 2 * ns, "power": approx, "power_sim": sim, "hours": hours_of(ns)})
+    n_need = _first(ns, np.nan_to_num(sim, nan=-1.0), power)
+    n_approx = _first(ns, approx, power)
+    hours = lambda n: None if n is None else float(hours_of(n))
+    return {
+        "test": "mann-whitney (one-sided)",
+        "alpha": alpha,
+        "target_power": power,
+        "auc": auc,
+        "seconds_per_judgment": float(seconds_per_judgment),
+        "onboarding_seconds": float(onboarding_seconds),
+        "judgments_per_annotator": float(judgments_per_annotator),
+        "n_needed": n_need,
+        "n_needed_approx": n_approx,
+        "judgments_needed": None if n_need is None else 2 * n_need,
+        "hours_needed": hours(n_need),
+        "hours_needed_approx": hours(n_approx),
+        "curve": curve,
+    }
+
+
+def mann_whitney_time_to_significance(
+    x: Sequence[float],
+    y: Sequence[float],
+    seconds_per_judgment: float = 400.0,
+    onboarding_seconds: float = 0.0,
+    judgments_per_annotator: float = 1.0,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    n_max: int = 10_000,
+    n_sim: int = 200,
+    points: int = 30,
+    seed: int | None = 0,
+) -> dict:
+    """Conversations per bot and annotator-hours until the one-sided Mann-Whitney U test (x > y)
+    is significant with probability `power`, by resampling the collected per-conversation scores
+    `x` and `y`. A study of n per bot costs 2n judgments (one per conversation).
+
+    Sizes: a geometric grid of about `points` values from 2 to n_max. The resampling runs up to
+    4 × the size the normal approximation (:func:`mann_whitney_power`) asks for, or n_max.
+    `n_needed` is the first size whose resampled power reaches `power` (None if not reached),
+    `n_needed_approx` the approximation's. Returns {test, alpha, target_power, auc, ..., n_needed,
+    n_needed_approx, judgments_needed, hours_needed, hours_needed_approx, curve} with curve a
+    DataFrame[n, judgments, power, power_sim, hours] (power = the approximation; power_sim NaN
+    where not simulated).
+    """
+    return mann_whitney_pairs_time_to_significance(
+        {"x": x, "y": y}, [("x", "y")], seconds_per_judgment, onboarding_seconds, judgments_per_annotator,
+        power, alpha, n_max, n_sim, points, seed)["x", "y"]
+
+
+def mann_whitney_pairs_time_to_significance(
+    samples: Mapping[str, Sequence[float]],
+    pairs: Sequence[tuple[str, str]],
+    seconds_per_judgment: float = 400.0,
+    onboarding_seconds: float = 0.0,
+    judgments_per_annotator: float = 1.0,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    n_max: int = 10_000,
+    n_sim: int = 200,
+    points: int = 30,
+    seed: int | None = 0,
+) -> dict[tuple[str, str], dict]:
+    """:func:`mann_whitney_time_to_significance` for each pair (a, b) (H1: a > b) of the named
+    samples, sharing the resampled draws between pairs (see :func:`simulate_mann_whitney_power_pairs`)."""
+    ns = _mw_grid(n_max, points)
+    aucs, approx, upto = {}, {}, {}
+    for pr in pairs:
+        aucs[pr] = common_language_effect(samples[pr[0]], samples[pr[1]])
+        approx[pr] = mann_whitney_power(aucs[pr], ns, alpha)
+        n_approx = _first(ns, approx[pr], power)
+        upto[pr] = min(n_max, 4 * n_approx) if n_approx else n_max
+    if n_sim > 0:
+        sims = simulate_mann_whitney_power_pairs(samples, pairs, ns, n_sim, alpha, seed, n_upto=upto)
+    else:
+        sims = {pr: np.full(ns.size, np.nan) for pr in pairs}
+    return {pr: _mw_result(aucs[pr], ns, approx[pr], sims[pr], seconds_per_judgment, onboarding_seconds,
+                           judgments_per_annotator, power, alpha) for pr in pairs}

@@ -50,16 +50,16 @@ from scipy.special import betaln
 
 __all__ = [
     "DEFAULT_PRIOR",
-    "log_mixture_lr",
-    "always_valid_p",
-    "confidence_sequence",
-    "bonferroni_alpha",
-    "decision_bounds",
-    "naive_bounds",
-    "crossing_probability",
-    "first_crossing",
-    "SequentialPairTest",
     "NaivePairTest",
+    "SequentialPairTest",
+    "always_valid_p",
+    "bonferroni_alpha",
+    "confidence_sequence",
+    "crossing_probability",
+    "decision_bounds",
+    "first_crossing",
+    "log_mixture_lr",
+    "naive_bounds",
 ]
 
 DEFAULT_PRIOR = 20.0
@@ -153,7 +153,7 @@ def decision_bounds(
     hi_k = ns.copy()
     ok = lm(hi_k) >= thr
     left, right = lo_k.copy(), hi_k.copy()  # invariant: lm(right) >= thr where ok
-    for _ in range(int(math.ceil(math.log2(max(n_max, 2)))) + 2):
+    for _ in range(math.ceil(math.log2(max(n_max, 2))) + 2):
         mid = np.floor((left + right) / 2.0)
         good = lm(mid) >= thr
         right = np.where(good, mid, right)
@@ -330,7 +330,8 @@ class NaivePairTest:
         self.n += 1
         self.wins_a += int(won)
         if not self.decided and self.n >= self.min_n:
-            p = sps.binomtest(self.wins_a, self.n, 0.5).pvalue
+            # two-sided exact binomial p at 0.5 (symmetric: twice the smaller tail, as binomtest)
+            p = min(1.0, 2.0 * float(sps.binom.cdf(min(self.wins_a, self.n - self.wins_a), self.n, 0.5)))
             if p < self.alpha:
                 self.decided, self.stopped_at = True, self.n
                 self.winner = self.a if 2 * self.wins_a > self.n else self.b

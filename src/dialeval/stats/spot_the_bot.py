@@ -275,10 +275,15 @@ def subsample_stability(
     rank_fn: Callable[[pd.DataFrame], Sequence],
     n_repeats: int = 20,
     seed: int = 0,
+    reference: Sequence | None = None,
 ) -> pd.DataFrame:
     """For each k in ``sizes``: draw k conversations per pair ``n_repeats`` times, rank each draw and
-    report the share of draws that give the most frequent ranking (columns ``k, modal_share, modal``)."""
+    report the share of draws that give the most frequent ranking (columns ``k, modal_share, modal``).
+
+    With ``reference`` (a ranking, e.g. ``rank_fn(frame)`` on all the data) the share of draws that
+    reproduce it is added as ``reference_share``, and ``n_rankings`` counts the distinct rankings."""
     rng = np.random.default_rng(seed)
+    ref_key = repr(_normal(reference)) if reference is not None else None
     rows = []
     for k in sizes:
         counts: dict[str, int] = {}
@@ -286,8 +291,33 @@ def subsample_stability(
             key = repr(_normal(rank_fn(pair_subsample(frame, k, rng))))
             counts[key] = counts.get(key, 0) + 1
         modal, n = max(counts.items(), key=lambda kv: kv[1])
-        rows.append({"k": int(k), "modal_share": n / n_repeats, "modal": modal})
-    return pd.DataFrame(rows, columns=["k", "modal_share", "modal"])
+        row = {"k": int(k), "modal_share": n / n_repeats, "modal": modal, "n_rankings": len(counts)}
+        if ref_key is not None:
+            row["reference_share"] = counts.get(ref_key, 0) / n_repeats
+        rows.append(row)
+    columns = ["k", "modal_share", "modal", "n_rankings"] + (["reference_share"] if ref_key is not None else [])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def feature_win_rates(frame: pd.DataFrame, features: Sequence[str] = FEATURES,
+                      correction: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-feature win rates (paper 001 Table 2), computed as Eq. 1 on the feature preferences
+    (entity that did better wins, ties are draws).
+
+    Returns ``(pairwise, systems)``: ``pairwise`` has the columns of :func:`pairwise_win_rates` plus
+    ``feature``; ``systems`` is one row per system (index) and one column per feature: the mean of
+    the system's pairwise feature win rates, as its score is the mean of its pairwise win rates.
+    """
+    parts = []
+    for feature in features:
+        parts.append(pairwise_win_rates(frame, feature=feature, correction=correction).assign(feature=feature))
+    pairwise = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    cols = ["feature", "a", "b", "wins", "losses", "draws", "total", "win_rate", "p"]
+    pairwise = pairwise.reindex(columns=cols)
+    systems = pairwise.groupby(["a", "feature"])["win_rate"].mean().unstack("feature")
+    systems = systems.reindex(columns=list(features))
+    systems.index.name = "system"
+    return pairwise, systems
 
 
 def pairs_of(systems: Iterable[str]) -> list[tuple[str, str]]:

@@ -1,0 +1,329 @@
+"""Adaptive collection: which bot pair the next unit should come from, and when a study is done.
+
+No web code here; the scheduler calls it. How it is used:
+
+1. When a study has ``adaptive.enabled`` (config.AdaptiveConfig), the pairwise protocols' scheduler
+   (protocols/scheduling.py, ACUTE-Eval and PW-Turn) builds the state from the judgments stored so
+   far, in the order they were made::
+
+       state = AdaptiveState.from_outcomes(
+           [(j.bot_a, j.bot_b, j.winner) for j in judgments],   # winner: a bot name or a tie
+           bots=[b.name for b in study.bots], config=study.adaptive,
+           pairs=study.options.pairs)                            # None = every pair of bots
+
+2. To hand out the next unit it asks ``state.next_pair(rng)`` (rng: numpy Generator seeded from
+   the study seed) and takes a unit of that bot pair (keeping its own rules: least-used
+   conversations, per-annotator caps, side randomisation). ``None`` means the study is decided:
+   stop handing out units of this question (the dashboard shows ``state.stopping_table()``).
+   Judgments that arrive later (units already out) are kept and analysed as usual; they cannot
+   undo a decision, because the anytime-valid test allows stopping at any time.
+3. ``decided_pairs()`` and ``stopping_table()`` go into the report: per pair n, wins, the
+   always-valid p-value, its confidence sequence, whether and when it stopped, and by which rule.
+
+Statistics (stats/sequential.py, stats/active.py): each allowed pair has a beta-binomial mixture
+anytime-valid test of p = 0.5 at level alpha / m (Bonferroni over the m allowed pairs, so the
+chance that *any* pair is wrongly decided stays ≤ alpha however often the state is consulted).
+A pair is resolved when it is decided or its order follows from decided pairs by transitivity;
+the study is decided when no allowed pair is unresolved. ``config.stopping == "none"`` never stops
+(the selection rule alone is used and p-values are only reported). Ties count for no one.
+
+>>> from dialeval.config import AdaptiveConfig
+>>> import numpy as np
+>>> outcomes = [("x", "y", "x")] * 30 + [("y", "z", "y")] * 30
+>>> st = AdaptiveState.from_outcomes(outcomes, ["x", "y", "z"], AdaptiveConfig(enabled=True))
+>>> st.decided_pairs()
+[('x', 'y'), ('y', 'z')]
+>>> st.ranking(), st.next_pair(np.random.default_rng(0))
+(['x', 'y', 'z'], None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import AdaptiveConfig
+from .stats import active
+from .stats.sequential import DEFAULT_PRIOR, SequentialPairTest, bonferroni_alpha
+
+__all__ = ["AdaptiveState", "adaptive_config", "is_filtered", "rule_description", "selection_description",
+           "stopping_section", "study_bots", "study_pairs", "study_state"]
+
+
+@dataclass
+class AdaptiveState:
+    """Per-pair anytime-valid tests plus the selection rule for the next pair. Build it with
+    `from_outcomes`; feed later judgments with `update`."""
+
+    bots: list[str]
+    config: AdaptiveConfig = field(default_factory=AdaptiveConfig)
+    pairs: list[tuple[str, str]] | None = None
+    prior: float = DEFAULT_PRIOR
+    transitive: bool = True
+    tests: dict[tuple[str, str], SequentialPairTest] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        if len(set(self.bots)) != len(self.bots):
+            raise ValueError(f"bot names must be unique: {self.bots}")
+        if len(self.bots) < 2:
+            raise ValueError("adaptive collection needs at least two bots")
+        self._index = {b: i for i, b in enumerate(self.bots)}
+        allowed = self.pairs if self.pairs is not None else [
+            (a, b) for i, a in enumerate(self.bots) for b in self.bots[i + 1:]]
+        keys = []
+        for a, b in allowed:
+            for bot in (a, b):
+                if bot not in self._index:
+                    raise ValueError(f"pair ({a}, {b}) names bot {bot!r}, which is not among {self.bots}")
+            if a == b:
+                raise ValueError(f"pair ({a}, {b}) compares a bot with itself")
+            keys.append(self._key(a, b))
+        self._keys = list(dict.fromkeys(keys))
+        m = len(self._keys)
+        for a, b in self._keys:
+            self.tests[(a, b)] = SequentialPairTest(a, b, alpha=self.config.alpha, prior=self.prior, n_pairs=m)
+
+    def _key(self, a: str, b: str) -> tuple[str, str]:
+        return (a, b) if self._index[a] < self._index[b] else (b, a)
+
+    @classmethod
+    def from_outcomes(
+        cls,
+        outcomes: Iterable[tuple[str, str, str | None]],
+        bots: Sequence[str],
+        config: AdaptiveConfig | None = None,
+        pairs: Sequence[Sequence[str]] | None = None,
+        prior: float | None = None,
+        transitive: bool | None = None,
+    ) -> AdaptiveState:
+        """State after replaying `outcomes` = [(a, b, winner)] in the order they were judged.
+        `winner` is a or b (or 'a'/'b'), or a tie/None. Outcomes for pairs outside `pairs` or of a
+        bot against itself (A/A checks) are ignored. `prior` and `transitive` default to the
+        config's (``adaptive.prior``, ``adaptive.transitive``)."""
+        config = config or AdaptiveConfig()
+        st = cls(list(bots), config, [tuple(p) for p in pairs] if pairs is not None else None,
+                 float(config.prior if prior is None else prior),
+                 bool(config.transitive if transitive is None else transitive))
+        for a, b, winner in outcomes:
+            st.update(a, b, winner)
+        return st
+
+    def update(self, a: str, b: str, winner: str | None) -> None:
+        if a == b or a not in self._index or b not in self._index:
+            return
+        key = self._key(a, b)
+        test = self.tests.get(key)
+        if test is None:
+            return
+        if winner in ("a", "model_a", "left"):
+            winner = a
+        elif winner in ("b", "model_b", "right"):
+            winner = b
+        test.update(winner)
+
+    @property
+    def stopping(self) -> bool:
+        return self.config.stopping != "none"
+
+    @property
+    def level(self) -> float:
+        return bonferroni_alpha(self.config.alpha, len(self._keys))
+
+    def _beats(self) -> np.ndarray:
+        K = len(self.bots)
+        beats = np.zeros((K, K), dtype=bool)
+        if not self.stopping:
+            return beats
+        for (a, b), t in self.tests.items():
+            if t.decided:
+                w, l_ = (a, b) if t.winner == a else (b, a)
+                beats[self._index[w], self._index[l_]] = True
+        return beats
+
+    def _wins(self) -> np.ndarray:
+        K = len(self.bots)
+        W = np.zeros((K, K))
+        for (a, b), t in self.tests.items():
+            i, j = self._index[a], self._index[b]
+            W[i, j] += t.wins_a
+            W[j, i] += t.n - t.wins_a
+        return W
+
+    def decided_pairs(self) -> list[tuple[str, str]]:
+        """Directly decided pairs as (winner, loser), in bot order of the pair keys."""
+        if not self.stopping:
+            return []
+        return [(t.winner, t.b if t.winner == t.a else t.a) for t in self.tests.values() if t.decided]
+
+    def undecided_pairs(self) -> list[tuple[str, str]]:
+        """Allowed pairs whose order is still open (neither decided nor implied by transitivity)."""
+        idx = [(self._index[a], self._index[b]) for a, b in self._keys]
+        cands = active.candidate_pairs(len(self.bots), self._beats(), idx, self.transitive)
+        return [(self.bots[i], self.bots[j]) for i, j in cands]
+
+    @property
+    def done(self) -> bool:
+        return self.stopping and not self.undecided_pairs()
+
+    def next_pair(self, rng: np.random.Generator | int | None = None) -> tuple[str, str] | None:
+        """The bot pair (a, b) the next unit should compare, by `config.selection`; None when the
+        study is decided (every allowed pair's order known)."""
+        rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        idx = [(self._index[a], self._index[b]) for a, b in self.undecided_pairs()]
+        pick = active.select_pair(self.config.selection, self._wins(), idx, rng)
+        return None if pick is None else (self.bots[pick[0]], self.bots[pick[1]])
+
+    def ranking(self) -> list[str] | None:
+        """Best-first order of all bots if the decided pairs imply a total order, else None."""
+        order = active.ranking_from_beats(self._beats())
+        return None if order is None else [self.bots[i] for i in order]
+
+    def stopping_table(self) -> list[dict]:
+        """One row per allowed pair: a, b, n, wins_a, wins_b, ties, win_rate_a, p_always_valid,
+        ci_low, ci_high (confidence sequence at the per-pair level), decided, winner, stopped_at_n,
+        implied (order known by transitivity only), rule."""
+        closure = active.transitive_closure(self._beats())
+        rule = (f"beta-binomial mixture anytime-valid test (Beta({self.prior:g},{self.prior:g})), "
+                f"alpha {self.config.alpha:g} / {len(self._keys)} pairs (Bonferroni)")
+        if not self.stopping:
+            rule = "no stopping (adaptive.stopping = none); p-values reported only"
+        rows = []
+        for (a, b), t in self.tests.items():
+            i, j = self._index[a], self._index[b]
+            lo, hi = t.interval
+            decided = bool(t.decided and self.stopping)
+            implied = bool(not decided and (closure[i, j] or closure[j, i]))
+            rows.append({
+                "a": a, "b": b, "n": t.n, "wins_a": t.wins_a, "wins_b": t.n - t.wins_a, "ties": t.ties,
+                "win_rate_a": None if t.n == 0 else t.wins_a / t.n,
+                "p_always_valid": float(t.p_value), "ci_low": lo, "ci_high": hi,
+                "decided": decided, "winner": t.winner if decided else (
+                    (a if closure[i, j] else b) if implied else None),
+                "stopped_at_n": t.stopped_at if decided else None, "implied": implied, "rule": rule,
+            })
+        return rows
+
+
+# -- a study's state: shared by the scheduler (protocols/scheduling.py) and the reports (analysis/) --
+
+# Annotators whose judgments do not count (the same rule as analysis.acute._FILTER_STATUSES and
+# `_filtered_annotators`), so the report's stopping table replays exactly what the scheduler saw.
+FILTERED_STATUSES = frozenset({"filtered", "excluded", "blocked", "failed", "rejected"})
+# bot types that never take part in a method's comparisons (the protocols leave them out of units)
+EXCLUDED_BOT_TYPES = {"acute": frozenset({"degraded"}), "pairwise-turn": frozenset({"imported"})}
+
+
+def is_filtered(status: str | None, meta: dict | None = None) -> bool:
+    """True when an annotator's judgments are left out (filtered / blocked annotators)."""
+    m = meta or {}
+    return bool(str(status or "").lower() in FILTERED_STATUSES or m.get("filtered") or m.get("excluded")
+                or str(m.get("status", "")).lower() in FILTERED_STATUSES)
+
+
+def _config_dict(config: Any) -> dict[str, Any]:
+    if config is None:
+        return {}
+    if hasattr(config, "model_dump"):
+        return config.model_dump(mode="json")
+    return dict(config)
+
+
+def adaptive_config(config: Any) -> AdaptiveConfig:
+    """The AdaptiveConfig of a study config (StudyConfig or its JSON dict); defaults when absent."""
+    if isinstance(config, AdaptiveConfig):
+        return config
+    data = _config_dict(config).get("adaptive") or {}
+    return AdaptiveConfig.model_validate(data)
+
+
+def study_bots(method: str, config: Any) -> list[str]:
+    """The bots a pairwise study compares, in study-file order."""
+    excluded = EXCLUDED_BOT_TYPES.get(method, frozenset())
+    return [b["name"] for b in _config_dict(config).get("bots", []) if b.get("type") not in excluded]
+
+
+def study_pairs(config: Any) -> list[tuple[str, str]] | None:
+    """The configured `protocol.pairs` (None = every pair of bots)."""
+    pairs = (_config_dict(config).get("protocol") or {}).get("pairs")
+    return [(str(a), str(b)) for a, b in pairs] if pairs else None
+
+
+def study_state(outcomes: Iterable[tuple[str, str, str | None]], method: str, config: Any,
+                bots: Sequence[str] | None = None) -> AdaptiveState:
+    """AdaptiveState of one question of a study from its judgments [(a, b, winner)] in judgment
+    order. The scheduler and the report both build it here, so they agree on every decision."""
+    cfg = adaptive_config(config)
+    names = list(bots) if bots is not None else study_bots(method, config)
+    return AdaptiveState.from_outcomes(outcomes, names, cfg, pairs=study_pairs(config))
+
+
+def rule_description(state: AdaptiveState, *, enabled: bool = True) -> str:
+    """The stopping rule in words, with its parameters and the literature (for reports)."""
+    cfg = state.config
+    m = len(state.tests)
+    test = (f"anytime-valid sequential test of H0: P(a beats b) = 0.5 for each bot pair: beta-binomial "
+            f"mixture likelihood ratio with a Beta({state.prior:g}, {state.prior:g}) mixing prior, always-valid "
+            f"p-value = running minimum of 1/M_n (Robbins 1970; Howard, Ramdas, McAuliffe & Sekhon 2021, "
+            f"Ann. Statist. 49(2); Johari, Pekelis & Walsh 2022, Operations Research 70(3)); each of m = {m} "
+            f"pairs tested at alpha/m = {cfg.alpha:g}/{m} = {state.level:.4g} (Bonferroni over m pairs: "
+            f"family-wise error <= {cfg.alpha:g} however often it is checked)")
+    if not state.stopping:
+        return f"no stopping (adaptive.stopping = none); p-values reported only. The test: {test}."
+    stop = ("; a pair is decided at the first n with p <= alpha/m"
+            + ("; a pair whose order follows from decided pairs by transitivity needs no more judgments"
+               if state.transitive else "")
+            + "; the study stops when the order of every pair is known"
+            + (f" or after {cfg.max_judgments} judgments" if cfg.max_judgments else "")
+            + ". Ties count for no one.")
+    text = test[0].upper() + test[1:] + stop
+    if not enabled:
+        return ("Monitoring only, not used for stopping (adaptive.enabled = false: units were balanced "
+                "across bot pairs). " + text)
+    return text
+
+
+def selection_description(config: AdaptiveConfig, *, enabled: bool = True) -> str:
+    if not enabled:
+        return "balanced (adaptive collection disabled): the bot pair with the fewest annotations so far"
+    base = {
+        "uniform": "uniform: the next unit's bot pair drawn uniformly among the pairs whose order is still open",
+        "variance-reduction": ("variance-reduction (Chiang et al. 2024, Chatbot Arena, §5 eq. 9): the next "
+                               "unit's bot pair drawn among the open pairs with probability proportional to "
+                               "the drop in the standard error of its win rate that one more judgment buys"),
+        "rank-overlap": ("rank-overlap: the least judged open pair whose Bradley-Terry strength intervals "
+                         "still overlap"),
+    }[config.selection]
+    return (base + " (the least used open pair when the annotator has already seen every unit of the drawn "
+            "pair); decided pairs get no new units")
+
+
+def stopping_section(outcomes: Iterable[tuple[str, str, str | None]], method: str, config: Any,
+                     bots: Sequence[str] | None = None) -> dict[str, Any]:
+    """The report's `stopping` entry: {rule, selection, enabled, used_for_stopping, alpha, prior,
+    m, per_pair_alpha, judgments, decided, ranking, pairs: stopping_table()}."""
+    cfg = adaptive_config(config)
+    outcomes = list(outcomes)
+    names = list(bots) if bots is not None else study_bots(method, config)
+    if len(names) < 2:
+        names = list(dict.fromkeys(b for a, b_, _ in outcomes for b in (a, b_)))
+    if len(names) < 2:
+        return {"enabled": cfg.enabled, "used_for_stopping": False, "rule": "fewer than two bots: no test",
+                "selection": selection_description(cfg, enabled=cfg.enabled), "pairs": []}
+    st = study_state(outcomes, method, config, bots=names)
+    return {
+        "enabled": cfg.enabled,
+        "used_for_stopping": bool(cfg.enabled and st.stopping),
+        "rule": rule_description(st, enabled=cfg.enabled),
+        "selection": selection_description(cfg, enabled=cfg.enabled),
+        "alpha": cfg.alpha,
+        "prior": st.prior,
+        "m": len(st.tests),
+        "per_pair_alpha": st.level,
+        "judgments": sum(t.n + t.ties for t in st.tests.values()),
+        "decided": st.done,
+        "ranking": st.ranking(),
+        "pairs": st.stopping_table(),
+    }

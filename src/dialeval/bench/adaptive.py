@@ -1,0 +1,453 @@
+"""Benchmark: adaptive pair selection + anytime-valid stopping vs uniform allocation + fixed test.
+
+Simulated studies are calibrated to published effect sizes (`calibration`): the 8 PersonaChat
+systems of ACUTE-Eval (paper 003 Table 2, through Bradley–Terry strengths) and the three two-bot
+comparisons of paper 000 Table 3. Every judgment is a Bernoulli draw with the true win rate.
+
+**Adaptive** (what `dialeval.adaptive.AdaptiveState` does): every allowed pair has a beta-binomial
+mixture anytime-valid test at alpha / m (Bonferroni over the m pairs); a pair is resolved when its
+test decides or its order follows from decided pairs by transitivity; the selection rule
+(stats/active.py) spends judgments on unresolved pairs only; the study stops when every pair is
+resolved (the ranking is decided) or at the budget cap. For speed, judgments are handed out in
+batches of max(#candidates, 5% of the judgments so far), the way crowd batches are launched, but
+each pair's outcome stream is drawn in advance so its test stops at exactly the judgment where it
+crosses (no overshoot inside a pair; the only batching waste is judgments given to a pair in the
+round in which it became implied). Streams come from one seed per (study, pair), so the selection
+rules are compared on the same judgments (common random numbers).
+
+**Uniform** (the classic design): every allowed pair gets the same n judgments, then a two-sided
+exact binomial test per pair at alpha / m; decided pairs + transitivity must give the whole ranking.
+Its n is chosen so that its **accuracy** — the share of studies ending with the correct and decided
+ranking — matches the adaptive procedure's accuracy: both designs then deliver the same thing with
+the same error guarantee, and the only difference is the number of judgments. To be conservative
+(in favour of uniform) the target is the *lower* end of the 95% Clopper–Pearson interval of the
+adaptive accuracy (with 200 studies all correct: 0.982, not 1). The uniform accuracy curve
+(accuracy vs n per pair, made non-decreasing) is simulated on a geometric grid of n and
+interpolated in log n.
+
+`adaptive_judgments` is the mean number of judgments per adaptive study (studies that hit the cap
+count the cap; none did in the headline scenario), `uniform_judgments` = m × matched n,
+`savings` = 1 − adaptive / uniform. CIs (95%): adaptive mean by bootstrap over studies; uniform
+from matching the two ends of the accuracy interval (the upper end capped at min(point estimate,
+1 − 0.5/R)); savings from combining the two intervals' ends (conservative). **A/A**: identical bots; the false-positive rate is the share of
+studies in which any difference was declared, for the adaptive rule and for the naive rule (a
+fixed-size binomial test after every judgment), both also computed exactly by dynamic programming.
+
+>>> from dialeval.bench.adaptive import run_adaptive_benchmark
+>>> out = run_adaptive_benchmark(quick=True)        # seconds; repeats=200 for the full run
+>>> sorted(k for k in out if k.endswith("judgments"))
+['adaptive_judgments', 'uniform_judgments']
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats as sps
+
+from ..stats import active
+from ..stats.sequential import (
+    DEFAULT_PRIOR,
+    bonferroni_alpha,
+    crossing_probability,
+    decision_bounds,
+    naive_bounds,
+)
+from . import calibration
+from .calibration import Scenario
+
+__all__ = [
+    "aa_false_positive_rates",
+    "compare_scenario",
+    "matched_uniform_n",
+    "run_adaptive_benchmark",
+    "simulate_adaptive",
+    "simulate_adaptive_study",
+    "uniform_accuracy",
+    "uniform_accuracy_curve",
+]
+
+BATCH_FRACTION = 0.05
+
+
+@lru_cache(maxsize=16)
+def _bounds(n_max: int, level: float, prior: float) -> tuple[np.ndarray, np.ndarray]:
+    return decision_bounds(n_max, level, prior)
+
+
+class _Stream:
+    """One pair's judgments, drawn lazily in chunks; knows where its test first crosses."""
+
+    def __init__(self, p: float, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator):
+        self.p, self.lo, self.hi, self.rng = p, lo, hi, rng
+        self.cum = np.zeros(0, dtype=np.int64)
+        self.stop: int | None = None
+        self.side = 0
+
+    def ensure(self, n: int) -> None:
+        n = min(n, len(self.hi) - 1)
+        while self.stop is None and len(self.cum) < n:
+            size = max(1024, len(self.cum))
+            start = len(self.cum)
+            size = min(size, len(self.hi) - 1 - start)
+            if size <= 0:
+                return
+            last = self.cum[-1] if start else 0
+            seg = last + np.cumsum(self.rng.random(size) < self.p)
+            ns = np.arange(start + 1, start + size + 1)
+            up = seg >= self.hi[ns]
+            dn = seg <= self.lo[ns]
+            hit = np.flatnonzero(up | dn)
+            self.cum = np.concatenate([self.cum, seg])
+            if hit.size:
+                t = int(hit[0])
+                self.stop = start + t + 1
+                self.side = 1 if up[t] else -1
+
+    def wins(self, n: int) -> int:
+        return int(self.cum[n - 1]) if n > 0 else 0
+
+
+def simulate_adaptive_study(
+    scenario: Scenario,
+    rule: str = "rank-overlap",
+    alpha: float = 0.05,
+    prior: float = DEFAULT_PRIOR,
+    cap: int = 100_000,
+    seed: int | Sequence[int] = 0,
+    batch_fraction: float = BATCH_FRACTION,
+    transitive: bool = True,
+) -> dict:
+    """One adaptive study. Returns {judgments, decided, correct, false_positive, n_per_pair}:
+    decided = every allowed pair resolved within `cap`; correct = decided and no decision against
+    the truth; false_positive = some pair was decided although the truth is in the other direction
+    or a tie (for A/A: any decision)."""
+    P = scenario.probs
+    K = len(scenario.bots)
+    pairs = scenario.allowed
+    m = len(pairs)
+    level = bonferroni_alpha(alpha, m)
+    lo, hi = _bounds(int(cap), level, float(prior))
+    ss = np.random.SeedSequence(seed)
+    children = ss.spawn(m + 1)
+    streams = [_Stream(float(P[i, j]), lo, hi, np.random.default_rng(children[k])) for k, (i, j) in enumerate(pairs)]
+    sel_rng = np.random.default_rng(children[m])
+    index = {pr: k for k, pr in enumerate(pairs)}
+    n = np.zeros(m, dtype=np.int64)
+    W = np.zeros((K, K))
+    beats = np.zeros((K, K), dtype=bool)
+    total = 0
+    while total < cap:
+        cands = active.candidate_pairs(K, beats, pairs, transitive)
+        if not cands:
+            break
+        batch = int(min(cap - total, max(len(cands), math.ceil(batch_fraction * total))))
+        alloc = active.allocate(rule, W, cands, batch, sel_rng)
+        for (i, j), g in zip(cands, alloc):
+            if g <= 0:
+                continue
+            k = index[(i, j)]
+            s = streams[k]
+            new = int(n[k] + g)
+            s.ensure(new)
+            if s.stop is not None and s.stop <= new:
+                new = s.stop
+                if s.side > 0:
+                    beats[i, j] = True
+                else:
+                    beats[j, i] = True
+            new = min(new, len(s.cum))
+            n[k] = new
+            w = s.wins(new)
+            W[i, j], W[j, i] = w, new - w
+        total = int(n.sum())
+    resolved = active.resolved_matrix(beats, transitive)
+    decided = all(resolved[i, j] for i, j in pairs)
+    wrong = bool((beats & ~(P > 0.5)).any())
+    return {"judgments": total, "decided": bool(decided), "correct": bool(decided and not wrong),
+            "false_positive": wrong, "any_decision": bool(beats.any()), "n_per_pair": n.tolist()}
+
+
+def _study_worker(args):
+    scenario, rule, alpha, prior, cap, seed = args
+    r = simulate_adaptive_study(scenario, rule, alpha, prior, cap, seed)
+    r.pop("n_per_pair")
+    return r
+
+
+def simulate_adaptive(
+    scenario: Scenario, repeats: int, seed: int = 0, rule: str = "rank-overlap", alpha: float = 0.05,
+    prior: float = DEFAULT_PRIOR, cap: int = 100_000, workers: int = 1,
+) -> dict[str, np.ndarray]:
+    """`repeats` adaptive studies (study r uses seed (seed, r), so runs are reproducible and the
+    rules see the same judgments). Returns arrays judgments, correct, decided, false_positive."""
+    jobs = [(scenario, rule, alpha, prior, cap, (seed, r)) for r in range(repeats)]
+    if workers > 1 and repeats > 1:
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            res = list(ex.map(_study_worker, jobs, chunksize=max(1, repeats // (4 * workers))))
+    else:
+        res = [_study_worker(j) for j in jobs]
+    return {k: np.array([r[k] for r in res]) for k in ("judgments", "correct", "decided", "false_positive", "any_decision")}
+
+
+def _fixed_bound(n: int, level: float) -> int:
+    """Largest c with P(Binomial(n, .5) <= c) < level/2 (two-sided exact test rejects at wins <= c
+    or >= n - c); -1 when none."""
+    if n <= 0:
+        return -1
+    q = level / 2.0
+    c = int(sps.binom.ppf(q, n, 0.5)) - 1
+    while c >= 0 and sps.binom.cdf(c, n, 0.5) >= q:
+        c -= 1
+    while c + 1 <= n / 2 and sps.binom.cdf(c + 1, n, 0.5) < q:
+        c += 1
+    return c
+
+
+def uniform_accuracy(scenario: Scenario, n_per_pair: int, alpha: float = 0.05, reps: int = 4000,
+                     seed: int = 0) -> float:
+    """Share of uniform fixed-size studies (n judgments per allowed pair, exact binomial test per
+    pair at alpha/m, decisions closed under transitivity) that end with the correct and complete
+    ranking."""
+    P = scenario.probs
+    K = len(scenario.bots)
+    pairs = scenario.allowed
+    m = len(pairs)
+    c = _fixed_bound(int(n_per_pair), bonferroni_alpha(alpha, m))
+    if c < 0:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    ii = np.array([i for i, _ in pairs])
+    jj = np.array([j for _, j in pairs])
+    wins = rng.binomial(int(n_per_pair), P[ii, jj], size=(reps, m))
+    beats = np.zeros((reps, K, K), dtype=bool)
+    beats[:, ii, jj] = wins >= n_per_pair - c
+    beats[:, jj, ii] = wins <= c
+    closure = beats.copy()
+    for k in range(K):
+        closure |= closure[:, :, [k]] & closure[:, [k], :]
+    resolved = closure | np.transpose(closure, (0, 2, 1))
+    decided = resolved[:, ii, jj].all(axis=1)
+    wrong = (beats & ~(P > 0.5)[None]).any(axis=(1, 2))
+    return float((decided & ~wrong).mean())
+
+
+def uniform_accuracy_curve(scenario: Scenario, grid: Sequence[int], alpha: float = 0.05, reps: int = 4000,
+                           seed: int = 0) -> np.ndarray:
+    """Accuracy of the uniform design at each n per pair of `grid`, made non-decreasing."""
+    acc = np.array([uniform_accuracy(scenario, int(n), alpha, reps, seed + 7919 * k) for k, n in enumerate(grid)])
+    return np.maximum.accumulate(acc)
+
+
+def matched_uniform_n(grid: Sequence[int], curve: Sequence[float], target: float) -> float | None:
+    """Smallest n per pair reaching accuracy `target` on the curve (log-linear interpolation);
+    None if the grid never reaches it."""
+    g = np.asarray(grid, dtype=float)
+    c = np.asarray(curve, dtype=float)
+    ok = np.flatnonzero(c >= target)
+    if ok.size == 0:
+        return None
+    k = int(ok[0])
+    if k == 0 or c[k] == c[k - 1]:
+        return float(g[k])
+    f = (target - c[k - 1]) / (c[k] - c[k - 1])
+    return float(np.exp(np.log(g[k - 1]) + f * (np.log(g[k]) - np.log(g[k - 1]))))
+
+
+def _ci_prop(x: int, n: int, conf: float = 0.95) -> list[float]:
+    """Clopper–Pearson interval."""
+    a = 1 - conf
+    lo = 0.0 if x == 0 else float(sps.beta.ppf(a / 2, x, n - x + 1))
+    hi = 1.0 if x == n else float(sps.beta.ppf(1 - a / 2, x + 1, n - x))
+    return [lo, hi]
+
+
+def compare_scenario(
+    scenario: Scenario, repeats: int, seed: int = 0, rule: str = "rank-overlap", alpha: float = 0.05,
+    prior: float = DEFAULT_PRIOR, cap: int = 100_000, uniform_reps: int = 4000, n_boot: int = 1000,
+    workers: int = 1,
+) -> dict:
+    """Adaptive vs matched uniform on one scenario (see the module docstring)."""
+    t0 = time.perf_counter()
+    sim = simulate_adaptive(scenario, repeats, seed, rule, alpha, prior, cap, workers)
+    m = len(scenario.allowed)
+    J = sim["judgments"].astype(float)
+    C = sim["correct"].astype(bool)
+    acc = float(C.mean())
+    mean_j = float(J.mean())
+    n_hi = max(64, int(cap))
+    grid = np.unique(np.round(np.geomspace(4, n_hi, 60)).astype(int))
+    curve = uniform_accuracy_curve(scenario, grid, alpha, uniform_reps, seed + 1)
+    lo_acc, hi_acc = _ci_prop(int(C.sum()), len(C))
+    target = lo_acc  # conservative: uniform only has to reach what adaptive is shown to reach
+    n_uni = matched_uniform_n(grid, curve, target)
+    n_uni_hi = matched_uniform_n(grid, curve, min(hi_acc, acc, 1 - 0.5 / len(C)))
+    rng = np.random.default_rng(seed + 2)
+    boot_a = [float(J[rng.integers(0, len(J), len(J))].mean()) for _ in range(n_boot)]
+    pct = lambda v: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] if len(v) else None
+    uniform_j = None if n_uni is None else m * n_uni
+    uniform_ci = None if n_uni is None else [m * n_uni, m * (n_uni_hi if n_uni_hi is not None else n_uni)]
+    ad_ci = pct(boot_a)
+    savings_ci = None if uniform_ci is None else [1 - ad_ci[1] / uniform_ci[0], 1 - ad_ci[0] / uniform_ci[1]]
+    # the uniform design's accuracy at the adaptive design's mean budget, for comparison
+    eq_n = max(1, round(mean_j / m))
+    return {
+        "scenario": scenario.name,
+        "source": scenario.source,
+        "bots": scenario.bots,
+        "pairs": m,
+        "near_null": scenario.near_null,
+        "rule": rule,
+        "repeats": repeats,
+        "adaptive_accuracy": acc,
+        "adaptive_accuracy_ci": _ci_prop(int(C.sum()), len(C)),
+        "adaptive_judgments": mean_j,
+        "adaptive_judgments_ci": ad_ci,
+        "adaptive_judgments_median": float(np.median(J)),
+        "adaptive_capped_share": float(np.mean(J >= cap)),
+        "adaptive_wrong_decision_rate": float(np.mean(sim["false_positive"])),
+        "matched_accuracy": target,
+        "uniform_n_per_pair": n_uni,
+        "uniform_judgments": uniform_j,
+        "uniform_judgments_ci": uniform_ci,
+        "savings": None if uniform_j is None else 1 - mean_j / uniform_j,
+        "savings_ci": savings_ci,
+        "uniform_accuracy_at_adaptive_budget": uniform_accuracy(scenario, eq_n, alpha, uniform_reps, seed + 3),
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def aa_false_positive_rates(
+    repeats: int, seed: int = 0, alpha: float = 0.05, prior: float = DEFAULT_PRIOR, n_max: int = 2000,
+    K: int = 8, k_cap: int | None = None, workers: int = 1,
+) -> dict:
+    """A/A false-positive rates. Two identical bots judged up to `n_max` times: the adaptive rule
+    and the naive rule (exact binomial test after every judgment), exactly (dynamic programming)
+    and by simulation (`repeats` paths). K identical bots under the adaptive procedure up to
+    `k_cap` judgments (default 28 × n_max / 4), by simulation; the naive K-bot figure is exact for
+    uniform allocation (pairs are independent under A/A)."""
+    rng = np.random.default_rng(seed)
+    lo, hi = decision_bounds(n_max, alpha, prior)
+    nlo, nhi = naive_bounds(n_max, alpha)
+    exact_ad = crossing_probability(0.5, lo, hi)["any"]
+    exact_nv = crossing_probability(0.5, nlo, nhi)["any"]
+    fp_ad = fp_nv = 0
+    ns = np.arange(1, n_max + 1)
+    for start in range(0, repeats, 500):
+        size = min(500, repeats - start)
+        cum = np.cumsum(rng.random((size, n_max)) < 0.5, axis=1)
+        fp_ad += int(((cum >= hi[ns]) | (cum <= lo[ns])).any(axis=1).sum())
+        fp_nv += int(((cum >= nhi[ns]) | (cum <= nlo[ns])).any(axis=1).sum())
+    m = K * (K - 1) // 2
+    k_cap = int(k_cap if k_cap is not None else m * n_max // 4)
+    k_reps = max(20, repeats // 10)
+    simk = simulate_adaptive(calibration.aa_scenario(K), k_reps, seed + 11, "variance-reduction", alpha, prior,
+                             k_cap, workers)
+    per_pair_n = k_cap // m
+    nlo_k, nhi_k = naive_bounds(per_pair_n, alpha)
+    naive_k = 1 - (1 - crossing_probability(0.5, nlo_k, nhi_k)["any"]) ** m
+    x_ad, x_nv, x_k = fp_ad, fp_nv, int(simk["any_decision"].sum())
+    return {
+        "alpha": alpha,
+        "two_bots": {
+            "n_max": n_max, "repeats": repeats,
+            "adaptive": x_ad / repeats, "adaptive_ci": _ci_prop(x_ad, repeats), "adaptive_exact": exact_ad,
+            "naive": x_nv / repeats, "naive_ci": _ci_prop(x_nv, repeats), "naive_exact": exact_nv,
+        },
+        f"{K}_bots": {
+            "cap": k_cap, "repeats": k_reps, "rule": "variance-reduction",
+            "adaptive": x_k / k_reps, "adaptive_ci": _ci_prop(x_k, k_reps),
+            "naive_uniform_exact": naive_k, "naive_per_pair_n": per_pair_n,
+        },
+    }
+
+
+def run_adaptive_benchmark(
+    repeats: int = 200,
+    seed: int = 0,
+    quick: bool = False,
+    rule: str = "rank-overlap",
+    alpha: float = 0.05,
+    prior: float = DEFAULT_PRIOR,
+    workers: int | None = None,
+    all_rules: bool = True,
+) -> dict:
+    """Run the whole benchmark and return a JSON-ready dict.
+
+    Top-level numbers are for the headline scenario, the 8 PersonaChat systems of ACUTE-Eval
+    (K = 8, 28 pairs) with selection `rule`; `scenarios` holds every scenario (also the 000 Table 3
+    two-bot studies) and `rules` the PersonaChat comparison of the three selection rules.
+    `quick=True` shrinks everything to a few seconds (a smoke test, not a measurement).
+
+    Example (what `dialeval bench adaptive --json bench.json` does)::
+
+        import json
+        from dialeval.bench.adaptive import run_adaptive_benchmark
+        result = run_adaptive_benchmark(repeats=200, seed=0)
+        print(result["savings"], result["aa_false_positive_rate"])
+        json.dump(result, open("bench.json", "w"), indent=2)
+    """
+    t0 = time.perf_counter()
+    if workers is None:
+        workers = 1 if quick else max(1, min(2, os.cpu_count() or 1))
+    if quick:
+        repeats = min(repeats, 12)
+        pc_cap, two_cap, uni_reps, n_boot, aa_reps, aa_n = 40_000, 20_000, 400, 200, 400, 300
+        head = calibration.Scenario(
+            name="personachat-acute-top4", bots=calibration.PERSONACHAT_BOTS[4:],
+            probs=calibration.personachat_scenario().probs[4:, 4:],
+            source="quick: the top 4 PersonaChat systems of paper 003 Table 2 (BT strengths)")
+        two = [s for s in calibration.paper000_scenarios() if not s.near_null][:2]
+        rules = (rule,)
+    else:
+        pc_cap, two_cap, uni_reps, n_boot, aa_reps, aa_n = 600_000, 40_000, 4000, 1000, 4000, 2000
+        head = calibration.personachat_scenario()
+        two = calibration.paper000_scenarios()
+        rules = tuple(dict.fromkeys([rule, *active.RULES])) if all_rules else (rule,)
+    by_rule = {}
+    for r in rules:
+        by_rule[r] = compare_scenario(head, repeats, seed, r, alpha, prior, pc_cap, uni_reps, n_boot, workers)
+    main = by_rule[rule]
+    scenarios = [main]
+    for s in two:
+        scenarios.append(compare_scenario(s, repeats, seed, rule, alpha, prior, two_cap,
+                                          uni_reps, n_boot, workers))
+    aa = aa_false_positive_rates(aa_reps, seed, alpha, prior, aa_n, K=len(head.bots), workers=workers)
+    decidable = [s for s in scenarios[1:] if not s["near_null"] and s["uniform_judgments"]]
+    out = {
+        "benchmark": "adaptive collection",
+        "headline_scenario": head.name,
+        "uniform_judgments": main["uniform_judgments"],
+        "uniform_judgments_ci": main["uniform_judgments_ci"],
+        "adaptive_judgments": main["adaptive_judgments"],
+        "adaptive_judgments_ci": main["adaptive_judgments_ci"],
+        "savings": main["savings"],
+        "savings_ci": main["savings_ci"],
+        "accuracy": main["adaptive_accuracy"],
+        "accuracy_ci": main["adaptive_accuracy_ci"],
+        "aa_false_positive_rate": aa["two_bots"]["adaptive"],
+        "aa_false_positive_rate_ci": aa["two_bots"]["adaptive_ci"],
+        "naive_aa_false_positive_rate": aa["two_bots"]["naive"],
+        "naive_aa_false_positive_rate_ci": aa["two_bots"]["naive_ci"],
+        "aa": aa,
+        "two_bot_savings_mean": float(np.mean([s["savings"] for s in decidable])) if decidable else None,
+        "rules": {r: {k: v[k] for k in ("adaptive_judgments", "adaptive_judgments_ci", "adaptive_accuracy",
+                                          "uniform_judgments", "savings", "savings_ci")} for r, v in by_rule.items()},
+        "scenarios": scenarios,
+        "settings": {
+            "repeats": repeats, "seed": seed, "quick": quick, "rule": rule, "alpha": alpha,
+            "family_wise": "Bonferroni over the allowed pairs", "prior": f"Beta({prior:g}, {prior:g}) mixture",
+            "batch_fraction": BATCH_FRACTION, "cap_k_bots": pc_cap, "cap_two_bots": two_cap,
+            "uniform_reps_per_n": uni_reps, "bootstrap": n_boot, "workers": workers,
+            "uniform_test": "exact two-sided binomial at alpha/m per pair after n judgments each; transitivity",
+            "accuracy": "share of studies ending with every allowed pair resolved and no decision against the truth",
+        },
+        "seconds": time.perf_counter() - t0,
+    }
+    return out

@@ -1,0 +1,140 @@
+"""The commands of the app, simulation and planning issues, run as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from dialeval import METHODS
+from dialeval.cli import app
+
+runner = CliRunner()
+DIALEVAL = [sys.executable, "-m", "dialeval.cli"]
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(port: int, proc: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the server exited early: {proc.stdout.read() if proc.stdout else ''}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError("the server did not answer /healthz in time")
+
+
+def stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out or ""
+
+
+def test_plan_from_expectations(tmp_path):
+    out = tmp_path / "plan.json"
+    plot = tmp_path / "plan.png"
+    result = invoke("plan", "--method", "acute", "--expect", "a>b:0.65", "--expect", "b>c:0.55",
+                    "--json", out, "--plot", plot)
+    assert result.exit_code == 0, result.output
+    plan = json.loads(out.read_text())
+    needed = {(p["a"], p["b"]): p["judgments_needed"] for p in plan["pairs"]}
+    assert 0 < needed[("a", "b")] < needed[("b", "c")]  # a smaller effect needs more judgments
+    assert plan["ranking"]["judgments_needed"] > 0
+    assert plot.stat().st_size > 1000
+
+
+def test_plan_rejects_a_bad_expectation():
+    result = invoke("plan", "--method", "acute", "--expect", "a>b:1.6")
+    assert result.exit_code == 2 and "rate above 1" in result.output
+
+
+def test_bench_adaptive_quick(tmp_path):
+    out = tmp_path / "bench.json"
+    result = invoke("bench", "adaptive", "--quick", "--json", out)
+    assert result.exit_code == 0, result.output
+    bench = json.loads(out.read_text())
+    for key in ("uniform_judgments", "adaptive_judgments", "aa_false_positive_rate"):
+        assert key in bench
+    assert bench["adaptive_judgments"] < bench["uniform_judgments"]
+
+
+def test_simulate_and_report_a_study(tmp_path):
+    folder = tmp_path / "sim"
+    assert invoke("init", "acute", folder).exit_code == 0
+    text = (folder / "study.yaml").read_text().replace("conversations: 10", "conversations: 4")
+    (folder / "study.yaml").write_text(text.replace("turns: 6 ", "turns: 3 "))
+    assert invoke("generate", folder).exit_code == 0
+    result = invoke("simulate", folder, "--annotators", "12", "--seed", "1")
+    assert result.exit_code == 0, result.output
+    report = json.loads((folder / "report" / "report.json").read_text())
+    assert report["method"] == "acute" and len(report["systems"]) == 3
+    assert sum(m["wins_a"] + m["wins_b"] for m in report["matchups"]) > 0
+    assert (folder / "report" / "index.html").read_text().count("<img") >= 2
+
+
+def test_serve_prints_links_and_answers(tmp_path):
+    folder = tmp_path / "served"
+    invoke("init", "single-model", folder)
+    port = free_port()
+    proc = subprocess.Popen([*DIALEVAL, "serve", str(folder), "--port", str(port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "200"})
+    try:
+        wait_healthy(port, proc)
+        page = httpx.get(f"http://127.0.0.1:{port}/s/served/?volunteer=1", follow_redirects=True)
+        assert page.status_code == 200
+    finally:
+        out = stop(proc)
+    assert f"http://127.0.0.1:{port}/s/served/" in out
+    assert "PROLIFIC_PID" in out and "admin?token=" in out
+
+
+def test_demo_serves_every_method(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen([*DIALEVAL, "demo", "--out", str(tmp_path / "demo"), "--port", str(port), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "COLUMNS": "200"})
+    try:
+        wait_healthy(port, proc, seconds=240)
+        start = httpx.get(f"http://127.0.0.1:{port}/").text
+        for method in METHODS:
+            assert method in start
+            assert f"/s/demo-{method}/" in start
+    finally:
+        stop(proc)
+
+
+def test_demo_simulated_into_reports(tmp_path):
+    out = tmp_path / "demo"
+    result = invoke("demo", "--simulate", "6", "--no-serve", "--out", out)
+    assert result.exit_code == 0, result.output
+    for method in METHODS:
+        report = json.loads((out / method / "report" / "report.json").read_text())
+        assert report["method"] == method
+        assert report["systems"], f"{method}: no systems in the report"
+        assert Path(out / method / "report" / "index.html").exists()
