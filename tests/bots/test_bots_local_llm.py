@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import in_ci
+
 from dialeval.bots import BotContext, ChatMessage, build_bot, local_llm, validate_bot_options
 from dialeval.errors import BotError
 
@@ -20,7 +22,10 @@ def test_missing_extra_is_a_config_error_that_says_how_to_install(monkeypatch):
 @pytest.mark.llm
 async def test_smollm2_generates_text_reproducibly():
     if local_llm.missing_requirements():
-        pytest.skip(f"extra 'llm' not installed: {local_llm.missing_requirements()}")
+        message = f"extra 'llm' not installed: {local_llm.missing_requirements()}"
+        if in_ci():  # CI installs the extra: a missing model there is a failure
+            pytest.fail(message)
+        pytest.skip(message)
     bot = build_bot("tiny", "local-llm", {"max_new_tokens": 6, "seed": 1})
     history = [ChatMessage("user", "Hi! Do you like dogs?")]
     ctx = BotContext(persona=["I have two dogs."], conversation_id="c1", seed=0)
