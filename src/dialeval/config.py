@@ -89,10 +89,18 @@ class PagesConfig(_Strict):
 
 
 class AdaptiveConfig(_Strict):
+    """Adaptive collection (acute, pairwise-turn): which bot pair the next unit comes from and when
+    the study stops (adaptive.py). `prior`: a of the Beta(a, a) mixing prior of the anytime-valid
+    test; `transitive`: a pair whose order follows from decided pairs gets no more units;
+    `max_judgments`: optional study-wide budget of judgments (the study stops there, decided or not)."""
+
     enabled: bool = False
     stopping: Literal["none", "confidence-sequence"] = "confidence-sequence"
     alpha: float = Field(0.05, gt=0, lt=0.5)
     selection: Literal["uniform", "variance-reduction", "rank-overlap"] = "uniform"
+    prior: float = Field(20, gt=0, le=10_000)
+    transitive: bool = True
+    max_judgments: int | None = Field(None, ge=1)
 
 
 class AcuteOptions(_Strict):

@@ -448,8 +448,7 @@ def test_cox_degenerate_systems_do_not_crash():
 def _run_r(code: str, package: str = "survival") -> list[str]:
     """Run R code with one Rscript call (loading an R package costs seconds here).
 
-    A missing Rscript / survival skips outside CI and fails in CI.
-    (it is on CRAN only, not in Debian)."""
+    A missing Rscript / survival skips outside CI and fails in CI."""
     exe = shutil.which("Rscript")
     if exe is None:
         msg = "Rscript not installed (apt-get install r-base-core r-cran-survival)"

@@ -270,6 +270,19 @@ def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim:
     }
 
 
+def _stopping(dataset: Dataset, method: str, outcomes: list[tuple[str, str, str]]) -> dict:
+    """The report's `stopping` entry (adaptive.stopping_section): the anytime-valid stopping table of
+    the study's `adaptive:` config, replayed from the kept judgments in the order they were made
+    (the scheduler's own view). With adaptive collection disabled it is labelled monitoring only."""
+    from dialeval.adaptive import stopping_section
+
+    config = dataset.meta.get("config") if isinstance(dataset.meta, dict) else None
+    bots = None
+    if not config or not config.get("bots"):
+        bots = sorted({b for a, b_, _ in outcomes for b in (a, b_)})
+    return stopping_section(outcomes, method, config or {}, bots=bots)
+
+
 def analyze_acute(
     dataset: Dataset,
     exclude_annotators: Iterable[str] | None = None,
@@ -285,16 +298,21 @@ def analyze_acute(
     (win rate of row over column, with p), leaderboard (Bradley–Terry), agreement (on pairs of
     conversations with >= 2 annotations), aa_test (same bot on both sides), justifications,
     time_to_significance (per matchup, when judgments carry elapsed_s), question_agreement
-    (003 Table 1: per question), excluded.
+    (003 Table 1: per question), excluded, stopping ({rule, selection, pairs: the anytime-valid
+    stopping table per bot pair, ...}; see adaptive.stopping_section; "monitoring only" when the
+    study's `adaptive.enabled` is false).
     """
     df, onboarding, excluded = acute_frame(dataset, exclude_annotators)
     report: dict[str, Any] = {"method": "acute", "excluded": excluded}
     if df.empty:
         report.update({"question": None, "n": 0, "systems": [], "matchups": [], "leaderboard": [], "by_question": {},
-                       "question_agreement": [], "time_to_significance": []})
+                       "question_agreement": [], "time_to_significance": [],
+                       "stopping": _stopping(dataset, "acute", [])})
         return _jsonable(report)
     onboarding_s = _onboarding_seconds(onboarding)
     by_q = {q: _analyze_question(g, onboarding_s, n_boot, n_sim, seed) for q, g in df.groupby("question", sort=True)}
+    for q, g in df.groupby("question", sort=True):
+        by_q[q]["stopping"] = _stopping(dataset, "acute", list(zip(g["winner"], g["loser"], g["winner"])))
     main = df["question"].value_counts().sort_index().idxmax()
     items = df.assign(item=[tuple(sorted((w, l_))) for w, l_ in zip(df["winner_conv"], df["loser_conv"])])
     qa = pw.question_agreement(items, question="question", item="item", choice="winner_conv")

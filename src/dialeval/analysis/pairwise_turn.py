@@ -20,6 +20,7 @@ from dialeval.analysis.acute import (
     _leaderboard,
     _onboarding_seconds,
     _split_judgments,
+    _stopping,
     _systems_from_matchups,
     _tts_pairwise,
 )
@@ -153,19 +154,22 @@ def analyze_pairwise_turn(
     lin, sqr, wta, in_range, all_turns, per_turn, variability, time_to_significance}] where the
     headline numbers use `turn_range` and `all_turns` repeats them over every turn, grid,
     leaderboard (Bradley–Terry on turn votes in range), justifications, time_to_significance,
-    excluded.
+    excluded, stopping (the anytime-valid stopping table of the `adaptive:` config over every
+    turn judgment, as the scheduler sees them; "monitoring only" when adaptive is disabled).
     """
     df, onboarding, excluded = pairwise_turn_frame(dataset, exclude_annotators)
     report: dict[str, Any] = {"method": "pairwise-turn", "turn_range": list(turn_range), "excluded": excluded}
     if df.empty:
         report.update({"question": None, "n": 0, "systems": [], "matchups": [], "leaderboard": [], "by_question": {},
-                       "time_to_significance": []})
+                       "time_to_significance": [], "stopping": _stopping(dataset, "pairwise-turn", [])})
         return _jsonable(report)
     onboarding_s = _onboarding_seconds(onboarding)
     by_q = {
         q: _analyze_question(g, turn_range, chunk_minutes, onboarding_s, n_boot, n_sim, seed)
         for q, g in df.groupby("question", sort=True)
     }
+    for q, g in df.groupby("question", sort=True):  # every turn counts (the scheduler's view), not turn_range
+        by_q[q]["stopping"] = _stopping(dataset, "pairwise-turn", list(zip(g["chosen"], g["other"], g["chosen"])))
     main = df["question"].value_counts().sort_index().idxmax()
     report.update({"question": main, **by_q[main]})
     report["by_question"] = by_q

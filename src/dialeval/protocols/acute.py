@@ -22,7 +22,7 @@ from ..questions import ACUTE_QUESTIONS, Question
 from ..records import Conversation, Unit
 from ..store import work
 from .base import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol
-from .scheduling import Choice, SchedulingView, assign_locked, bot_pairs, least_loaded, pair_key
+from .scheduling import Choice, SchedulingView, adaptive_plan, assign_locked, bot_pairs, least_loaded, pair_key
 
 KIND = "acute"
 ONBOARDING_KIND = "acute-onboarding"
@@ -145,6 +145,10 @@ class AcuteProtocol(Protocol):
 
     def choose(self, view: SchedulingView) -> Choice | None:
         history = view.history
+        # adaptive collection (config `adaptive:`): once the ranking is decided nobody gets more work
+        adaptive = adaptive_plan(self, view, self.method, [q.id for q in self.questions()], _adaptive_outcome)
+        if adaptive is not None and adaptive.stopped:
+            return None
         onboarding = self.config.onboarding
         if onboarding.enabled:
             ob_units = view.units(ONBOARDING_KIND)
@@ -175,7 +179,12 @@ class AcuteProtocol(Protocol):
             mine[g] = mine.get(g, 0) + 1
         groups = {(u.payload["question"], *pair_key(*u.payload["bot_pair"])) for u in candidates}
         groups = {g for g in groups if group_used.get(g, 0) < target}
-        group = least_loaded(groups, lambda g: (group_used.get(g, 0), mine.get(g, 0)), view.rng)
+        if adaptive is not None:
+            # the bot pair from AdaptiveState.next_pair; decided pairs get no new units
+            group = adaptive.pick(groups, lambda g: (group_used.get(g, 0), mine.get(g, 0)), view,
+                                  question_load=lambda q: sum(n for g, n in group_used.items() if g[0] == q))
+        else:
+            group = least_loaded(groups, lambda g: (group_used.get(g, 0), mine.get(g, 0)), view.rng)
         if group is None:
             return None
         conv_used: dict[str, int] = {}
@@ -305,6 +314,16 @@ class AcuteProtocol(Protocol):
             notes.append("Onboarding is enabled but no onboarding units exist (set protocol.onboarding_weak_bot "
                          "and generate that bot's self-chats).")
         return AdminSummary(progress=list(rows.values()), headline=headline, notes=notes)
+
+
+def _adaptive_outcome(j: work.ScoredJudgment) -> tuple[str, str, str] | None:
+    """(a, b, winner) of a stored comparison for the adaptive state; None for onboarding."""
+    if j.question == "onboarding" or j.meta.get("onboarding"):
+        return None
+    winner, loser = j.meta.get("winner_bot"), j.meta.get("loser_bot")
+    if not winner or not loser:
+        return None
+    return winner, loser, winner
 
 
 def _elapsed(data: dict[str, Any], assignment: AssignmentInfo) -> float | None:

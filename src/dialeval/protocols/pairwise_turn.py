@@ -24,7 +24,7 @@ from ..records import Turn, Unit
 from ..store import work
 from . import onboarding_content as onb
 from .base import AdminSummary, Outcome, Protocol
-from .scheduling import Choice, assign_locked, bot_pairs, least_loaded
+from .scheduling import Choice, adaptive_plan, assign_locked, bot_pairs, least_loaded, pair_key
 
 KIND = "pw-turn"
 ONBOARDING_QUESTION = "onboarding"
@@ -64,11 +64,26 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         cap = self.config.annotation.units_per_annotator
 
         def choose(view) -> Choice | None:
+            adaptive = adaptive_plan(self, view, self.method, [q.id for q in self.questions()], _adaptive_outcome,
+                                     judgments_per_unit=self.options.bot_turns)
+            if adaptive is not None and adaptive.stopped:
+                return None  # the ranking is decided (or the budget spent): no more work
             if len(view.history) >= cap:
                 return None
             seen = view.seen_units()
             open_units = [u for u in view.units(KIND) if u.id not in seen and view.used(u.id) < target]
-            unit = least_loaded(open_units, lambda u: view.used(u.id), view.rng)
+            if adaptive is not None:
+                # one unit per (bot pair, question): the pair from AdaptiveState.next_pair
+                by_group = {(u.payload["question"], *pair_key(*u.payload["bots"])): u for u in open_units}
+                used = {g: view.used(u.id) for g, u in by_group.items()}
+                all_used: dict[str, int] = {}
+                for u in view.units(KIND):
+                    all_used[u.payload["question"]] = all_used.get(u.payload["question"], 0) + view.used(u.id)
+                group = adaptive.pick(by_group, lambda g: used[g], view,
+                                      question_load=lambda q: all_used.get(q, 0))
+                unit = by_group[group] if group is not None else None
+            else:
+                unit = least_loaded(open_units, lambda u: view.used(u.id), view.rng)
             if unit is None:
                 return None
             persona = sample_persona(view.rng, 2)
@@ -283,6 +298,14 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             if n:
                 summary.headline.append({"label": f"{a} chosen over {b}", "value": f"{100 * wins_a / n:.0f}% (n={n})"})
         return summary
+
+
+def _adaptive_outcome(j: work.ScoredJudgment) -> tuple[str, str, str] | None:
+    """(a, b, winner) of one turn judgment for the adaptive state; None for onboarding."""
+    v = j.value if isinstance(j.value, dict) else {}
+    if j.question == ONBOARDING_QUESTION or v.get("chosen") is None or v.get("other") is None:
+        return None
+    return v["chosen"], v["other"], v["chosen"]
 
 
 PROTOCOL = PairwiseTurnProtocol

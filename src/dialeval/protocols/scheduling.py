@@ -139,3 +139,87 @@ def conversation_load(units: Iterable[UnitInfo], view: SchedulingView) -> dict[s
             for c in u.conversation_ids:
                 totals[c] = totals.get(c, 0) + n
     return totals
+
+
+# -- adaptive collection (config `adaptive:`; dialeval/adaptive.py) ---------------------------------
+ADAPTIVE_STOPPED = "adaptive-stopped"
+Group = tuple[str, str, str]  # (question, bot a, bot b) with a, b as pair_key orders them
+
+
+@dataclass
+class AdaptivePlan:
+    """The adaptive state of a study read inside the scheduling transaction.
+
+    `states`: one AdaptiveState per question, replayed from every non-onboarding judgment of a
+    non-filtered annotator in judgment order (the same outcomes and rule as the report's `stopping`
+    table). `stopped`: no more units for anybody ("decided": every question's ranking is known;
+    "max_judgments": the budget is spent, counting the units that are out)."""
+
+    states: dict[str, Any]
+    judgments: int
+    stopped: str | None
+    counter: int
+    seed: int
+
+    def open_groups(self) -> set[Group]:
+        """(question, a, b) of the pairs whose order is still open."""
+        return {(q, *pair_key(a, b)) for q, st in self.states.items() if not st.done
+                for a, b in st.undecided_pairs()}
+
+    def pick(self, groups: Iterable[Group], load: Callable[[Group], Any], view: SchedulingView,
+             question_load: Callable[[str], Any] | None = None) -> Group | None:
+        """The group of the next unit among `groups` (those with a unit this annotator may get):
+        the question with the least `question_load` among those still open, then `next_pair` of
+        its state (rng seeded from the study seed and the assignment counter, so a replay draws the
+        same); when the annotator cannot get a unit of the drawn pair, the open pair of least `load`."""
+        import numpy as np
+
+        allowed = self.open_groups() & set(groups)
+        if not allowed:
+            return None
+        questions = sorted({g[0] for g in allowed})
+        q = least_loaded(questions, question_load or (lambda _q: 0), view.rng)
+        rng = np.random.default_rng([self.seed % (2**32), self.counter])
+        drawn = self.states[q].next_pair(rng)
+        if drawn is not None and (q, *pair_key(*drawn)) in allowed:
+            return (q, *pair_key(*drawn))
+        return least_loaded(sorted(g for g in allowed if g[0] == q), load, view.rng)
+
+
+def adaptive_plan(protocol, view: SchedulingView, method: str, questions: Sequence[str],
+                  outcome: Callable[[work.ScoredJudgment], tuple[str, str, str | None] | None],
+                  judgments_per_unit: int = 1) -> AdaptivePlan | None:
+    """None when the study does not use adaptive collection; else the plan (see AdaptivePlan).
+    Logs the event ``adaptive-stopped`` (with the stopping tables) the first time it stops."""
+    from ..adaptive import is_filtered, study_state
+
+    config = protocol.config
+    cfg = config.adaptive
+    if not cfg.enabled:
+        return None
+    outcomes: dict[str, list] = {q: [] for q in questions}
+    n = 0
+    for j in work.scheduling_judgments(view.session, view.study_id):
+        if is_filtered(j.annotator_status, j.annotator_meta):
+            continue
+        o = outcome(j)
+        if o is None or j.question not in outcomes:
+            continue
+        outcomes[j.question].append(o)
+        n += 1
+    states = {q: study_state(outcomes[q], method, config) for q in questions}
+    stopped = None
+    if states and all(st.done for st in states.values()):
+        stopped = "decided"
+    elif cfg.max_judgments is not None:
+        pending = sum(entry["assigned"] for entry in view.load.values()) * judgments_per_unit
+        if n + pending >= cfg.max_judgments:
+            stopped = "max_judgments"
+    plan = AdaptivePlan(states=states, judgments=n, stopped=stopped,
+                        counter=work.count_assignments(view.session, view.study_id), seed=config.seed)
+    if stopped and not work.list_events(view.session, view.study_id, ADAPTIVE_STOPPED):
+        work.add_event(view.session, view.study_id, ADAPTIVE_STOPPED, {
+            "reason": stopped, "judgments": n, "alpha": cfg.alpha, "prior": cfg.prior, "selection": cfg.selection,
+            "questions": {q: {"ranking": st.ranking(), "pairs": st.stopping_table()} for q, st in states.items()},
+        })
+    return plan

@@ -386,3 +386,49 @@ def create_unit(session: Session, study_id: int, external_id: str, kind: str, co
         session.add(row)
         session.flush()
     return UnitInfo(row.id, row.external_id, row.kind, list(row.conversation_ids or []), dict(row.payload or {}))
+
+
+# -- adaptive collection (protocols/scheduling.py) ------------------------------------------------
+@dataclass
+class ScoredJudgment:
+    """A judgment as the adaptive scheduler replays it, with its annotator's status."""
+
+    id: int
+    question: str
+    value: Any
+    meta: dict[str, Any]
+    annotator_status: str
+    annotator_meta: dict[str, Any]
+
+
+def scheduling_judgments(session: Session, study_id: int, exclude_questions: tuple[str, ...] = ()) -> list[ScoredJudgment]:
+    """The study's judgments in the order they were made (judgment id), without the texts."""
+    q = (select(JudgmentRow.id, JudgmentRow.question, JudgmentRow.value, JudgmentRow.meta, AnnotatorRow.status,
+                AnnotatorRow.meta)
+         .join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
+         .where(JudgmentRow.study_id == study_id))
+    if exclude_questions:
+        q = q.where(JudgmentRow.question.not_in(exclude_questions))
+    return [ScoredJudgment(jid, question, value, dict(meta or {}), status, dict(ameta or {}))
+            for jid, question, value, meta, status, ameta in session.execute(q.order_by(JudgmentRow.id))]
+
+
+def count_assignments(session: Session, study_id: int) -> int:
+    """Every assignment ever made in the study (expired included): a counter that only grows."""
+    return int(session.scalar(select(func.count()).select_from(AssignmentRow)
+                              .where(AssignmentRow.study_id == study_id)))
+
+
+def list_events(session_or_store, study_id: int, kind: str | None = None) -> list[dict[str, Any]]:
+    """Events of the study (oldest first): {id, kind, annotator_id, payload, created_at}."""
+    def run(s: Session) -> list[dict[str, Any]]:
+        q = select(EventRow).where(EventRow.study_id == study_id)
+        if kind is not None:
+            q = q.where(EventRow.kind == kind)
+        return [{"id": e.id, "kind": e.kind, "annotator_id": e.annotator_id, "payload": dict(e.payload or {}),
+                 "created_at": _aware(e.created_at)} for e in s.scalars(q.order_by(EventRow.id))]
+
+    if isinstance(session_or_store, Session):
+        return run(session_or_store)
+    with session_or_store.session() as s:
+        return run(s)
