@@ -566,9 +566,10 @@ def compare(
     import json as json_lib
 
     from .analysis.compare import compare_runs
-    from .report.build import jsonable, study_report
+    from .jsonable import to_jsonable
+    from .report.build import study_report
 
-    result = jsonable(compare_runs(study_report(study_a), study_report(study_b)))
+    result = to_jsonable(compare_runs(study_report(study_a), study_report(study_b)))
     table = Table("system", str(study_a), str(study_b), title="scores in both runs")
     for s in result.get("systems", []):
         table.add_row(str(s["name"]), f"{s['a']:.3f}", f"{s['b']:.3f}")

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from dialeval.analysis.metrics import metric_report
+from dialeval.jsonable import to_jsonable
 from dialeval.records import DA_CRITERIA, DA_NEGATIVE, Dataset
 from dialeval.stats import direct_assessment as da
 from dialeval.stats.power import mann_whitney_pairs_time_to_significance
@@ -193,22 +194,6 @@ def report_from_frames(dataset: Dataset, frames: DirectAssessmentFrames) -> dict
     }
 
 
-def _json(obj: Any) -> Any:
-    if isinstance(obj, pd.DataFrame):
-        return [_json(r) for r in obj.to_dict(orient="records")]
-    if isinstance(obj, dict):
-        return {str(k): _json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json(v) for v in obj]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return None if not math.isfinite(float(obj)) else float(obj)
-    return obj
-
-
 def time_to_significance(frames: DirectAssessmentFrames, n_sim: int = 200, seed: int | None = 0,
                          power: float = 0.8, n_max: int = 10_000) -> list[dict[str, Any]]:
     """Per pair of ordinary systems (a = the one with the higher score): conversations per system,
@@ -249,7 +234,7 @@ def time_to_significance(frames: DirectAssessmentFrames, n_sim: int = 200, seed:
         curve = curve[curve["power_sim"].notna()].assign(p_significant=lambda c: c["power_sim"])
         out.append({"a": a, "b": b, **r, "overhead": overhead, "n_a": len(samples[a]), "n_b": len(samples[b]),
                     "curve": curve})
-    return _json(out)
+    return to_jsonable(out)
 
 
 def analyze_direct_assessment(dataset: Dataset, alpha: float = 0.05, tts: bool = True, n_sim: int = 200,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dialeval.jsonable import to_jsonable
 from dialeval.records import STB_FEATURES, Dataset
 from dialeval.stats import ranking
 from dialeval.stats import spot_the_bot as stb
@@ -192,8 +193,8 @@ def analyze_spot_the_bot(
     survival: bool = True,
     stability: bool = True,
     stability_sizes: Sequence[int] = STABILITY_SIZES,
-    stability_repeats: int = 20,
-    stability_bootstrap: int | None = 300,
+    stability_repeats: int = 10,
+    stability_bootstrap: int | None = None,
     tts: bool = True,
     tts_n_sim: int = 1000,
 ) -> dict[str, Any]:
@@ -210,7 +211,7 @@ def analyze_spot_the_bot(
     ``stability`` (paper 001 "On Reliability"): ``leave_one_out`` and ``subsample``: for each k of
     ``stability_sizes`` (capped at the most conversations any pair has), ``stability_repeats`` draws of
     k conversations per pair (seeded), each clustered as the full data is (``stability_bootstrap``
-    bootstrap repetitions, default 300 to keep a full report fast); ``reference_share`` = share of draws giving the
+    bootstrap repetitions, default ``n_bootstrap``); ``reference_share`` = share of draws giving the
     full-data clustering, ``modal_share`` = share giving the draw's most frequent clustering.
     ``feature_win_rates``: per-feature win rates (paper Table 2), see :func:`feature_win_rates_report`.
     ``time_to_significance``: see :func:`time_to_significance` (``tts=False`` skips it).
@@ -271,7 +272,7 @@ def analyze_spot_the_bot(
         report["stability"] = {"leave_one_out": loo, "all_same": all(x["same"] for x in loo),
                                **subsample_stability_report(bots, stability_sizes, stability_repeats,
                                                             stability_bootstrap or n_bootstrap, seed, statistic,
-                                                            n_samples, matches)}
+                                                            n_samples, matches, reference=report["clusters"])}
     else:
         report["stability"] = {"leave_one_out": [], "all_same": None, "subsample": []}
     report["feature_win_rates"] = feature_win_rates_report(bots)
@@ -284,12 +285,15 @@ def analyze_spot_the_bot(
 
 def subsample_stability_report(bots: pd.DataFrame, sizes: Sequence[int] = STABILITY_SIZES, n_repeats: int = 50,
                                n_bootstrap: int = 1000, seed: int = 0, statistic: str = "mean_win_rate",
-                               n_samples: int | None = None, matches: str = "conversation") -> dict[str, Any]:
+                               n_samples: int | None = None, matches: str = "conversation",
+                               reference: list[list[str]] | None = None) -> dict[str, Any]:
     """Subsampling stability of the clustering of the bot–bot frame ``bots`` (see
     :func:`analyze_spot_the_bot`): ``{"reference": full-data clusters, "conversations_per_pair":
-    {min, max}, "subsample": [{k, reference_share, modal_share, n_rankings, modal}]}``."""
+    {min, max}, "subsample": [{k, reference_share, modal_share, n_rankings, modal}]}``.
+    ``reference``: the full-data clustering already computed (the report's), else computed here."""
     rank_fn = _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches)
-    reference = rank_fn(bots)
+    if reference is None:
+        reference = rank_fn(bots)
     pairs = [tuple(sorted(p)) for p in zip(bots["system0"], bots["system1"])]
     per_pair = bots.assign(pair=pairs).drop_duplicates("conversation_id")["pair"].value_counts()
     cap = int(per_pair.max()) if len(per_pair) else 0
@@ -314,18 +318,6 @@ def feature_win_rates_report(bots: pd.DataFrame) -> dict[str, Any]:
                       "losses": int(r["losses"]), "draws": int(r["draws"]), "win_rate": _num(r["win_rate"]),
                       "p": _num(r["p"])} for r in pairwise.to_dict("records")],
     }
-
-
-def _json(obj: Any) -> Any:
-    if isinstance(obj, pd.DataFrame):
-        return [_json(r) for r in obj.to_dict(orient="records")]
-    if isinstance(obj, dict):
-        return {str(k): _json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json(v) for v in obj]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    return _num(obj)
 
 
 def time_to_significance(frame: pd.DataFrame, n_sim: int = 1000, seed: int | None = 0, power: float = 0.8,
@@ -368,4 +360,4 @@ def time_to_significance(frame: pd.DataFrame, n_sim: int = 1000, seed: int | Non
         curve = r.pop("curve")
         curve = curve[curve["power_sim"].notna()].assign(p_significant=lambda c: c["power_sim"])
         out.append({"a": a, "b": b, **r, "n_collected": len(g), "overhead": overhead, "curve": curve})
-    return _json(out)
+    return to_jsonable(out)

@@ -148,6 +148,8 @@ class Protocol:
     """Base class of a method. Subclasses set the class attributes and override the hooks."""
 
     method: ClassVar[str] = ""  # "acute", "pairwise-turn", ... (StudyConfig.method)
+    # Worker filters (quality/filters.py) this method does not apply to live messages.
+    skipped_message_checks: ClassVar[tuple[str, ...]] = ()
     template: ClassVar[str] = ""  # Jinja template of the task page
     title: ClassVar[str] = ""  # human name shown on the start page
     rate_limited_actions: ClassVar[frozenset[str]] = frozenset()  # e.g. {"send"} for chat messages
@@ -261,7 +263,9 @@ class Protocol:
         if self.config.quality.offensive_words:
             path = Path(self.config.quality.offensive_words)
             wordlist = filters.load_wordlist(path if path.is_absolute() else self.study.folder / path)
-        reasons = filters.filter_annotators({str(annotator_id): conversations}, wordlist=wordlist)[str(annotator_id)]
+        checks = [c for c in filters.MESSAGE_CHECKS if c not in self.skipped_message_checks]
+        reasons = filters.filter_annotators({str(annotator_id): conversations}, wordlist=wordlist,
+                                            checks=checks)[str(annotator_id)]
         if reasons:
             self.flag(annotator_id, reasons)
         return reasons

@@ -81,6 +81,8 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
     template = "direct_assessment.html"
     title = "Direct Assessment of live conversations"
     fixed_opener = False
+    # Paper 000's "greeting first" filter assumes the fixed "Hi!" opener; here nothing precedes it.
+    skipped_message_checks = ("greeting_first",)
 
     def ordinary_bots(self) -> list[str]:
         return [b.name for b in self.config.bots if b.type != "imported" and b.name != self.options.qc_bot]
@@ -256,28 +258,6 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         self.save_state(assignment, state)
         self.finish_live(annotator, conv)
         return Outcome()
-
-    def check_live_messages(self, annotator_id: int) -> list[str]:
-        """Paper 000's worker filters, without "greeting first": here nothing precedes the first message."""
-        if not self.config.quality.worker_filters:
-            return []
-        from ..quality import filters
-
-        conversations = work.annotator_live_messages(self.store, self.study.study_id, annotator_id)
-        if not conversations:
-            return []
-        wordlist = None
-        if self.config.quality.offensive_words:
-            from pathlib import Path
-
-            path = Path(self.config.quality.offensive_words)
-            wordlist = filters.load_wordlist(path if path.is_absolute() else self.study.folder / path)
-        checks = [c for c in filters.MESSAGE_CHECKS if c != filters.GREETING_FIRST]
-        reasons = filters.filter_annotators({str(annotator_id): conversations}, wordlist=wordlist,
-                                            checks=checks)[str(annotator_id)]
-        if reasons:
-            self.flag(annotator_id, reasons)
-        return reasons
 
     def act_rate(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
         state = self.fresh_state(assignment)

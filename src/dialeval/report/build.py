@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import math
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -15,22 +14,10 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .. import __version__
 from ..analysis import analyze
+from ..jsonable import to_jsonable
 from ..records import Dataset
 from . import plots
 from .methods_text import collection_counts, methods_paragraph
-
-
-def jsonable(obj: Any) -> Any:
-    """Plain JSON values: NaN and infinities become null, numpy scalars become numbers."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def build_report(dataset: Dataset, config: dict[str, Any] | None = None, **options: Any) -> dict[str, Any]:
@@ -46,7 +33,7 @@ def build_report(dataset: Dataset, config: dict[str, Any] | None = None, **optio
         "methods": methods_paragraph(dataset.method, counts, config),
     }
     report["filtered_annotators"] = report.get("filtered_annotators") or _filtered(dataset)
-    return jsonable(report)
+    return to_jsonable(report)
 
 
 def study_report(folder: str | Path) -> dict[str, Any]:
