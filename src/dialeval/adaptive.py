@@ -40,8 +40,8 @@ the study is decided when no allowed pair is unresolved. ``config.stopping == "n
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 

@@ -11,14 +11,13 @@ The helpers prefixed with `_` are shared by the other analysis modules.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dialeval.jsonable import to_jsonable
 from dialeval.records import Dataset, Judgment, Unit
 from dialeval.stats import pairwise as pw
 from dialeval.stats.bradley_terry import bradley_terry
@@ -33,28 +32,8 @@ _FILTER_STATUSES = {"filtered", "excluded", "blocked", "failed", "rejected"}
 # ---------------------------------------------------------------- shared helpers
 
 
-def _jsonable(obj: Any) -> Any:
-    """Turn DataFrames, numpy scalars, tuples and NaN into plain JSON values."""
-    if isinstance(obj, pd.DataFrame):
-        return [_jsonable(r) for r in obj.to_dict(orient="records")]
-    if isinstance(obj, pd.Series):
-        return _jsonable(obj.to_dict())
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, (np.bool_, bool)):
-        return bool(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        f = float(obj)
-        return None if not math.isfinite(f) else f
-    if isinstance(obj, datetime):
-        return obj.isoformat()
-    return obj
+# Kept as a name: pairwise_turn and single_model import it from here.
+_jsonable = to_jsonable
 
 
 def _is_onboarding(j: Judgment, unit: Unit | None) -> bool:
@@ -320,4 +299,8 @@ def analyze_acute(
     report["by_question"] = by_q
     report["question_agreement"] = qa
     report["onboarding_seconds"] = onboarding_s
+    from .metrics import metric_report
+
+    if (metrics := metric_report(dataset, report)) is not None:
+        report["automatic_metrics"] = metrics
     return _jsonable(report)

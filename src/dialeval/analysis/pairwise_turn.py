@@ -174,5 +174,9 @@ def analyze_pairwise_turn(
     report.update({"question": main, **by_q[main]})
     report["by_question"] = by_q
     report["onboarding_seconds"] = onboarding_s
+    from .metrics import metric_report
+
+    if (metrics := metric_report(dataset, report)) is not None:
+        report["automatic_metrics"] = metrics
     return _jsonable(report)
 

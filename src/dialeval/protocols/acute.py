@@ -22,7 +22,16 @@ from ..questions import ACUTE_QUESTIONS, Question
 from ..records import Conversation, Unit
 from ..store import work
 from .base import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol
-from .scheduling import Choice, SchedulingView, adaptive_plan, assign_locked, bot_pairs, least_loaded, pair_key
+from .scheduling import (
+    Choice,
+    SchedulingView,
+    adaptive_note,
+    adaptive_plan,
+    assign_locked,
+    bot_pairs,
+    least_loaded,
+    pair_key,
+)
 
 KIND = "acute"
 ONBOARDING_KIND = "acute-onboarding"
@@ -310,6 +319,9 @@ class AcuteProtocol(Protocol):
         for row in rows.values():
             row["wins of first bot"] = row.pop("wins_first")
         notes = [f"Onboarding: {onboarding['passed']} passed, {onboarding['failed']} failed."]
+        note = adaptive_note(self)
+        if note:
+            notes.append(note)
         if self.config.onboarding.enabled and not work.count_units(self.store, sid, ONBOARDING_KIND):
             notes.append("Onboarding is enabled but no onboarding units exist (set protocol.onboarding_weak_bot "
                          "and generate that bot's self-chats).")

@@ -24,7 +24,7 @@ from ..records import Turn, Unit
 from ..store import work
 from . import onboarding_content as onb
 from .base import AdminSummary, Outcome, Protocol
-from .scheduling import Choice, adaptive_plan, assign_locked, bot_pairs, least_loaded, pair_key
+from .scheduling import Choice, adaptive_note, adaptive_plan, assign_locked, bot_pairs, least_loaded, pair_key
 
 KIND = "pw-turn"
 ONBOARDING_QUESTION = "onboarding"
@@ -297,6 +297,9 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
                     and {j.value["chosen"], j.value["other"]} == {a, b})
             if n:
                 summary.headline.append({"label": f"{a} chosen over {b}", "value": f"{100 * wins_a / n:.0f}% (n={n})"})
+        note = adaptive_note(self)
+        if note:
+            summary.notes.append(note)
         return summary
 
 

@@ -223,3 +223,19 @@ def adaptive_plan(protocol, view: SchedulingView, method: str, questions: Sequen
             "questions": {q: {"ranking": st.ranking(), "pairs": st.stopping_table()} for q, st in states.items()},
         })
     return plan
+
+
+def adaptive_note(protocol) -> str | None:
+    """One line for the admin page about adaptive collection (None when it is disabled)."""
+    cfg = protocol.config.adaptive
+    if not cfg.enabled:
+        return None
+    events = work.list_events(protocol.store, protocol.study.study_id, ADAPTIVE_STOPPED)
+    head = (f"Adaptive collection on (selection {cfg.selection}, anytime-valid stopping at alpha {cfg.alpha:g}, "
+            f"Bonferroni over the bot pairs)")
+    if not events:
+        return head + ": still collecting."
+    p = events[0]["payload"]
+    rankings = "; ".join(f"{q}: {' > '.join(v['ranking']) if v.get('ranking') else 'partial order'}"
+                         for q, v in (p.get("questions") or {}).items())
+    return f"{head}: stopped ({p.get('reason')}) after {p.get('judgments')} judgments. {rankings}".strip()
