@@ -7,7 +7,6 @@ import functools
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -71,8 +70,14 @@ def init(
 
 # -- generate ------------------------------------------------------------------------------------------
 def _progress() -> Progress:
-    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=False)
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
 
 
 def _report_generation(result) -> None:
@@ -87,16 +92,16 @@ def _report_generation(result) -> None:
 @app.command()
 @friendly
 def generate(
-    study: Optional[Path] = typer.Argument(None, help="a study folder; omit to use --bots/--mode/-o"),
-    bots: Optional[str] = typer.Option(None, "--bots", help="comma-separated bot types (or the study's bot names)"),
-    mode: Optional[str] = typer.Option(None, "--mode", help="self-chat or bot-bot"),
-    n: Optional[int] = typer.Option(None, "-n", "--conversations", help="conversations per bot (self-chat) or pair"),
-    turns: Optional[int] = typer.Option(None, "--turns", help="turns per side"),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="write conversations to this JSONL file"),
+    study: Path | None = typer.Argument(None, help="a study folder; omit to use --bots/--mode/-o"),
+    bots: str | None = typer.Option(None, "--bots", help="comma-separated bot types (or the study's bot names)"),
+    mode: str | None = typer.Option(None, "--mode", help="self-chat or bot-bot"),
+    n: int | None = typer.Option(None, "-n", "--conversations", help="conversations per bot (self-chat) or pair"),
+    turns: int | None = typer.Option(None, "--turns", help="turns per side"),
+    output: Path | None = typer.Option(None, "-o", "--output", help="write conversations to this JSONL file"),
     fmt: str = typer.Option("dialeval", "--format", help="output format: dialeval, parlai or openai"),
     seed: int = typer.Option(0, "--seed"),
     no_personas: bool = typer.Option(False, "--no-personas"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency"),
+    concurrency: int | None = typer.Option(None, "--concurrency"),
 ) -> None:
     """Generate the conversations a study asks for (self-chat or bot-bot), resumably.
 
@@ -105,7 +110,8 @@ def generate(
       dialeval generate --bots retrieval,repeat --mode self-chat -n 5 --turns 6 -o chats.jsonl
     """
     from .bots.registry import build_bot
-    from .dialogue.generate import GenerationPlan, generate as run_generation
+    from .dialogue.generate import GenerationPlan
+    from .dialogue.generate import generate as run_generation
 
     if study is not None:
         from .study import open_study
@@ -114,10 +120,17 @@ def generate(
         cfg = opened.config
         g = cfg.generation
         chosen = bots.split(",") if bots else [b.name for b in cfg.bots if b.type not in ("degraded", "imported")]
-        plan = GenerationPlan(mode=mode or g.mode, bots=chosen, conversations=n or g.conversations,
-                              turns=turns or g.turns, personas=g.personas and not no_personas,
-                              seed_from_corpus=g.seed_from_corpus, human_conversations=g.human_conversations,
-                              concurrency=concurrency or g.concurrency, seed=cfg.seed)
+        plan = GenerationPlan(
+            mode=mode or g.mode,
+            bots=chosen,
+            conversations=n or g.conversations,
+            turns=turns or g.turns,
+            personas=g.personas and not no_personas,
+            seed_from_corpus=g.seed_from_corpus,
+            human_conversations=g.human_conversations,
+            concurrency=concurrency or g.concurrency,
+            seed=cfg.seed,
+        )
         if plan.mode == "none":
             raise DialevalError(f"{study}: generation.mode is none; set it to self-chat or bot-bot (or import logs)")
         bot_objects = {name: build_bot(name, cfg.bot(name).type, cfg.bot(name).options) for name in chosen}
@@ -127,8 +140,15 @@ def generate(
         if not (bots and mode and output):
             raise DialevalError("without a study folder, give --bots, --mode and -o (see dialeval generate --help)")
         chosen = bots.split(",")
-        plan = GenerationPlan(mode=mode, bots=chosen, conversations=n or 10, turns=turns or 6,
-                              personas=not no_personas, concurrency=concurrency or 4, seed=seed)
+        plan = GenerationPlan(
+            mode=mode,
+            bots=chosen,
+            conversations=n or 10,
+            turns=turns or 6,
+            personas=not no_personas,
+            concurrency=concurrency or 4,
+            seed=seed,
+        )
         bot_objects = {name: build_bot(name, name, {}) for name in chosen}
         existing, sink = _file_sink(output, fmt)
 
@@ -190,7 +210,9 @@ def _convert_output(output: Path, fmt: str) -> None:
         from .formats.openai_messages import write_openai_messages
 
         write_openai_messages(conversations, output)
-    console.print(f"wrote {len(conversations)} conversations to {output} ({fmt}); {journal.name} keeps the run resumable")
+    console.print(
+        f"wrote {len(conversations)} conversations to {output} ({fmt}); {journal.name} keeps the run resumable"
+    )
 
 
 # -- serve / demo -----------------------------------------------------------------------------------------
@@ -209,8 +231,14 @@ def serve(
     """
     from .web.serve import serve as run_server
 
-    run_server(studies, host=host, port=port, workers=workers, open_browser=open_browser,
-               print_fn=lambda text: console.print(text, highlight=False, markup=False, soft_wrap=True))
+    run_server(
+        studies,
+        host=host,
+        port=port,
+        workers=workers,
+        open_browser=open_browser,
+        print_fn=lambda text: console.print(text, highlight=False, markup=False, soft_wrap=True),
+    )
 
 
 @app.command()
@@ -242,14 +270,25 @@ def demo(
         from .simulate.crowd import simulate_demo
 
         results = simulate_demo(out, annotators=simulate_n, seed=seed)
-        table = Table("method", "annotators", "judgments stored", "careless caught", "bot order recovered", "report",
-                      title="simulated crowd")
+        table = Table(
+            "method",
+            "annotators",
+            "judgments stored",
+            "careless caught",
+            "bot order recovered",
+            "report",
+            title="simulated crowd",
+        )
         for method, result in results.items():
             recovery = result.recovery or {}
-            table.add_row(method, str(result.annotators), str(result.judgments_stored),
-                          f"{result.careless_caught} of {result.careless_judged}",
-                          "exact" if recovery.get("exact") else f"spearman {recovery.get('spearman')}",
-                          str(out / method / "report" / "index.html"))
+            table.add_row(
+                method,
+                str(result.annotators),
+                str(result.judgments_stored),
+                f"{result.careless_caught} of {result.careless_judged}",
+                "exact" if recovery.get("exact") else f"spearman {recovery.get('spearman')}",
+                str(out / method / "report" / "index.html"),
+            )
         console.print(table)
         for method, result in results.items():
             for error in result.errors[:5]:
@@ -265,7 +304,7 @@ def simulate(
     annotators: int = typer.Option(40, "--annotators", help="how many simulated annotators"),
     careless: float = typer.Option(0.15, "--careless", help="share of careless annotators (QC should catch them)"),
     seed: int = typer.Option(0, "--seed"),
-    url: Optional[str] = typer.Option(None, "--url", help="a running server to use instead of an in-process one"),
+    url: str | None = typer.Option(None, "--url", help="a running server to use instead of an in-process one"),
     report_too: bool = typer.Option(True, "--report/--no-report", help="write the study's report afterwards"),
 ) -> None:
     """A simulated crowd works through a real study over HTTP (see docs/simulated-crowd.md).
@@ -289,14 +328,14 @@ def simulate(
 @app.command()
 @friendly
 def plan(
-    study: Optional[Path] = typer.Argument(None, help="a study folder (its method; its data as a pilot)"),
+    study: Path | None = typer.Argument(None, help="a study folder (its method; its data as a pilot)"),
     expect: list[str] = typer.Option([], "--expect", help="expected effect WINNER>LOSER:RATE, e.g. bot-a>bot-b:0.60"),
-    method: Optional[str] = typer.Option(None, "--method", help="plan a method without a study folder"),
-    seconds: Optional[float] = typer.Option(None, "--seconds-per-judgment", help="default: from the papers"),
+    method: str | None = typer.Option(None, "--method", help="plan a method without a study folder"),
+    seconds: float | None = typer.Option(None, "--seconds-per-judgment", help="default: from the papers"),
     power: float = typer.Option(0.8, "--power"),
     alpha: float = typer.Option(0.05, "--alpha"),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="write the whole plan (with curves) as JSON"),
-    plot_path: Optional[Path] = typer.Option(None, "--plot", help="write the power curves as PNG"),
+    json_path: Path | None = typer.Option(None, "--json", help="write the whole plan (with curves) as JSON"),
+    plot_path: Path | None = typer.Option(None, "--plot", help="write the power curves as PNG"),
 ) -> None:
     """Judgments and annotator-hours to significance, from expected effects or a pilot study's data.
 
@@ -323,23 +362,37 @@ def plan(
         result = plan_from_pilot(study_report(study), power=power, alpha=alpha)
     else:
         raise DialevalError("give --expect WINNER>LOSER:RATE, or a study folder with pilot data")
-    table = Table("pair", "expected", "judgments needed", "annotator-hours", "anytime-valid (expected)",
-                  title=f"{method}: to reach p < {alpha} with power {power}")
+    table = Table(
+        "pair",
+        "expected",
+        "judgments needed",
+        "annotator-hours",
+        "anytime-valid (expected)",
+        title=f"{method}: to reach p < {alpha} with power {power}",
+    )
     for p in result.get("pairs", []):
         seq = p.get("sequential") or {}
-        table.add_row(f"{p['a']} > {p['b']}", f"{p['win_rate']:.2f}", str(p.get("judgments_needed")),
-                      f"{p['hours_needed']:.1f}" if p.get("hours_needed") is not None else "not reached",
-                      _round(seq.get("expected_judgments", seq.get("expected_n"))))
+        table.add_row(
+            f"{p['a']} > {p['b']}",
+            f"{p['win_rate']:.2f}",
+            str(p.get("judgments_needed")),
+            f"{p['hours_needed']:.1f}" if p.get("hours_needed") is not None else "not reached",
+            _round(seq.get("expected_judgments", seq.get("expected_n"))),
+        )
     console.print(table)
     ranking = result.get("ranking")
     if ranking:
-        line = (f"correct, decided ranking of {', '.join(ranking.get('bots_best_first', []))}: "
-                f"{ranking.get('judgments_needed')} judgments ({ranking.get('n_needed')} per pair), "
-                f"{(ranking.get('hours_needed') or 0):.1f} annotator-hours with uniform allocation")
+        line = (
+            f"correct, decided ranking of {', '.join(ranking.get('bots_best_first', []))}: "
+            f"{ranking.get('judgments_needed')} judgments ({ranking.get('n_needed')} per pair), "
+            f"{(ranking.get('hours_needed') or 0):.1f} annotator-hours with uniform allocation"
+        )
         adaptive = ranking.get("adaptive") or {}
         if adaptive.get("expected_judgments"):
-            line += (f"; about {adaptive['expected_judgments']:.0f} judgments "
-                     f"({adaptive.get('expected_hours', 0):.1f} h) with adaptive selection and anytime-valid stopping")
+            line += (
+                f"; about {adaptive['expected_judgments']:.0f} judgments "
+                f"({adaptive.get('expected_hours', 0):.1f} h) with adaptive selection and anytime-valid stopping"
+            )
         console.print(line)
     if json_path:
         json_path.write_text(json_lib.dumps(result, indent=2, default=str), encoding="utf-8")
@@ -347,10 +400,20 @@ def plan(
     if plot_path:
         from .report import plots
 
-        curves = {f"{p['a']} > {p['b']}": [(c["hours"], c["power"]) for c in p.get("curve", [])]
-                  for p in result.get("pairs", [])}
-        fig = plots.lines(curves, "Probability of p < alpha vs annotator-hours", "annotator-hours (log scale)",
-                          "power", ylim=(0, 1.02), logx=True, stop_at=0.99, hline=power)
+        curves = {
+            f"{p['a']} > {p['b']}": [(c["hours"], c["power"]) for c in p.get("curve", [])]
+            for p in result.get("pairs", [])
+        }
+        fig = plots.lines(
+            curves,
+            "Probability of p < alpha vs annotator-hours",
+            "annotator-hours (log scale)",
+            "power",
+            ylim=(0, 1.02),
+            logx=True,
+            stop_at=0.99,
+            hline=power,
+        )
         if fig is None:
             raise DialevalError("nothing to plot")
         fig.savefig(plot_path, dpi=110)
@@ -368,7 +431,7 @@ app.add_typer(bench_app, name="bench")
 @bench_app.command("adaptive")
 @friendly
 def bench_adaptive(
-    json_path: Optional[Path] = typer.Option(None, "--json", help="write the results as JSON"),
+    json_path: Path | None = typer.Option(None, "--json", help="write the results as JSON"),
     repeats: int = typer.Option(200, "--repeats", help="simulated studies per scenario"),
     seed: int = typer.Option(0, "--seed"),
     quick: bool = typer.Option(False, "--quick", help="a smoke test in seconds, not a measurement"),
@@ -382,8 +445,13 @@ def bench_adaptive(
     from .bench.adaptive import run_adaptive_benchmark
 
     result = run_adaptive_benchmark(repeats=repeats, seed=seed, quick=quick)
-    for key in ("uniform_judgments", "adaptive_judgments", "savings", "aa_false_positive_rate",
-                "naive_aa_false_positive_rate"):
+    for key in (
+        "uniform_judgments",
+        "adaptive_judgments",
+        "savings",
+        "aa_false_positive_rate",
+        "naive_aa_false_positive_rate",
+    ):
         console.print(f"{key}: {result.get(key)}")
     if json_path:
         json_path.write_text(json_lib.dumps(result, indent=2, default=str), encoding="utf-8")
@@ -460,11 +528,12 @@ def import_(
     fmt: str = typer.Argument(..., metavar="FORMAT", help=f"one of: {', '.join(IMPORT_FORMATS)}"),
     path: Path = typer.Argument(..., help="the file (or folder, for spot-the-bot) to import"),
     study: Path = typer.Argument(..., help="the study folder to create or add to"),
-    domain: Optional[str] = typer.Option(None, "--domain", help="spot-the-bot: dailydialog or empathetic"),
+    domain: str | None = typer.Option(None, "--domain", help="spot-the-bot: dailydialog or empathetic"),
     rename: list[str] = typer.Option([], "--rename", help="relabel a system: old=new (repeatable)"),
-    method: Optional[str] = typer.Option(None, "--method", help="method of a conversations-only import"),
-    paper_names: bool = typer.Option(False, "--paper-names",
-                                     help="spot-the-bot: use the paper's short names (GPT, BR, S2, DR, BL)"),
+    method: str | None = typer.Option(None, "--method", help="method of a conversations-only import"),
+    paper_names: bool = typer.Option(
+        False, "--paper-names", help="spot-the-bot: use the paper's short names (GPT, BR, S2, DR, BL)"
+    ),
 ) -> None:
     """Import a published or outside data set into a study folder.
 
@@ -487,14 +556,16 @@ def import_(
             raise DialevalError(f"{study} holds a {existing.method} study; this import is {dataset.method}")
     else:
         systems = dataset_systems(dataset) or ["imported"]
-        write_study_file(study, {
-            "name": study.name,
-            "method": dataset.method,
-            "description": f"imported from {path}",
-            "bots": [{"name": s, "type": IMPORTED_BOT} for s in systems],
-            "imported_from": {"format": fmt, "path": str(path.resolve()), "domain": domain,
-                              "rename": renames},
-        })
+        write_study_file(
+            study,
+            {
+                "name": study.name,
+                "method": dataset.method,
+                "description": f"imported from {path}",
+                "bots": [{"name": s, "type": IMPORTED_BOT} for s in systems],
+                "imported_from": {"format": fmt, "path": str(path.resolve()), "domain": domain, "rename": renames},
+            },
+        )
     opened = open_study(study)
     try:
         counts = opened.store.save_dataset(opened.id, dataset)
@@ -507,7 +578,7 @@ def import_(
 @friendly
 def export(
     study: Path = typer.Argument(..., help="a study folder"),
-    fmt: Optional[str] = typer.Option(None, "--format", help="csv, jsonl or parquet (default: from -o)"),
+    fmt: str | None = typer.Option(None, "--format", help="csv, jsonl or parquet (default: from -o)"),
     output: Path = typer.Option(..., "-o", "--output", help="the file to write"),
 ) -> None:
     """Export every judgment as a tidy table: one row per judgment.
@@ -531,8 +602,12 @@ def export(
 @friendly
 def report(
     study: Path = typer.Argument(..., help="a study folder"),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="where to write the JSON (default STUDY/report/report.json)"),
-    html_path: Optional[Path] = typer.Option(None, "--html", help="where to write the HTML (default STUDY/report/index.html)"),
+    json_path: Path | None = typer.Option(
+        None, "--json", help="where to write the JSON (default STUDY/report/report.json)"
+    ),
+    html_path: Path | None = typer.Option(
+        None, "--html", help="where to write the HTML (default STUDY/report/index.html)"
+    ),
 ) -> None:
     """Analyse a study: report/index.html (self-contained), report/report.json and plots.
 
@@ -557,7 +632,7 @@ def report(
 def compare(
     study_a: Path = typer.Argument(..., help="first run (a study folder)"),
     study_b: Path = typer.Argument(..., help="second run of the same bots"),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="write the comparison as JSON"),
+    json_path: Path | None = typer.Option(None, "--json", help="write the comparison as JSON"),
 ) -> None:
     """Self-replication: correlation of two runs' system scores, overall and per criterion.
 

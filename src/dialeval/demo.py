@@ -41,8 +41,13 @@ DEMO_STUDIES: dict[str, dict[str, Any]] = {
     "spot-the-bot": {
         "bots": DEMO_BOTS,
         "generation": {"mode": "bot-bot", "conversations": 6, "turns": 5, "human_conversations": 6},
-        "protocol": {"segment_exchanges": [2, 3, 5], "bot_segments_per_package": 8, "human_segments_per_package": 2,
-                     "packages_per_annotator": 2, "annotations_per_segment": 2},
+        "protocol": {
+            "segment_exchanges": [2, 3, 5],
+            "bot_segments_per_package": 8,
+            "human_segments_per_package": 2,
+            "packages_per_annotator": 2,
+            "annotations_per_segment": 2,
+        },
     },
     "direct-assessment": {
         "bots": [*DEMO_BOTS, {"name": "qc", "type": "degraded", "options": {"seed": 7}}],
@@ -52,9 +57,13 @@ DEMO_STUDIES: dict[str, dict[str, Any]] = {
 
 
 def demo_study_data(method: str, seed: int = 1) -> dict[str, Any]:
-    data = {"name": f"demo-{method}", "method": method, "seed": seed,
-            "description": f"dialeval demo study of {method} with the bundled bots",
-            **copy.deepcopy(DEMO_STUDIES[method])}
+    data = {
+        "name": f"demo-{method}",
+        "method": method,
+        "seed": seed,
+        "description": f"dialeval demo study of {method} with the bundled bots",
+        **copy.deepcopy(DEMO_STUDIES[method]),
+    }
     data["pages"] = {"title": f"dialeval demo: {method}"}
     return data
 
@@ -75,14 +84,21 @@ def create_demo(out: str | Path, methods: tuple[str, ...] = METHODS, seed: int =
             g = opened.config.generation
             if g.mode != "none":
                 names = [b.name for b in opened.config.bots if b.type != "degraded"]
-                plan = GenerationPlan(mode=g.mode, bots=names, conversations=g.conversations, turns=g.turns,
-                                      personas=g.personas, seed_from_corpus=g.seed_from_corpus,
-                                      human_conversations=g.human_conversations, concurrency=g.concurrency,
-                                      seed=opened.config.seed)
+                plan = GenerationPlan(
+                    mode=g.mode,
+                    bots=names,
+                    conversations=g.conversations,
+                    turns=g.turns,
+                    personas=g.personas,
+                    seed_from_corpus=g.seed_from_corpus,
+                    human_conversations=g.human_conversations,
+                    concurrency=g.concurrency,
+                    seed=opened.config.seed,
+                )
                 bots = {n: build_bot(n, opened.config.bot(n).type, opened.config.bot(n).options) for n in names}
                 existing = opened.store.conversation_status(opened.id)
 
-                def on_done(conversation, opened=opened):
+                def on_done(conversation, opened=opened, method=method):
                     opened.store.save_conversation(opened.id, conversation)
                     if progress:
                         progress(method, conversation)

@@ -68,11 +68,11 @@ __all__ = [
 
 METHODS = ("acute", "pairwise-turn", "single-model", "spot-the-bot", "direct-assessment")
 DEFAULT_SECONDS = {
-    "acute": 6.03 * 3600 / 324,          # 000 §4.1: PW-Dialog, 6.03 worker-hours for 324 ratings
+    "acute": 6.03 * 3600 / 324,  # 000 §4.1: PW-Dialog, 6.03 worker-hours for 324 ratings
     "pairwise-turn": 5.73 * 3600 / 231,  # 000 §4.1: PW-Turn, 5.73 worker-hours for 231 ratings
-    "single-model": 4.39 * 3600 / 68,    # 000 §4.1: SM-Turn+SM-Dialog, 4.39 h per model, 68 conversations
-    "spot-the-bot": 25.0,                # 001: ~25 s per annotation (PersonaChat, DailyDialog)
-    "direct-assessment": 6.68 * 60,      # 002 Table 1: 6.68 min per conversation (Free run 1)
+    "single-model": 4.39 * 3600 / 68,  # 000 §4.1: SM-Turn+SM-Dialog, 4.39 h per model, 68 conversations
+    "spot-the-bot": 25.0,  # 001: ~25 s per annotation (PersonaChat, DailyDialog)
+    "direct-assessment": 6.68 * 60,  # 002 Table 1: 6.68 min per conversation (Free run 1)
 }
 DEFAULT_ONBOARDING_SECONDS = 0.0
 _BINOMIAL = {"acute", "pairwise-turn", "spot-the-bot"}
@@ -98,7 +98,8 @@ def parse_expectation(text: str) -> tuple[tuple[str, str], float]:
     if not m:
         raise PlanningError(
             f"cannot read the expectation {text!r}: write WINNER>LOSER:RATE, e.g. 'bot-a>bot-b:0.60' "
-            "(bot-a expected to win 60% of judgments against bot-b; bot names use letters, digits, _ . + -)")
+            "(bot-a expected to win 60% of judgments against bot-b; bot names use letters, digits, _ . + -)"
+        )
     a, b, value, pct = m.groups()
     rate = float(value) / (100.0 if pct else 1.0)
     if not pct and rate > 1.0:
@@ -173,25 +174,34 @@ def _first_exact_binomial(rate: float, target: float, alpha: float, n_max: int) 
     return _first(fine, pw.binomial_power(rate, fine, alpha), target)
 
 
-def _pair_binomial(rate: float, power: float, alpha: float, draw: float, n_max: int, n_sim: int,
-                   rng: np.random.Generator) -> dict:
+def _pair_binomial(
+    rate: float, power: float, alpha: float, draw: float, n_max: int, n_sim: int, rng: np.random.Generator
+) -> dict:
     n_dec = _first_exact_binomial(rate, power, alpha, n_max)
     n_need = None if n_dec is None else math.ceil(n_dec / (1.0 - draw))
     ns = _grid(n_need, n_max)
     dec = np.maximum(np.round(ns * (1.0 - draw)).astype(int), 0)
     closed = pw.binomial_power(rate, dec, alpha)
     sim = np.empty(ns.size)
-    for k, (n, nd) in enumerate(zip(ns, dec)):
+    for k, (n, _nd) in enumerate(zip(ns, dec)):
         decisive = rng.binomial(int(n), 1.0 - draw, size=n_sim)
         wins = rng.binomial(decisive, rate)
         c = pw.binomial_rejection_bound(decisive, alpha)
         sim[k] = float(((c >= 0) & ((wins <= c) | (wins >= decisive - c))).mean())
-    return {"test": "two-sided exact binomial", "effect": {"win_rate": rate, "draw_share": draw},
-            "n_needed": n_need, "n_needed_sim": _first(ns, sim, power), "ns": ns, "power": closed, "power_sim": sim}
+    return {
+        "test": "two-sided exact binomial",
+        "effect": {"win_rate": rate, "draw_share": draw},
+        "n_needed": n_need,
+        "n_needed_sim": _first(ns, sim, power),
+        "ns": ns,
+        "power": closed,
+        "power_sim": sim,
+    }
 
 
-def _pair_ttest(rate: float, power: float, alpha: float, n_max: int, n_sim: int, rng: np.random.Generator,
-                sd: float) -> dict:
+def _pair_ttest(
+    rate: float, power: float, alpha: float, n_max: int, n_sim: int, rng: np.random.Generator, sd: float
+) -> dict:
     d = _d_from_rate(rate)
     n_need = _first(pw.n_grid(n_max), pw.ttest_power(d, pw.n_grid(n_max), alpha), power)
     ns = _grid(n_need, n_max)
@@ -208,13 +218,20 @@ def _pair_ttest(rate: float, power: float, alpha: float, n_max: int, n_sim: int,
         vb = rng.chisquare(n - 1, n_sim) / (n - 1)
         t = (ma - mb) / np.sqrt((va + vb) / 2 * 2 / n)
         sim[k] = float((2 * sps.t.sf(np.abs(t), 2 * n - 2) < alpha).mean())
-    return {"test": "two-sided pooled t-test (normal scores)",
-            "effect": {"win_rate": rate, "cohens_d": d, "likert_difference": d * sd, "sd": sd},
-            "n_needed": n_need, "n_needed_sim": _first(ns, sim, power), "ns": ns, "power": closed, "power_sim": sim}
+    return {
+        "test": "two-sided pooled t-test (normal scores)",
+        "effect": {"win_rate": rate, "cohens_d": d, "likert_difference": d * sd, "sd": sd},
+        "n_needed": n_need,
+        "n_needed_sim": _first(ns, sim, power),
+        "ns": ns,
+        "power": closed,
+        "power_sim": sim,
+    }
 
 
-def _pair_mannwhitney(rate: float, power: float, alpha: float, n_max: int, n_sim: int, rng: np.random.Generator,
-                      sd: float) -> dict:
+def _pair_mannwhitney(
+    rate: float, power: float, alpha: float, n_max: int, n_sim: int, rng: np.random.Generator, sd: float
+) -> dict:
     d = _d_from_rate(rate)
     grid = pw.n_grid(n_max)
     # one-sided t-test at alpha == two-sided at 2 alpha (for the right direction); n inflated by 1/ARE
@@ -230,9 +247,15 @@ def _pair_mannwhitney(rate: float, power: float, alpha: float, n_max: int, n_sim
         y = rng.normal(0.0, 1.0, (sims, n))
         p = sps.mannwhitneyu(x, y, alternative="greater", axis=1).pvalue
         sim[k] = float((p < alpha).mean())
-    return {"test": "one-sided Mann-Whitney U (planned as t-test / ARE 3/pi)",
-            "effect": {"win_rate": rate, "cohens_d": d, "z_difference": d * sd, "sd": sd},
-            "n_needed": n_need, "n_needed_sim": _first(ns, sim, power), "ns": ns, "power": closed, "power_sim": sim}
+    return {
+        "test": "one-sided Mann-Whitney U (planned as t-test / ARE 3/pi)",
+        "effect": {"win_rate": rate, "cohens_d": d, "z_difference": d * sd, "sd": sd},
+        "n_needed": n_need,
+        "n_needed_sim": _first(ns, sim, power),
+        "ns": ns,
+        "power": closed,
+        "power_sim": sim,
+    }
 
 
 def _hours(n, seconds: float, onboarding: float, per_annotator: float) -> float | None:
@@ -246,9 +269,13 @@ def _sequential(rate: float, alpha: float, draw: float, n_cap: int) -> dict:
     lo, hi = decision_bounds(n_cap, alpha, DEFAULT_PRIOR)
     r = crossing_probability(rate, lo, hi)
     cdf = np.cumsum(r["stop_pmf"])
-    return {"expected_judgments": r["expected_n"] / (1.0 - draw), "p_decided_by_cap": r["any"],
-            "p_wrong_direction": r["lower"] if rate > 0.5 else r["upper"], "cap": int(n_cap / (1.0 - draw)),
-            "median_judgments": (int(np.searchsorted(cdf, 0.5)) / (1.0 - draw)) if cdf[-1] >= 0.5 else None}
+    return {
+        "expected_judgments": r["expected_n"] / (1.0 - draw),
+        "p_decided_by_cap": r["any"],
+        "p_wrong_direction": r["lower"] if rate > 0.5 else r["upper"],
+        "cap": int(n_cap / (1.0 - draw)),
+        "median_judgments": (int(np.searchsorted(cdf, 0.5)) / (1.0 - draw)) if cdf[-1] >= 0.5 else None,
+    }
 
 
 def _strengths(bots: list[str], expectations: Mapping[tuple[str, str], float], method: str) -> np.ndarray:
@@ -287,8 +314,9 @@ def _connected(bots: list[str], pairs) -> bool:
     return len(seen) == len(bots)
 
 
-def _ranking_ttest_accuracy(mu: np.ndarray, n: int, alpha: float, reps: int, rng: np.random.Generator,
-                            one_sided_are: bool) -> float:
+def _ranking_ttest_accuracy(
+    mu: np.ndarray, n: int, alpha: float, reps: int, rng: np.random.Generator, one_sided_are: bool
+) -> float:
     """Share of simulated studies (n conversations per bot, all pairs t-tested at alpha/m, decisions
     closed under transitivity) giving the correct complete ranking."""
     K = len(mu)
@@ -310,9 +338,21 @@ def _ranking_ttest_accuracy(mu: np.ndarray, n: int, alpha: float, reps: int, rng
     return float((resolved & ~wrong).mean())
 
 
-def _ranking(method: str, bots: list[str], expectations, power: float, alpha: float, seconds: float,
-             onboarding: float, per_annotator: float, draw: float, n_max: int, reps: int, seed: int,
-             adaptive: bool) -> dict:
+def _ranking(
+    method: str,
+    bots: list[str],
+    expectations,
+    power: float,
+    alpha: float,
+    seconds: float,
+    onboarding: float,
+    per_annotator: float,
+    draw: float,
+    n_max: int,
+    reps: int,
+    seed: int,
+    adaptive: bool,
+) -> dict:
     from .bench import adaptive as bench_adaptive
     from .bench.calibration import Scenario, bt_probabilities
 
@@ -330,31 +370,41 @@ def _ranking(method: str, bots: list[str], expectations, power: float, alpha: fl
         unit = "judgments per pair"
     else:
         rng = np.random.default_rng(seed)
-        acc = np.maximum.accumulate(np.array([
-            _ranking_ttest_accuracy(theta, int(n), alpha, reps, rng, method == "direct-assessment") for n in grid]))
+        acc = np.maximum.accumulate(
+            np.array(
+                [_ranking_ttest_accuracy(theta, int(n), alpha, reps, rng, method == "direct-assessment") for n in grid]
+            )
+        )
         n_pair = bench_adaptive.matched_uniform_n(grid, acc, power)
         n_pair = None if n_pair is None else math.ceil(n_pair)
         total = None if n_pair is None else K * n_pair
         unit = "conversations per bot"
     out = {
         "bots_best_first": order,
-        "model": ("Bradley-Terry strengths fitted to the expectations" if method in _BINOMIAL
-                  else "normal means (SD units) fitted to the expectations by least squares"),
+        "model": (
+            "Bradley-Terry strengths fitted to the expectations"
+            if method in _BINOMIAL
+            else "normal means (SD units) fitted to the expectations by least squares"
+        ),
         "design": f"uniform: the same number of {unit}, every pair tested at alpha/{m} (Bonferroni), "
-                  "decisions closed under transitivity",
-        "n_needed": n_pair, "unit": unit, "judgments_needed": total,
+        "decisions closed under transitivity",
+        "n_needed": n_pair,
+        "unit": unit,
+        "judgments_needed": total,
         "hours_needed": _hours(total, seconds, onboarding, per_annotator),
         "curve": [{"n": int(n), "p_correct_ranking": float(a)} for n, a in zip(grid, acc)],
         "simulations_per_point": reps,
     }
     if adaptive and method in _BINOMIAL:
         cap = int(min(20 * (total or n_max * m), 2_000_000))
-        sim = bench_adaptive.simulate_adaptive(scen, max(10, reps // 40), seed, "rank-overlap", alpha,
-                                               DEFAULT_PRIOR, cap)
+        sim = bench_adaptive.simulate_adaptive(
+            scen, max(10, reps // 40), seed, "rank-overlap", alpha, DEFAULT_PRIOR, cap
+        )
         mean_j = float(sim["judgments"].mean()) / (1.0 - draw)
         out["adaptive"] = {
             "rule": "rank-overlap selection + anytime-valid stopping (dialeval.adaptive)",
-            "expected_judgments": mean_j, "p_correct_ranking": float(sim["correct"].mean()),
+            "expected_judgments": mean_j,
+            "p_correct_ranking": float(sim["correct"].mean()),
             "studies": int(sim["judgments"].size),
             "expected_hours": _hours(mean_j, seconds, onboarding, per_annotator),
         }
@@ -415,11 +465,19 @@ def plan_study(
         hours = pw.annotator_hours(per_pair_cost * ns, seconds, onboarding, judgments_per_annotator)
         judg = None if r["n_needed"] is None else per_pair_cost * r["n_needed"]
         judg_sim = None if r["n_needed_sim"] is None else per_pair_cost * r["n_needed_sim"]
-        row = {"a": a, "b": b, "win_rate": rate, **r, "judgments_needed": judg,
-               "hours_needed": _hours(judg, seconds, onboarding, judgments_per_annotator),
-               "hours_needed_sim": _hours(judg_sim, seconds, onboarding, judgments_per_annotator),
-               "curve": [{"n": int(n), "power": float(c), "power_sim": float(s), "hours": float(h)}
-                         for n, c, s, h in zip(ns, closed, sim, hours)]}
+        row = {
+            "a": a,
+            "b": b,
+            "win_rate": rate,
+            **r,
+            "judgments_needed": judg,
+            "hours_needed": _hours(judg, seconds, onboarding, judgments_per_annotator),
+            "hours_needed_sim": _hours(judg_sim, seconds, onboarding, judgments_per_annotator),
+            "curve": [
+                {"n": int(n), "power": float(c), "power_sim": float(s), "hours": float(h)}
+                for n, c, s, h in zip(ns, closed, sim, hours)
+            ],
+        }
         if method in _BINOMIAL and abs(rate - 0.5) >= 0.02:
             d = draw_share if method == "spot-the-bot" else 0.0
             cap = int(min(max(4 * (r["n_needed"] or 1000), 2000), 20_000) * (1 - d))
@@ -428,11 +486,16 @@ def plan_study(
     out: dict[str, Any] = {
         "method": method,
         "model": pairs[0]["test"],
-        "alpha": alpha, "power": power,
-        "seconds_per_judgment": seconds, "onboarding_seconds": onboarding,
+        "alpha": alpha,
+        "power": power,
+        "seconds_per_judgment": seconds,
+        "onboarding_seconds": onboarding,
         "judgments_per_annotator": judgments_per_annotator,
-        "seconds_source": ("given" if seconds_per_judgment is not None else
-                           "default (papers 000 §4.1, 001, 002; see dialeval.planning.DEFAULT_SECONDS)"),
+        "seconds_source": (
+            "given"
+            if seconds_per_judgment is not None
+            else "default (papers 000 §4.1, 001, 002; see dialeval.planning.DEFAULT_SECONDS)"
+        ),
         "pairs": pairs,
     }
     bots = list(dict.fromkeys([x for pair in exp for x in pair]))
@@ -447,10 +510,21 @@ def plan_study(
         if not _connected(bots, exp):
             out["ranking"] = {"error": "the expectations do not connect all bots; add a comparison linking each group"}
         else:
-            out["ranking"] = _ranking(method, bots, exp, power, alpha, seconds, onboarding, judgments_per_annotator,
-                                      draw_share if method == "spot-the-bot" else 0.0,
-                                      n_max if method in _BINOMIAL else min(n_max, 20_000),
-                                      max(200, n_sim // 2), seed, adaptive)
+            out["ranking"] = _ranking(
+                method,
+                bots,
+                exp,
+                power,
+                alpha,
+                seconds,
+                onboarding,
+                judgments_per_annotator,
+                draw_share if method == "spot-the-bot" else 0.0,
+                n_max if method in _BINOMIAL else min(n_max, 20_000),
+                max(200, n_sim // 2),
+                seed,
+                adaptive,
+            )
     return out
 
 
@@ -466,7 +540,9 @@ def plan_from_pilot(report: Mapping[str, Any], power: float = 0.8, alpha: float 
         raise PlanningError("a pilot report is the JSON dict of `dialeval report --json` (it has a 'method' key)")
     method = report["method"]
     if method not in METHODS:
-        raise PlanningError(f"the pilot report's method {method!r} cannot be planned (plan one of {', '.join(METHODS)})")
+        raise PlanningError(
+            f"the pilot report's method {method!r} cannot be planned (plan one of {', '.join(METHODS)})"
+        )
     exp: dict[tuple[str, str], float] = {}
     sd = options.pop("sd", None)
     if method in ("acute", "pairwise-turn", "spot-the-bot"):
@@ -486,7 +562,7 @@ def plan_from_pilot(report: Mapping[str, Any], power: float = 0.8, alpha: float 
         sds = [s["likert_mean"]["sd"] for s in systems if s["likert_mean"].get("sd")]
         sd = sd or (float(np.sqrt(np.mean(np.square(sds)))) if sds else 1.0)
         for i, x in enumerate(systems):
-            for y in systems[i + 1:]:
+            for y in systems[i + 1 :]:
                 diff = x["likert_mean"]["mean"] - y["likert_mean"]["mean"]
                 a, b = (x["name"], y["name"]) if diff >= 0 else (y["name"], x["name"])
                 exp[(a, b)] = float(np.clip(sps.norm.cdf(abs(diff) / (sd * math.sqrt(2))), 0.5 + 1e-6, 1 - 1e-6))
@@ -494,7 +570,7 @@ def plan_from_pilot(report: Mapping[str, Any], power: float = 0.8, alpha: float 
         systems = [s for s in report.get("systems", []) if s.get("overall") is not None]
         sd = sd or 1.0
         for i, x in enumerate(systems):
-            for y in systems[i + 1:]:
+            for y in systems[i + 1 :]:
                 diff = x["overall"] - y["overall"]
                 a, b = (x["name"], y["name"]) if diff >= 0 else (y["name"], x["name"])
                 exp[(a, b)] = float(np.clip(sps.norm.cdf(abs(diff) / (sd * math.sqrt(2))), 0.5 + 1e-6, 1 - 1e-6))
@@ -507,8 +583,18 @@ def plan_from_pilot(report: Mapping[str, Any], power: float = 0.8, alpha: float 
             mins = (report.get("minutes_per_conversation") or {}).get("all")
             seconds = None if mins is None else 60.0 * mins
     onboarding = options.pop("onboarding_seconds", report.get("onboarding_seconds"))
-    plan = plan_study(method, exp, seconds_per_judgment=seconds, onboarding_seconds=onboarding, power=power,
-                      alpha=alpha, sd=sd if sd is not None else 1.0, **options)
-    plan["from_pilot"] = {"expectations": [f"{a}>{b}:{r:.3f}" for (a, b), r in exp.items()],
-                          "seconds_from_pilot": seconds is not None}
+    plan = plan_study(
+        method,
+        exp,
+        seconds_per_judgment=seconds,
+        onboarding_seconds=onboarding,
+        power=power,
+        alpha=alpha,
+        sd=sd if sd is not None else 1.0,
+        **options,
+    )
+    plan["from_pilot"] = {
+        "expectations": [f"{a}>{b}:{r:.3f}" for (a, b), r in exp.items()],
+        "seconds_from_pilot": seconds is not None,
+    }
     return plan

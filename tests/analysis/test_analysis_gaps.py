@@ -11,12 +11,15 @@ import pytest
 from scipy import stats
 
 from dialeval.analysis import metrics as am
-from dialeval.analysis.direct_assessment import direct_assessment_frames, time_to_significance as da_tts
+from dialeval.analysis.direct_assessment import direct_assessment_frames
+from dialeval.analysis.direct_assessment import time_to_significance as da_tts
 from dialeval.analysis.metrics import metric_report
 from dialeval.analysis.spot_the_bot import (
     analyze_spot_the_bot,
     annotation_frame,
     subsample_stability_report,
+)
+from dialeval.analysis.spot_the_bot import (
     time_to_significance as stb_tts,
 )
 from dialeval.records import Conversation, Dataset, Judgment, Turn
@@ -48,18 +51,27 @@ def synthetic_stb(n_per_pair: int = 10, seed: int = 0, references: bool = False)
                 for a in range(2):
                     labels = ["human" if rng.random() < STRENGTH[s] else "bot" for s in (x, y)]
                     better = 0 if STRENGTH[x] > STRENGTH[y] else 1
-                    feats = {f: (better if rng.random() < 0.7 else "tie") for f in ("fluency", "sensibleness", "specificity")}
-                    judgments.append(Judgment(
-                        annotator_id=f"w{(i + a) % 5}", unit_id=f"p{i}", question="spot", conversation_id=cid,
-                        value={"segment_exchanges": k, "entity0": labels[0], "entity1": labels[1], **feats},
-                        elapsed_s=float(20 + rng.random() * 20)))
+                    feats = {
+                        f: (better if rng.random() < 0.7 else "tie") for f in ("fluency", "sensibleness", "specificity")
+                    }
+                    judgments.append(
+                        Judgment(
+                            annotator_id=f"w{(i + a) % 5}",
+                            unit_id=f"p{i}",
+                            question="spot",
+                            conversation_id=cid,
+                            value={"segment_exchanges": k, "entity0": labels[0], "entity1": labels[1], **feats},
+                            elapsed_s=float(20 + rng.random() * 20),
+                        )
+                    )
     return Dataset(method="spot-the-bot", conversations=convs, judgments=judgments)
 
 
 @cache
 def _synthetic_report():
-    return analyze_spot_the_bot(synthetic_stb(), n_bootstrap=200, seed=0, survival=False,
-                                stability_sizes=(2, 5, 50), stability_repeats=10)
+    return analyze_spot_the_bot(
+        synthetic_stb(), n_bootstrap=200, seed=0, survival=False, stability_sizes=(2, 5, 50), stability_repeats=10
+    )
 
 
 def test_stb_synthetic_stability_features_tts():
@@ -94,8 +106,9 @@ def test_stb_synthetic_stability_features_tts():
 
 
 def test_stb_report_carries_automatic_metrics_with_references():
-    rep = analyze_spot_the_bot(synthetic_stb(n_per_pair=4, references=True), n_bootstrap=50, survival=False,
-                               stability=False, tts=False)
+    rep = analyze_spot_the_bot(
+        synthetic_stb(n_per_pair=4, references=True), n_bootstrap=50, survival=False, stability=False, tts=False
+    )
     am_ = rep["automatic_metrics"]
     assert {s["name"] for s in am_["systems"]} == {"A", "B", "C"}
     corr = {c["metric"]: c for c in am_["correlations"]}
@@ -135,8 +148,9 @@ def test_simulated_mann_whitney_power_matches_scipy():
     x, y = np.round(rng.normal(0.4, 1, 60), 1), np.round(rng.normal(0, 1, 70), 1)  # rounded: ties
     n = 25
     ours = simulate_mann_whitney_power(x, y, [n], n_sim=3000, seed=1)[0]
-    hits = [stats.mannwhitneyu(rng.choice(x, n), rng.choice(y, n), alternative="greater").pvalue < 0.05
-            for _ in range(1500)]
+    hits = [
+        stats.mannwhitneyu(rng.choice(x, n), rng.choice(y, n), alternative="greater").pvalue < 0.05 for _ in range(1500)
+    ]
     assert ours == pytest.approx(np.mean(hits), abs=0.05)
     r = mann_whitney_time_to_significance(x, y, seconds_per_judgment=360)
     assert r["n_needed"] is not None and r["hours_needed"] == pytest.approx(2 * r["n_needed"] * 360 / 3600)

@@ -17,7 +17,9 @@ T0 = datetime(2024, 5, 1, 9, 0)
 
 
 def _conv(cid, bot):
-    return Conversation(id=cid, bots=[bot], turns=[Turn("human", "Hi!"), Turn("bot", "hello", bot=bot)], source="self-chat")
+    return Conversation(
+        id=cid, bots=[bot], turns=[Turn("human", "Hi!"), Turn("bot", "hello", bot=bot)], source="self-chat"
+    )
 
 
 def acute_dataset():
@@ -31,30 +33,51 @@ def acute_dataset():
     def add(a_bot, b_bot, winner_first, k, question="engaging", meta=None, annot=None, conv=(0, 1)):
         uid = f"u{len(ds.units)}"
         ca, cb = f"{a_bot}{conv[0] % 10}", f"{b_bot}{conv[1] % 10}"
-        ds.units.append(Unit(id=uid, kind="acute", conversation_ids=[ca, cb], payload={"speakers_to_eval": [a_bot, b_bot]}))
+        ds.units.append(
+            Unit(id=uid, kind="acute", conversation_ids=[ca, cb], payload={"speakers_to_eval": [a_bot, b_bot]})
+        )
         aid = annot or f"w{len(annotators)}"
         annotators.append(aid)
         w, l_ = (ca, cb) if winner_first else (cb, ca)
-        ds.judgments.append(Judgment(annotator_id=aid, unit_id=uid, question=question, value={"winner": w, "loser": l_},
-                                     justification="more engaging and detailed" if winner_first else "shorter",
-                                     elapsed_s=60.0, created_at=T0 + timedelta(minutes=k), shown_order=[ca, cb],
-                                     meta=meta or {}))
+        ds.judgments.append(
+            Judgment(
+                annotator_id=aid,
+                unit_id=uid,
+                question=question,
+                value={"winner": w, "loser": l_},
+                justification="more engaging and detailed" if winner_first else "shorter",
+                elapsed_s=60.0,
+                created_at=T0 + timedelta(minutes=k),
+                shown_order=[ca, cb],
+                meta=meta or {},
+            )
+        )
 
     k = 0
     for i in range(10):
-        add("strong", "weak", i < 8, k, conv=(i, i)); k += 1
+        add("strong", "weak", i < 8, k, conv=(i, i))
+        k += 1
     for i in range(5):
-        add("mid", "weak", i < 3, k, conv=(i, i + 1)); k += 1
+        add("mid", "weak", i < 3, k, conv=(i, i + 1))
+        k += 1
     for i in range(5):
-        add("strong", "mid", i < 4, k, conv=(i, i + 2)); k += 1
-    add("mid", "mid", True, k, conv=(0, 1)); k += 1
-    add("mid", "mid", False, k, conv=(1, 2)); k += 1
+        add("strong", "mid", i < 4, k, conv=(i, i + 2))
+        k += 1
+    add("mid", "mid", True, k, conv=(0, 1))
+    k += 1
+    add("mid", "mid", False, k, conv=(1, 2))
+    k += 1
     # a second annotation on the first strong-vs-weak pair (agrees)
-    add("strong", "weak", True, k, conv=(0, 0)); k += 1
+    add("strong", "weak", True, k, conv=(0, 0))
+    k += 1
     # onboarding judgment (would favour weak) and a filtered annotator (would favour weak)
-    add("weak", "strong", True, k, meta={"onboarding": True}, annot="w_onb"); k += 1
-    add("weak", "strong", True, k, annot="bad"); k += 1
-    ds.annotators = [Annotator(id=a) for a in sorted(set(annotators)) if a != "bad"] + [Annotator(id="bad", meta={"filtered": True})]
+    add("weak", "strong", True, k, meta={"onboarding": True}, annot="w_onb")
+    k += 1
+    add("weak", "strong", True, k, annot="bad")
+    k += 1
+    ds.annotators = [Annotator(id=a) for a in sorted(set(annotators)) if a != "bad"] + [
+        Annotator(id="bad", meta={"filtered": True})
+    ]
     return ds
 
 
@@ -97,13 +120,29 @@ def pw_turn_dataset(n_conv=12, p_a=0.75, seed=0):
             # turn 1 is a coin flip for everyone; later turns favour A
             a_wins = rng.random() < (0.5 if t == 1 else p_a)
             chosen, other = ("A", "B") if a_wins else ("B", "A")
-            ds.judgments.append(Judgment(annotator_id=f"w{c}", unit_id=f"u{c}", conversation_id=cid, question="preference",
-                                         value={"turn": t, "chosen": chosen, "other": other},
-                                         justification="flows well" if a_wins else "random topic paris",
-                                         elapsed_s=120.0, created_at=T0 + timedelta(minutes=k)))
+            ds.judgments.append(
+                Judgment(
+                    annotator_id=f"w{c}",
+                    unit_id=f"u{c}",
+                    conversation_id=cid,
+                    question="preference",
+                    value={"turn": t, "chosen": chosen, "other": other},
+                    justification="flows well" if a_wins else "random topic paris",
+                    elapsed_s=120.0,
+                    created_at=T0 + timedelta(minutes=k),
+                )
+            )
             k += 1
-    ds.judgments.append(Judgment(annotator_id="w0", unit_id="onb", question="preference", value={"turn": 1, "chosen": "B", "other": "A"},
-                                 elapsed_s=300.0, meta={"onboarding": True}))
+    ds.judgments.append(
+        Judgment(
+            annotator_id="w0",
+            unit_id="onb",
+            question="preference",
+            value={"turn": 1, "chosen": "B", "other": "A"},
+            elapsed_s=300.0,
+            meta={"onboarding": True},
+        )
+    )
     return ds
 
 
@@ -142,11 +181,26 @@ def sm_dataset(seed=0):
             ds.conversations.append(Conversation(id=cid, bots=[bot], turns=[], source="live"))
             ds.units.append(Unit(id=f"u_{cid}", kind="single-model", conversation_ids=[cid]))
             for t in range(1, 7):
-                ds.judgments.append(Judgment(annotator_id=f"w{c}", unit_id=f"u_{cid}", conversation_id=cid, question="turn",
-                                             value={"turn": t, **{q: bool(rng.random() < p_mark) for q in SM_QUALITIES}},
-                                             elapsed_s=40.0))
-            ds.judgments.append(Judgment(annotator_id=f"w{c}", unit_id=f"u_{cid}", conversation_id=cid, question="dialog",
-                                         value={q: int(lik[(c + i) % 4]) for i, q in enumerate(SM_QUALITIES)}, elapsed_s=60.0))
+                ds.judgments.append(
+                    Judgment(
+                        annotator_id=f"w{c}",
+                        unit_id=f"u_{cid}",
+                        conversation_id=cid,
+                        question="turn",
+                        value={"turn": t, **{q: bool(rng.random() < p_mark) for q in SM_QUALITIES}},
+                        elapsed_s=40.0,
+                    )
+                )
+            ds.judgments.append(
+                Judgment(
+                    annotator_id=f"w{c}",
+                    unit_id=f"u_{cid}",
+                    conversation_id=cid,
+                    question="dialog",
+                    value={q: int(lik[(c + i) % 4]) for i, q in enumerate(SM_QUALITIES)},
+                    elapsed_s=60.0,
+                )
+            )
     return ds
 
 
@@ -181,8 +235,17 @@ def test_empty_datasets():
 
 
 def test_text_stats():
-    df = pd.DataFrame({"bot": ["A", "A", "B", "B"],
-                       "text": ["very detailed information", "the information is detailed", "it flows", "flows naturally and personal"]})
+    df = pd.DataFrame(
+        {
+            "bot": ["A", "A", "B", "B"],
+            "text": [
+                "very detailed information",
+                "the information is detailed",
+                "it flows",
+                "flows naturally and personal",
+            ],
+        }
+    )
     lengths = justification_lengths(df).set_index("bot")
     assert lengths.loc["A", "mean_words"] == pytest.approx(3.5)
     assert lengths.loc["B", "mean_words"] == pytest.approx(3.0)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import in_ci
-
 from dialeval.bots import BotContext, ChatMessage, build_bot, local_llm, validate_bot_options
 from dialeval.errors import BotError
+from tests.conftest import in_ci
 
 
 def test_missing_extra_is_a_config_error_that_says_how_to_install(monkeypatch):

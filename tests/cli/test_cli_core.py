@@ -104,8 +104,9 @@ def test_import_dialogue_eval_and_export(tmp_path, shared_data):
         out = tmp_path / f"judgments.{fmt}"
         exported = invoke("export", folder, "--format", fmt, "-o", out)
         assert exported.exit_code == 0, exported.output
-        frame = {"csv": pd.read_csv, "parquet": pd.read_parquet,
-                 "jsonl": lambda p: pd.read_json(p, lines=True)}[fmt](out)
+        frame = {"csv": pd.read_csv, "parquet": pd.read_parquet, "jsonl": lambda p: pd.read_json(p, lines=True)}[fmt](
+            out
+        )
         # One row per rated conversation: 304 non-empty assignments x 6 conversations.
         assert len(frame) == 304 * 6
     assert frame["annotator_id"].nunique() == 248  # the empty submission's worker made no judgment
@@ -124,7 +125,9 @@ def test_import_spot_the_bot_counts(tmp_path, shared_data):
 
 def test_malformed_import_keeps_what_was_stored(tmp_path):
     good = tmp_path / "good.jsonl"
-    good.write_text(json.dumps({"id": "a", "bots": ["x"], "turns": [{"speaker": "bot", "text": "hi", "bot": "x"}]}) + "\n")
+    good.write_text(
+        json.dumps({"id": "a", "bots": ["x"], "turns": [{"speaker": "bot", "text": "hi", "bot": "x"}]}) + "\n"
+    )
     folder = tmp_path / "s"
     assert invoke("import", "dialeval", good, folder).exit_code == 0
     bad = tmp_path / "bad.jsonl"
@@ -142,8 +145,21 @@ def test_generate_other_formats(tmp_path, fmt):
     from dialeval.formats.parlai import read_parlai_conversations
 
     out = tmp_path / "chats.jsonl"
-    args = ("generate", "--bots", "repeat,eliza", "--mode", "bot-bot", "-n", "2", "--turns", "2", "-o", out,
-            "--format", fmt)
+    args = (
+        "generate",
+        "--bots",
+        "repeat,eliza",
+        "--mode",
+        "bot-bot",
+        "-n",
+        "2",
+        "--turns",
+        "2",
+        "-o",
+        out,
+        "--format",
+        fmt,
+    )
     result = invoke(*args)
     assert result.exit_code == 0, result.output
     read = read_parlai_conversations if fmt == "parlai" else read_openai_messages
@@ -155,6 +171,7 @@ def test_generate_other_formats(tmp_path, fmt):
 
 
 def test_generate_unknown_format(tmp_path):
-    result = invoke("generate", "--bots", "repeat", "--mode", "self-chat", "-o", tmp_path / "x.jsonl",
-                    "--format", "yaml")
+    result = invoke(
+        "generate", "--bots", "repeat", "--mode", "self-chat", "-o", tmp_path / "x.jsonl", "--format", "yaml"
+    )
     assert result.exit_code == 2 and "parlai" in result.output

@@ -13,8 +13,15 @@ from dialeval.errors import ImportFormatError
 from dialeval.formats.dialogue_eval import parse_marked, read_dialogue_eval_csv
 
 DATA = "dialogue-eval/FreeTopicRound1/Combined_Batches_305hits.csv"
-COLUMNS = ["HITId", "AssignmentId", "WorkerId", "AssignmentStatus", "WorkTimeInSeconds",
-           *[f"Input.u{i}" for i in range(6)], "Answer.taskAnswers"]
+COLUMNS = [
+    "HITId",
+    "AssignmentId",
+    "WorkerId",
+    "AssignmentStatus",
+    "WorkTimeInSeconds",
+    *[f"Input.u{i}" for i in range(6)],
+    "Answer.taskAnswers",
+]
 TASKS = ["kvmemnn", "qc", "lan_model", "biencoder", "polyencoder", "seq2seq"]
 
 
@@ -37,9 +44,14 @@ def write_csv(tmp_path: Path, rows: list[dict], name: str = "batch.csv") -> Path
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
         for k, row in enumerate(rows):
-            base = {"HITId": f"H{k}", "AssignmentId": f"A{k}", "WorkerId": f"W{k % 2}",
-                    "AssignmentStatus": "Submitted", "WorkTimeInSeconds": "600",
-                    **{f"Input.u{i}": t for i, t in enumerate(TASKS)}}
+            base = {
+                "HITId": f"H{k}",
+                "AssignmentId": f"A{k}",
+                "WorkerId": f"W{k % 2}",
+                "AssignmentStatus": "Submitted",
+                "WorkTimeInSeconds": "600",
+                **{f"Input.u{i}": t for i, t in enumerate(TASKS)},
+            }
             base.update(row)
             w.writerow(base)
     return path
@@ -50,7 +62,13 @@ def test_small_file_maps_systems_turns_and_judgments(tmp_path):
     ds = read_dialogue_eval_csv(path, study_label="tiny")
     assert ds.method == "direct-assessment" and ds.meta["study_label"] == "tiny"
     assert [c.bots[0] for c in ds.conversations] == [
-        "kvmemnn+persona", "qc", "lan_model+persona", "biencoder", "polyencoder", "seq2seq"]
+        "kvmemnn+persona",
+        "qc",
+        "lan_model+persona",
+        "biencoder",
+        "polyencoder",
+        "seq2seq",
+    ]
     unit = ds.units[0]
     assert unit.kind == "da-hit" and unit.conversation_ids == [f"A0/{i}" for i in range(6)]
     conv = ds.conversations[0]
@@ -62,15 +80,24 @@ def test_small_file_maps_systems_turns_and_judgments(tmp_path):
     assert ds.conversations[1].meta["qc"] is True
     j = ds.judgments[5]
     assert j.question == "ratings" and j.conversation_id == "A0/5" and j.annotator_id == "W0"
-    assert j.value == {"robotic": 50.0, "interesting": 50.0, "fun": 60.0, "consistent": 70.0,
-                       "fluent": 80.0, "repetitive": 85.0, "topic": 40.0}  # negatives not reversed
+    assert j.value == {
+        "robotic": 50.0,
+        "interesting": 50.0,
+        "fun": 60.0,
+        "consistent": 70.0,
+        "fluent": 80.0,
+        "repetitive": 85.0,
+        "topic": 40.0,
+    }  # negatives not reversed
     assert j.elapsed_s == pytest.approx(100.0)
     assert j.meta == {"hit": "H0", "assignment": "A0", "slot": 5, "elapsed_estimated": True}
 
 
 def test_empty_submission_keeps_annotator_without_judgments(tmp_path):
-    path = write_csv(tmp_path, [{"Answer.taskAnswers": json.dumps([answers()])},
-                                {"Answer.taskAnswers": "[{}]", "WorkerId": "Wempty"}])
+    path = write_csv(
+        tmp_path,
+        [{"Answer.taskAnswers": json.dumps([answers()])}, {"Answer.taskAnswers": "[{}]", "WorkerId": "Wempty"}],
+    )
     ds = read_dialogue_eval_csv(path)
     assert len(ds.judgments) == 6 and len(ds.units) == 2
     empty = next(a for a in ds.annotators if a.id == "Wempty")
@@ -116,8 +143,13 @@ def test_broken_json_and_missing_column(tmp_path):
 
 def test_line_numbers_count_multiline_cells(tmp_path):
     multiline = answers(feedback="first line\nsecond line")
-    path = write_csv(tmp_path, [{"Answer.taskAnswers": json.dumps([multiline], indent=1)},
-                                {"Answer.taskAnswers": json.dumps([answers(score5="bad")])}])
+    path = write_csv(
+        tmp_path,
+        [
+            {"Answer.taskAnswers": json.dumps([multiline], indent=1)},
+            {"Answer.taskAnswers": json.dumps([answers(score5="bad")])},
+        ],
+    )
     raw_lines = path.read_text().count("\n")
     with pytest.raises(ImportFormatError) as info:
         read_dialogue_eval_csv(path)
@@ -132,7 +164,10 @@ def test_duplicate_assignment_is_rejected(tmp_path):
 
 
 def test_parse_marked():
-    assert parse_marked("#0@rap music#2@hobbies") == [{"turn": 0, "value": "rap music"}, {"turn": 2, "value": "hobbies"}]
+    assert parse_marked("#0@rap music#2@hobbies") == [
+        {"turn": 0, "value": "rap music"},
+        {"turn": 2, "value": "hobbies"},
+    ]
     assert parse_marked("") == []
 
 
@@ -143,9 +178,19 @@ def test_published_free_run_1(shared_data):
     assert len(ds.judgments) == 304 * 6
     assert len(ds.meta["empty_submissions"]) == 1
     names = Counter(c.bots[0] for c in ds.conversations if not c.meta.get("empty_submission"))
-    assert set(names) == {"biencoder", "biencoder+persona", "polyencoder", "polyencoder+persona",
-                          "kvmemnn", "kvmemnn+persona", "seq2seq", "seq2seq+persona",
-                          "lan_model", "lan_model+persona", "qc"}
+    assert set(names) == {
+        "biencoder",
+        "biencoder+persona",
+        "polyencoder",
+        "polyencoder+persona",
+        "kvmemnn",
+        "kvmemnn+persona",
+        "seq2seq",
+        "seq2seq+persona",
+        "lan_model",
+        "lan_model+persona",
+        "qc",
+    }
     assert names["qc"] == 304
     assert all(len(j.value) == 7 for j in ds.judgments)
     first = ds.conversations[0]

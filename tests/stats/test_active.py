@@ -49,8 +49,8 @@ def test_selection_is_deterministic_and_only_candidates():
 def test_variance_reduction_prefers_less_judged_pairs():
     W = np.zeros((3, 3))
     W[0, 1], W[1, 0] = 300, 300  # (0,1) well measured
-    W[1, 2], W[2, 1] = 6, 4      # (1,2) barely
-    W[0, 2], W[2, 0] = 0, 0      # (0,2) never
+    W[1, 2], W[2, 1] = 6, 4  # (1,2) barely
+    W[0, 2], W[2, 0] = 0, 0  # (0,2) never
     w = active.variance_reduction_weights(W, [(0, 1), (1, 2), (0, 2)])
     assert np.isinf(w[2]) and w[1] > 10 * w[0]
     assert active.select_pair("variance-reduction", W, [(0, 1), (1, 2), (0, 2)], np.random.default_rng(0)) == (0, 2)
@@ -94,7 +94,9 @@ def test_adaptive_state_decides_and_stops():
 
 def test_adaptive_state_replay_and_options():
     outcomes = [("y", "x", "a")] * 40 + [("x", "x", "x")] + [("x", "q", "x")]  # A/A and unknown bots ignored
-    st = AdaptiveState.from_outcomes(outcomes, ["x", "y", "z"], AdaptiveConfig(enabled=True), pairs=[("x", "y"), ("y", "z")])
+    st = AdaptiveState.from_outcomes(
+        outcomes, ["x", "y", "z"], AdaptiveConfig(enabled=True), pairs=[("x", "y"), ("y", "z")]
+    )
     assert st.decided_pairs() == [("y", "x")]
     assert st.next_pair(0) == ("y", "z")
     none = AdaptiveState.from_outcomes(outcomes, ["x", "y"], AdaptiveConfig(enabled=True, stopping="none"))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import in_ci
-
 from dialeval.stats import metrics
+from tests.conftest import in_ci
 
 HYP = ["the cat sat on the mat", "i like dogs a lot", "hello how are you"]
 REF = ["a cat was sitting on the mat", "i love dogs very much", "hi how are you doing"]

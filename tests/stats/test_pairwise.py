@@ -94,7 +94,9 @@ def test_chunk_variability():
     t0 = datetime(2024, 1, 1)
     # 12 ratings of 15 min each => 4 chunks of 45 min; win rates 1, 2/3, 1/3, 0
     wins = [1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0]
-    df = pd.DataFrame({"win": wins, "elapsed_s": [900] * 12, "created_at": [t0 + timedelta(minutes=i) for i in range(12)]})
+    df = pd.DataFrame(
+        {"win": wins, "elapsed_s": [900] * 12, "created_at": [t0 + timedelta(minutes=i) for i in range(12)]}
+    )
     df = df.sample(frac=1, random_state=0)  # ordering comes from created_at
     r = pw.chunk_variability(df, score="win")
     assert r["chunks"] == 4

@@ -11,7 +11,17 @@ from dialeval.stats import spot_the_bot as stb
 
 
 def frame(rows):
-    cols = ["conversation_id", "exchanges", "system0", "system1", "label0", "label1", "fluency", "sensibleness", "specificity"]
+    cols = [
+        "conversation_id",
+        "exchanges",
+        "system0",
+        "system1",
+        "label0",
+        "label1",
+        "fluency",
+        "sensibleness",
+        "specificity",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -33,14 +43,16 @@ def test_feature_outcomes():
 
 
 def test_pairwise_win_rates_and_scores():
-    f = frame([
-        ("c1", 2, "A", "B", "human", "bot", 0, 0, 0),
-        ("c1", 3, "A", "B", "human", "unsure", 0, 0, 0),
-        ("c2", 2, "B", "A", "bot", "unsure", 1, 1, 1),   # A wins as entity 1
-        ("c2", 3, "B", "A", "human", "human", "tie", 0, 1),  # draw
-        ("c3", 2, "B", "A", "human", "bot", 0, 0, 0),    # B wins
-        ("c4", 2, "A", "C", "bot", "human", 1, 1, 1),    # C wins
-    ])
+    f = frame(
+        [
+            ("c1", 2, "A", "B", "human", "bot", 0, 0, 0),
+            ("c1", 3, "A", "B", "human", "unsure", 0, 0, 0),
+            ("c2", 2, "B", "A", "bot", "unsure", 1, 1, 1),  # A wins as entity 1
+            ("c2", 3, "B", "A", "human", "human", "tie", 0, 1),  # draw
+            ("c3", 2, "B", "A", "human", "bot", 0, 0, 0),  # B wins
+            ("c4", 2, "A", "C", "bot", "human", 1, 1, 1),  # C wins
+        ]
+    )
     wr = stb.pairwise_win_rates(f)
     ab = wr[(wr.a == "A") & (wr.b == "B")].iloc[0]
     assert (ab.wins, ab.losses, ab.draws, ab.total) == (3, 1, 1, 5)
@@ -65,13 +77,15 @@ def test_chi_square_matches_released_choice():
 
 
 def test_label_agreement():
-    f = frame([
-        ("c1", 2, "A", "B", "human", "bot", 0, 0, 0),
-        ("c1", 2, "A", "B", "human", "human", 0, 0, 0),
-        ("c2", 2, "A", "B", "bot", "bot", 0, 0, 0),
-        ("c2", 2, "A", "B", "unsure", "bot", 0, 0, 0),
-        ("c3", 2, "A", "B", "bot", "bot", 0, 0, 0),  # single annotation: ignored
-    ])
+    f = frame(
+        [
+            ("c1", 2, "A", "B", "human", "bot", 0, 0, 0),
+            ("c1", 2, "A", "B", "human", "human", 0, 0, 0),
+            ("c2", 2, "A", "B", "bot", "bot", 0, 0, 0),
+            ("c2", 2, "A", "B", "unsure", "bot", 0, 0, 0),
+            ("c3", 2, "A", "B", "bot", "bot", 0, 0, 0),  # single annotation: ignored
+        ]
+    )
     ag = stb.label_agreement(f).set_index(["system", "label"])["agreement"]
     assert ag["A", "human"] == 1.0
     assert ag["A", "bot"] == 0.0 and ag["A", "unsure"] == 0.0
@@ -102,15 +116,17 @@ def test_time_summary():
 
 
 def test_conversation_matches():
-    f = frame([
-        ("c1", 2, "A", "B", "human", "bot", 0, 0, 0),     # A wins k=2
-        ("c1", 2, "A", "B", "human", "bot", 0, 0, 0),
-        ("c1", 5, "A", "B", "bot", "human", 0, 0, 0),     # B wins k=5 -> B wins the conversation
-        ("c1", 5, "A", "B", "bot", "unsure", 0, 0, 0),
-        ("c2", 3, "B", "C", "human", "unsure", 0, 0, 0),  # 1:0 annotations -> B
-        ("c2", 3, "B", "C", "bot", "bot", 0, 0, 0),
-        ("c3", 2, "A", "C", "bot", "bot", 0, 0, 0),       # draw
-    ])
+    f = frame(
+        [
+            ("c1", 2, "A", "B", "human", "bot", 0, 0, 0),  # A wins k=2
+            ("c1", 2, "A", "B", "human", "bot", 0, 0, 0),
+            ("c1", 5, "A", "B", "bot", "human", 0, 0, 0),  # B wins k=5 -> B wins the conversation
+            ("c1", 5, "A", "B", "bot", "unsure", 0, 0, 0),
+            ("c2", 3, "B", "C", "human", "unsure", 0, 0, 0),  # 1:0 annotations -> B
+            ("c2", 3, "B", "C", "bot", "bot", 0, 0, 0),
+            ("c3", 2, "A", "C", "bot", "bot", 0, 0, 0),  # draw
+        ]
+    )
     m = stb.conversation_matches(f).set_index("conversation_id")
     assert m.loc["c1", "outcome"] == -1
     assert m.loc["c2", "outcome"] == 1

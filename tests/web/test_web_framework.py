@@ -62,7 +62,9 @@ def test_admin(acute_app):
     assert c.get("/s/acute-test/admin", params={"token": "wrong"}).status_code == 403
     ann = Annotator(acute_app, "acute-test")
     page = ann.enter()
-    ann.post(ann.action(page.text), {"choice": "1", "justification": "<b>bold</b> words", "request_id": uuid.uuid4().hex})
+    ann.post(
+        ann.action(page.text), {"choice": "1", "justification": "<b>bold</b> words", "request_id": uuid.uuid4().hex}
+    )
     r = c.get("/s/acute-test/admin", params={"token": served.admin_token})
     assert r.status_code == 200 and "Annotators" in r.text and "Onboarding:" in r.text
     assert r.headers["content-security-policy"].endswith("frame-ancestors 'none'; base-uri 'none'")
@@ -96,8 +98,9 @@ def test_expired_assignment_returns_to_pool(tmp_path):
         s.get(AssignmentRow, int(first)).expires_at = work.utcnow() - timedelta(minutes=1)
     page = anns[3].task()
     assert "data-ajax" in page.text  # the expired unit went back to the pool
-    r = anns[0].post(anns[0].action(pages[0].text), {"choice": "1", "justification": "too late now",
-                                                     "request_id": uuid.uuid4().hex})
+    r = anns[0].post(
+        anns[0].action(pages[0].text), {"choice": "1", "justification": "too late now", "request_id": uuid.uuid4().hex}
+    )
     assert r.status_code == 409
 
 

@@ -130,13 +130,18 @@ def _leaderboard(votes: pd.DataFrame, n_boot: int, seed: int | None) -> list[dic
     return _jsonable(lb[cols])
 
 
-def _tts_pairwise(outcomes: np.ndarray, seconds: float | None, onboarding_s: float, per_annotator: float,
-                  n_sim: int, seed: int | None) -> dict | None:
+def _tts_pairwise(
+    outcomes: np.ndarray, seconds: float | None, onboarding_s: float, per_annotator: float, n_sim: int, seed: int | None
+) -> dict | None:
     if seconds is None or not np.isfinite(seconds) or len(outcomes) == 0:
         return None
     r = pairwise_time_to_significance(
-        outcomes=outcomes, seconds_per_judgment=seconds, onboarding_seconds=onboarding_s,
-        judgments_per_annotator=max(per_annotator, 1.0), n_sim=n_sim, seed=seed,
+        outcomes=outcomes,
+        seconds_per_judgment=seconds,
+        onboarding_seconds=onboarding_s,
+        judgments_per_annotator=max(per_annotator, 1.0),
+        n_sim=n_sim,
+        seed=seed,
     )
     curve = r.pop("curve")
     r["curve"] = _jsonable(curve)
@@ -164,7 +169,9 @@ def _conversation_bot(dataset: Dataset) -> dict[str, str]:
     return out
 
 
-def acute_frame(dataset: Dataset, exclude_annotators: Iterable[str] | None = None) -> tuple[pd.DataFrame, list[Judgment], dict]:
+def acute_frame(
+    dataset: Dataset, exclude_annotators: Iterable[str] | None = None
+) -> tuple[pd.DataFrame, list[Judgment], dict]:
     """One row per kept judgment: question, annotator, unit, winner/loser conversation and bot,
     first_conv (shown first), elapsed_s, created_at, justification."""
     units = {u.id: u for u in dataset.units}
@@ -284,9 +291,19 @@ def analyze_acute(
     df, onboarding, excluded = acute_frame(dataset, exclude_annotators)
     report: dict[str, Any] = {"method": "acute", "excluded": excluded}
     if df.empty:
-        report.update({"question": None, "n": 0, "systems": [], "matchups": [], "leaderboard": [], "by_question": {},
-                       "question_agreement": [], "time_to_significance": [],
-                       "stopping": _stopping(dataset, "acute", [])})
+        report.update(
+            {
+                "question": None,
+                "n": 0,
+                "systems": [],
+                "matchups": [],
+                "leaderboard": [],
+                "by_question": {},
+                "question_agreement": [],
+                "time_to_significance": [],
+                "stopping": _stopping(dataset, "acute", []),
+            }
+        )
         return _jsonable(report)
     onboarding_s = _onboarding_seconds(onboarding)
     by_q = {q: _analyze_question(g, onboarding_s, n_boot, n_sim, seed) for q, g in df.groupby("question", sort=True)}

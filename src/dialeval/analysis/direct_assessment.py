@@ -26,7 +26,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from dialeval.analysis.metrics import metric_report

@@ -30,7 +30,9 @@ from dialeval.stats import pairwise as pw
 __all__ = ["analyze_pairwise_turn", "pairwise_turn_frame"]
 
 
-def pairwise_turn_frame(dataset: Dataset, exclude_annotators: Iterable[str] | None = None) -> tuple[pd.DataFrame, list[Judgment], dict]:
+def pairwise_turn_frame(
+    dataset: Dataset, exclude_annotators: Iterable[str] | None = None
+) -> tuple[pd.DataFrame, list[Judgment], dict]:
     """One row per kept turn judgment: question, annotator, conversation, turn, chosen, other,
     elapsed_s, created_at, justification."""
     units = {u.id: u for u in dataset.units}
@@ -42,7 +44,11 @@ def pairwise_turn_frame(dataset: Dataset, exclude_annotators: Iterable[str] | No
             bad += 1
             continue
         unit = units.get(j.unit_id)
-        conv = j.conversation_id or (unit.conversation_ids[0] if unit is not None and unit.conversation_ids else None) or j.unit_id
+        conv = (
+            j.conversation_id
+            or (unit.conversation_ids[0] if unit is not None and unit.conversation_ids else None)
+            or j.unit_id
+        )
         rows.append(
             {
                 "question": j.question,
@@ -66,8 +72,15 @@ def _in(df: pd.DataFrame, turn_range: tuple[int, int] | None) -> pd.DataFrame:
     return df[(df["turn"] >= turn_range[0]) & (df["turn"] <= turn_range[1])]
 
 
-def _analyze_question(df: pd.DataFrame, turn_range: tuple[int, int], chunk_minutes: float, onboarding_s: float,
-                      n_boot: int, n_sim: int, seed: int | None) -> dict:
+def _analyze_question(
+    df: pd.DataFrame,
+    turn_range: tuple[int, int],
+    chunk_minutes: float,
+    onboarding_s: float,
+    n_boot: int,
+    n_sim: int,
+    seed: int | None,
+) -> dict:
     duel = df[df["chosen"] != df["other"]]
     ranged = _in(duel, turn_range)
     base = ranged.rename(columns={"chosen": "winner", "other": "loser"})
@@ -80,8 +93,10 @@ def _analyze_question(df: pd.DataFrame, turn_range: tuple[int, int], chunk_minut
             order.append(b)
             systems.append({"name": b, "n": 0, "score": None, "wins": 0, "losses": 0, "opponents": 0})
     pos = {b: i for i, b in enumerate(order)}
-    pairs = sorted({tuple(sorted((c, o), key=pos.get)) for c, o in zip(duel["chosen"], duel["other"])},
-                   key=lambda p: (pos[p[0]], pos[p[1]]))
+    pairs = sorted(
+        {tuple(sorted((c, o), key=pos.get)) for c, o in zip(duel["chosen"], duel["other"])},
+        key=lambda p: (pos[p[0]], pos[p[1]]),
+    )
 
     elapsed = ranged["elapsed_s"].dropna()
     sec = float(elapsed.mean()) if len(elapsed) else None
@@ -95,11 +110,15 @@ def _analyze_question(df: pd.DataFrame, turn_range: tuple[int, int], chunk_minut
         variability = None
         if prange["elapsed_s"].notna().any():
             variability = pw.chunk_variability(
-                prange.assign(win=(prange["chosen"] == a).astype(float)), seconds="elapsed_s", score="win",
+                prange.assign(win=(prange["chosen"] == a).astype(float)),
+                seconds="elapsed_s",
+                score="win",
                 chunk_minutes=chunk_minutes,
             )
         per_annotator = len(prange) / max(prange["annotator"].nunique(), 1)
-        tts = _tts_pairwise((prange["chosen"] == a).to_numpy(dtype=float), sec, onboarding_s, per_annotator, n_sim, seed)
+        tts = _tts_pairwise(
+            (prange["chosen"] == a).to_numpy(dtype=float), sec, onboarding_s, per_annotator, n_sim, seed
+        )
         matchups.append(
             {
                 "a": a,
@@ -132,8 +151,11 @@ def _analyze_question(df: pd.DataFrame, turn_range: tuple[int, int], chunk_minut
         "leaderboard": _leaderboard(votes, n_boot, seed),
         "justifications": _justifications(duel, "chosen"),
         "seconds_per_judgment": sec,
-        "time_to_significance": [{"a": m["a"], "b": m["b"], **m["time_to_significance"]} for m in matchups
-                                 if m["time_to_significance"] is not None],
+        "time_to_significance": [
+            {"a": m["a"], "b": m["b"], **m["time_to_significance"]}
+            for m in matchups
+            if m["time_to_significance"] is not None
+        ],
     }
 
 
@@ -160,8 +182,18 @@ def analyze_pairwise_turn(
     df, onboarding, excluded = pairwise_turn_frame(dataset, exclude_annotators)
     report: dict[str, Any] = {"method": "pairwise-turn", "turn_range": list(turn_range), "excluded": excluded}
     if df.empty:
-        report.update({"question": None, "n": 0, "systems": [], "matchups": [], "leaderboard": [], "by_question": {},
-                       "time_to_significance": [], "stopping": _stopping(dataset, "pairwise-turn", [])})
+        report.update(
+            {
+                "question": None,
+                "n": 0,
+                "systems": [],
+                "matchups": [],
+                "leaderboard": [],
+                "by_question": {},
+                "time_to_significance": [],
+                "stopping": _stopping(dataset, "pairwise-turn", []),
+            }
+        )
         return _jsonable(report)
     onboarding_s = _onboarding_seconds(onboarding)
     by_q = {
@@ -179,4 +211,3 @@ def analyze_pairwise_turn(
     if (metrics := metric_report(dataset, report)) is not None:
         report["automatic_metrics"] = metrics
     return _jsonable(report)
-

@@ -42,9 +42,17 @@ def single_model_frames(
     trows, drows, times, bad = [], [], {}, 0
     for j in kept:
         unit = units.get(j.unit_id)
-        cid = j.conversation_id or (unit.conversation_ids[0] if unit is not None and unit.conversation_ids else None) or j.unit_id
+        cid = (
+            j.conversation_id
+            or (unit.conversation_ids[0] if unit is not None and unit.conversation_ids else None)
+            or j.unit_id
+        )
         conv = convs.get(cid)
-        bot = (conv.bots[0] if conv is not None and conv.bots else None) or (unit.payload.get("bot") if unit else None) or j.meta.get("bot")
+        bot = (
+            (conv.bots[0] if conv is not None and conv.bots else None)
+            or (unit.payload.get("bot") if unit else None)
+            or j.meta.get("bot")
+        )
         v = j.value if isinstance(j.value, dict) else None
         if bot is None or v is None:
             bad += 1
@@ -56,8 +64,15 @@ def single_model_frames(
             if v.get("turn") is None:
                 bad += 1
                 continue
-            trows.append({"conversation": cid, "bot": bot, "annotator": j.annotator_id, "turn": int(v["turn"]),
-                          **{k: float(bool(v.get(k))) for k in q}})
+            trows.append(
+                {
+                    "conversation": cid,
+                    "bot": bot,
+                    "annotator": j.annotator_id,
+                    "turn": int(v["turn"]),
+                    **{k: float(bool(v.get(k))) for k in q},
+                }
+            )
         elif j.question == "dialog":
             if any(v.get(k) is None for k in q):
                 bad += 1
@@ -66,8 +81,10 @@ def single_model_frames(
     summary["malformed_judgments"] = bad
     turns = pd.DataFrame(trows, columns=["conversation", "bot", "annotator", "turn", *q])
     dialog = pd.DataFrame(drows, columns=["conversation", "bot", "annotator", *q])
-    timing = pd.DataFrame([{"conversation": c, "bot": b, "annotator": a, "seconds": s} for (c, b, a), s in times.items()],
-                          columns=["conversation", "bot", "annotator", "seconds"])
+    timing = pd.DataFrame(
+        [{"conversation": c, "bot": b, "annotator": a, "seconds": s} for (c, b, a), s in times.items()],
+        columns=["conversation", "bot", "annotator", "seconds"],
+    )
     return turns, dialog, timing, onboarding, summary
 
 
@@ -93,7 +110,8 @@ def analyze_single_model(
 
     Keys: method, turn_range, systems [{name, n, score, success_rate, success_rate_subset, wta,
     likert, likert_mean, conversations}] best first (score = mean SM-Dialog Likert over the
-    qualities, or the SM-Turn success rate in range when there is no Likert rating); ttests (every bot pair, per quality and mean: Likert per conversation and SM-Turn
+    qualities, or the SM-Turn success rate in range when there is no Likert rating); ttests (every bot
+    pair, per quality and mean: Likert per conversation and SM-Turn
     success rate per conversation in range); effective_win_rates (bootstrap, per pair: SM-Dialog
     Likert and SM-Turn WTA in range, per quality and mean); ols (Likert on per-turn ratings, all
     bots pooled and per bot); combined (Appendix G: per pair and weight, mean combined score per
@@ -104,8 +122,16 @@ def analyze_single_model(
     report: dict[str, Any] = {"method": "single-model", "turn_range": list(turn_range), "excluded": excluded}
     bots = sorted(set(turns["bot"]) | set(dialog["bot"]))
     if not bots:
-        report.update({"systems": [], "ttests": [], "effective_win_rates": [], "ols": {}, "combined": [],
-                       "time_to_significance": []})
+        report.update(
+            {
+                "systems": [],
+                "ttests": [],
+                "effective_win_rates": [],
+                "ols": {},
+                "combined": [],
+                "time_to_significance": [],
+            }
+        )
         return _jsonable(report)
 
     rate_all = _by_bot(smstats.turn_success_rates(turns), "rate") if len(turns) else {}
@@ -118,7 +144,9 @@ def analyze_single_model(
         lb = lik[lik["bot"] == b]
         likert = {r.quality: {"mean": r.mean, "sd": r.sd, "n": r.n} for r in lb.itertuples()}
         lmean = per_conv_lik.loc[per_conv_lik["bot"] == b, "mean"]
-        conv_ids = set(turns.loc[turns["bot"] == b, "conversation"]) | set(dialog.loc[dialog["bot"] == b, "conversation"])
+        conv_ids = set(turns.loc[turns["bot"] == b, "conversation"]) | set(
+            dialog.loc[dialog["bot"] == b, "conversation"]
+        )
         systems.append(
             {
                 "name": b,
@@ -132,8 +160,10 @@ def analyze_single_model(
                 "success_rate_subset": rate_sub.get(b, {}),
                 "wta": wta.get(b, {}),
                 "likert": likert,
-                "likert_mean": {"mean": float(lmean.mean()) if len(lmean) else None,
-                                "sd": float(lmean.std(ddof=1)) if len(lmean) > 1 else None},
+                "likert_mean": {
+                    "mean": float(lmean.mean()) if len(lmean) else None,
+                    "sd": float(lmean.std(ddof=1)) if len(lmean) > 1 else None,
+                },
             }
         )
     systems.sort(key=lambda s: (-(s["score"] if s["score"] is not None else -np.inf), s["name"]))
@@ -144,18 +174,25 @@ def analyze_single_model(
     wta_conv = smstats.conversation_turn_scores(turns, turn_range, "wta") if len(turns) else None
     ttests = []
     if len(dialog):
-        t = smstats.pairwise_ttests(per_conv_lik.rename(columns={k: f"likert_{k}" for k in q + ["mean"]}),
-                                    [f"likert_{k}" for k in q + ["mean"]], order=bots)
+        t = smstats.pairwise_ttests(
+            per_conv_lik.rename(columns={k: f"likert_{k}" for k in q + ["mean"]}),
+            [f"likert_{k}" for k in q + ["mean"]],
+            order=bots,
+        )
         ttests.append(t)
     if rate_conv is not None and len(rate_conv):
-        rc = rate_conv.assign(mean=rate_conv[q].mean(axis=1)).rename(columns={k: f"turn_rate_{k}" for k in q + ["mean"]})
+        rc = rate_conv.assign(mean=rate_conv[q].mean(axis=1)).rename(
+            columns={k: f"turn_rate_{k}" for k in q + ["mean"]}
+        )
         ttests.append(smstats.pairwise_ttests(rc, [f"turn_rate_{k}" for k in q + ["mean"]], order=bots))
     ttests_df = pd.concat(ttests, ignore_index=True) if ttests else pd.DataFrame()
 
     ewr = []
     for a, b in combinations(bots, 2):
-        for metric, frame in (("sm_dialog", per_conv_lik if len(dialog) else None),
-                              ("sm_turn_wta", wta_conv.assign(mean=wta_conv[q].mean(axis=1)) if wta_conv is not None else None)):
+        for metric, frame in (
+            ("sm_dialog", per_conv_lik if len(dialog) else None),
+            ("sm_turn_wta", wta_conv.assign(mean=wta_conv[q].mean(axis=1)) if wta_conv is not None else None),
+        ):
             if frame is None:
                 continue
             for k in q + ["mean"]:
@@ -180,13 +217,32 @@ def analyze_single_model(
             means = comb.groupby("bot")["mean"].mean().to_dict()
             for a, b in combinations(bots, 2):
                 r = smstats.ttest(comb.loc[comb["bot"] == a, "mean"], comb.loc[comb["bot"] == b, "mean"])
-                combined.append({"weight_turn": wt, "weight_dialog": wd, "a": a, "b": b,
-                                 "mean_a": means.get(a), "mean_b": means.get(b), "t": r["t"], "p": r["p"], "stars": r["stars"]})
+                combined.append(
+                    {
+                        "weight_turn": wt,
+                        "weight_dialog": wd,
+                        "a": a,
+                        "b": b,
+                        "mean_a": means.get(a),
+                        "mean_b": means.get(b),
+                        "t": r["t"],
+                        "p": r["p"],
+                        "stars": r["stars"],
+                    }
+                )
 
     tts = _time_to_significance(bots, turns, per_conv_lik, timing, comb_frames, turn_range, onboarding, n_sim, seed)
-    report.update({"systems": systems, "ttests": ttests_df, "effective_win_rates": ewr, "ols": ols,
-                   "combined": combined, "time_to_significance": tts,
-                   "onboarding_seconds": _onboarding_seconds(onboarding)})
+    report.update(
+        {
+            "systems": systems,
+            "ttests": ttests_df,
+            "effective_win_rates": ewr,
+            "ols": ols,
+            "combined": combined,
+            "time_to_significance": tts,
+            "onboarding_seconds": _onboarding_seconds(onboarding),
+        }
+    )
     from .metrics import metric_report
 
     if (metrics := metric_report(dataset, report)) is not None:
@@ -194,7 +250,9 @@ def analyze_single_model(
     return _jsonable(report)
 
 
-def _time_to_significance(bots, turns, per_conv_lik, timing, comb_frames, turn_range, onboarding, n_sim, seed) -> list[dict]:
+def _time_to_significance(
+    bots, turns, per_conv_lik, timing, comb_frames, turn_range, onboarding, n_sim, seed
+) -> list[dict]:
     if timing.empty:
         return []
     q = list(SM_QUALITIES)
@@ -208,15 +266,29 @@ def _time_to_significance(bots, turns, per_conv_lik, timing, comb_frames, turn_r
     def add(a, b, metric, x, y, seconds, per_ann):
         if len(x) < 2 or len(y) < 2 or not np.isfinite(seconds):
             return
-        r = single_model_time_to_significance(x, y, seconds_per_judgment=seconds, onboarding_seconds=onboarding_s,
-                                              judgments_per_annotator=max(per_ann, 1.0), n_sim=n_sim, seed=seed)
+        r = single_model_time_to_significance(
+            x,
+            y,
+            seconds_per_judgment=seconds,
+            onboarding_seconds=onboarding_s,
+            judgments_per_annotator=max(per_ann, 1.0),
+            n_sim=n_sim,
+            seed=seed,
+        )
         r["curve"] = _jsonable(r["curve"])
         out.append({"a": a, "b": b, "metric": metric, **r})
 
     for a, b in combinations(bots, 2):
         if len(per_conv_lik):
-            add(a, b, "sm_dialog", per_conv_lik.loc[per_conv_lik["bot"] == a, "mean"].to_numpy(),
-                per_conv_lik.loc[per_conv_lik["bot"] == b, "mean"].to_numpy(), sec_conv, per_annotator)
+            add(
+                a,
+                b,
+                "sm_dialog",
+                per_conv_lik.loc[per_conv_lik["bot"] == a, "mean"].to_numpy(),
+                per_conv_lik.loc[per_conv_lik["bot"] == b, "mean"].to_numpy(),
+                sec_conv,
+                per_annotator,
+            )
         if len(ranged) and np.isfinite(turns_per_conv):
             # Appendix F: each rated turn in range is one sample; a turn costs its share of the conversation
             xs = ranged.loc[ranged["bot"] == a, q].mean(axis=1).to_numpy()
@@ -224,6 +296,13 @@ def _time_to_significance(bots, turns, per_conv_lik, timing, comb_frames, turn_r
             add(a, b, "sm_turn", xs, ys, sec_conv / turns_per_conv, per_annotator * turns_per_conv)
         for (wt, wd), comb in comb_frames.items():
             if wt and wd:
-                add(a, b, f"combined_{wt:g}:{wd:g}", comb.loc[comb["bot"] == a, "mean"].to_numpy(),
-                    comb.loc[comb["bot"] == b, "mean"].to_numpy(), sec_conv, per_annotator)
+                add(
+                    a,
+                    b,
+                    f"combined_{wt:g}:{wd:g}",
+                    comb.loc[comb["bot"] == a, "mean"].to_numpy(),
+                    comb.loc[comb["bot"] == b, "mean"].to_numpy(),
+                    sec_conv,
+                    per_annotator,
+                )
     return out

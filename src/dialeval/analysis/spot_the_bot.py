@@ -62,8 +62,19 @@ def annotation_frame(dataset: Dataset) -> pd.DataFrame:
                 "elapsed_s": j.elapsed_s,
             }
         )
-    columns = ["annotation_id", "annotator", "conversation_id", "package_id", "exchanges", "system0", "system1",
-               "label0", "label1", *STB_FEATURES, "elapsed_s"]
+    columns = [
+        "annotation_id",
+        "annotator",
+        "conversation_id",
+        "package_id",
+        "exchanges",
+        "system0",
+        "system1",
+        "label0",
+        "label1",
+        *STB_FEATURES,
+        "elapsed_s",
+    ]
     frame = pd.DataFrame(rows, columns=columns)
     frame["bot_bot"] = (frame["system0"] != HUMAN) & (frame["system1"] != HUMAN)
     return frame
@@ -108,7 +119,17 @@ def survival_frame(dataset: Dataset | pd.DataFrame, include_human: bool = False)
                     "annotator": rec.annotator,
                 }
             )
-    columns = ["system", "lower", "upper", *STB_FEATURES, "spotted", "exchanges", "label", "conversation_id", "annotator"]
+    columns = [
+        "system",
+        "lower",
+        "upper",
+        *STB_FEATURES,
+        "spotted",
+        "exchanges",
+        "label",
+        "conversation_id",
+        "annotator",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -140,18 +161,28 @@ def ranking_matches(frame: pd.DataFrame, matches: str = "conversation") -> pd.Da
     raise ValueError(f"matches must be 'conversation' or 'annotation', got {matches!r}")
 
 
-def _ranking_of(frame: pd.DataFrame, n_bootstrap: int, seed: int, statistic: str, n_samples: int | None,
-                matches: str) -> pd.DataFrame:
+def _ranking_of(
+    frame: pd.DataFrame, n_bootstrap: int, seed: int, statistic: str, n_samples: int | None, matches: str
+) -> pd.DataFrame:
     m = ranking_matches(frame, matches)
     groups = m["group"] if matches == "annotation" else None
-    return ranking.bootstrap_clusters(m["a"], m["b"], m["outcome"], n_bootstrap=n_bootstrap, seed=seed,
-                                      statistic=statistic, n_samples=n_samples, groups=groups)
+    return ranking.bootstrap_clusters(
+        m["a"],
+        m["b"],
+        m["outcome"],
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        statistic=statistic,
+        n_samples=n_samples,
+        groups=groups,
+    )
 
 
 def _cluster_fn(n_bootstrap: int, seed: int, statistic: str, n_samples: int | None, matches: str):
     def rank_fn(frame: pd.DataFrame) -> list[list[str]]:
         table = _ranking_of(frame, n_bootstrap, seed, statistic, n_samples, matches)
         return ranking.cluster_list(dict(zip(table["system"], table["cluster"])))
+
     return rank_fn
 
 
@@ -169,14 +200,21 @@ def _survival_parts(dataset_frame: pd.DataFrame) -> tuple[dict[str, Any], list[d
         survival["curves"] = {s: [[_num(k), _num(v)] for k, v in pts] for s, pts in curves.items()}
         lr = pairwise_logrank(surv[["system", "lower", "upper"]])
         survival["logrank"] = [
-            {"a": r["a"], "b": r["b"], "statistic": _num(r.get("statistic")), "p": _num(r["p"]),
-             "p_adjusted": _num(r["p_adjusted"])}
+            {
+                "a": r["a"],
+                "b": r["b"],
+                "statistic": _num(r.get("statistic")),
+                "p": _num(r["p"]),
+                "p_adjusted": _num(r["p_adjusted"]),
+            }
             for r in lr.to_dict("records")
         ]
         bots = surv[surv["system"] != HUMAN]
         cf = cox_features(bots[["system", "lower", "upper", *STB_FEATURES]])
-        cox = [{"system": r["system"], "feature": r["feature"], "coef": _num(r["coef"]), "p": _num(r["p"])}
-               for r in cf.to_dict("records")]
+        cox = [
+            {"system": r["system"], "feature": r["feature"], "coef": _num(r["coef"]), "p": _num(r["p"])}
+            for r in cf.to_dict("records")
+        ]
     except Exception as exc:  # noqa: BLE001 - a failing helper must not lose the rest of the report
         survival["note"] = f"survival analysis failed: {type(exc).__name__}: {exc}"
     return survival, cox
@@ -224,14 +262,28 @@ def analyze_spot_the_bot(
         "domain": dataset.meta.get("domain"),
         "n_annotations": len(frame),
         "n_bot_bot_annotations": len(bots),
-        "settings": {"n_bootstrap": n_bootstrap, "seed": seed, "statistic": statistic, "matches": matches,
-                     "n_samples": n_samples, "coverage": 0.995, "trueskill_shuffles": trueskill_shuffles},
+        "settings": {
+            "n_bootstrap": n_bootstrap,
+            "seed": seed,
+            "statistic": statistic,
+            "matches": matches,
+            "n_samples": n_samples,
+            "coverage": 0.995,
+            "trueskill_shuffles": trueskill_shuffles,
+        },
     }
     wr = stb.pairwise_win_rates(bots)
     scores = stb.system_scores(wr)
     report["win_rates"] = [
-        {"a": r["a"], "b": r["b"], "wins": int(r["wins"]), "losses": int(r["losses"]), "draws": int(r["draws"]),
-         "win_rate": _num(r["win_rate"]), "p": _num(r["p"])}
+        {
+            "a": r["a"],
+            "b": r["b"],
+            "wins": int(r["wins"]),
+            "losses": int(r["losses"]),
+            "draws": int(r["draws"]),
+            "win_rate": _num(r["win_rate"]),
+            "p": _num(r["p"]),
+        }
         for r in wr.to_dict("records")
     ]
     systems_out: list[dict[str, Any]] = []
@@ -246,9 +298,16 @@ def analyze_spot_the_bot(
         for r in table.to_dict("records"):
             s = r["system"]
             systems_out.append(
-                {"name": s, "n": int(played.get(s, 0)), "n_conversations": int(played_conv.get(s, 0)), "score": _num(scores.get(s, float("nan"))),
-                 "rank_range": [int(r["lo"]), int(r["hi"])], "cluster": int(r["cluster"]),
-                 "mean_rank": _num(r["mean_rank"]), "trueskill": _num(ts_mu.get(s))}
+                {
+                    "name": s,
+                    "n": int(played.get(s, 0)),
+                    "n_conversations": int(played_conv.get(s, 0)),
+                    "score": _num(scores.get(s, float("nan"))),
+                    "rank_range": [int(r["lo"]), int(r["hi"])],
+                    "cluster": int(r["cluster"]),
+                    "mean_rank": _num(r["mean_rank"]),
+                    "trueskill": _num(ts_mu.get(s)),
+                }
             )
         report["clusters"] = ranking.cluster_list(dict(zip(table["system"], table["cluster"])))
     else:
@@ -269,10 +328,21 @@ def analyze_spot_the_bot(
     report["time"] = {k: _num(v) for k, v in stb.time_summary(frame["elapsed_s"]).items()}
     if stability and len(bots):
         loo = stb.leave_one_out(bots, _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches))
-        report["stability"] = {"leave_one_out": loo, "all_same": all(x["same"] for x in loo),
-                               **subsample_stability_report(bots, stability_sizes, stability_repeats,
-                                                            stability_bootstrap or n_bootstrap, seed, statistic,
-                                                            n_samples, matches, reference=report["clusters"])}
+        report["stability"] = {
+            "leave_one_out": loo,
+            "all_same": all(x["same"] for x in loo),
+            **subsample_stability_report(
+                bots,
+                stability_sizes,
+                stability_repeats,
+                stability_bootstrap or n_bootstrap,
+                seed,
+                statistic,
+                n_samples,
+                matches,
+                reference=report["clusters"],
+            ),
+        }
     else:
         report["stability"] = {"leave_one_out": [], "all_same": None, "subsample": []}
     report["feature_win_rates"] = feature_win_rates_report(bots)
@@ -283,10 +353,17 @@ def analyze_spot_the_bot(
     return report
 
 
-def subsample_stability_report(bots: pd.DataFrame, sizes: Sequence[int] = STABILITY_SIZES, n_repeats: int = 50,
-                               n_bootstrap: int = 1000, seed: int = 0, statistic: str = "mean_win_rate",
-                               n_samples: int | None = None, matches: str = "conversation",
-                               reference: list[list[str]] | None = None) -> dict[str, Any]:
+def subsample_stability_report(
+    bots: pd.DataFrame,
+    sizes: Sequence[int] = STABILITY_SIZES,
+    n_repeats: int = 50,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    statistic: str = "mean_win_rate",
+    n_samples: int | None = None,
+    matches: str = "conversation",
+    reference: list[list[str]] | None = None,
+) -> dict[str, Any]:
     """Subsampling stability of the clustering of the bot–bot frame ``bots`` (see
     :func:`analyze_spot_the_bot`): ``{"reference": full-data clusters, "conversations_per_pair":
     {min, max}, "subsample": [{k, reference_share, modal_share, n_rankings, modal}]}``.
@@ -299,10 +376,23 @@ def subsample_stability_report(bots: pd.DataFrame, sizes: Sequence[int] = STABIL
     cap = int(per_pair.max()) if len(per_pair) else 0
     ks = sorted({min(int(k), cap) for k in sizes if int(k) >= 1})
     table = stb.subsample_stability(bots, ks, rank_fn, n_repeats=n_repeats, seed=seed, reference=reference)
-    rows = [{"k": int(r["k"]), "reference_share": _num(r["reference_share"]), "modal_share": _num(r["modal_share"]),
-             "n_rankings": int(r["n_rankings"]), "modal": r["modal"]} for r in table.to_dict("records")]
-    return {"reference": [sorted(c) for c in reference], "n_repeats": n_repeats, "n_bootstrap": n_bootstrap,
-            "conversations_per_pair": {"min": int(per_pair.min()) if cap else 0, "max": cap}, "subsample": rows}
+    rows = [
+        {
+            "k": int(r["k"]),
+            "reference_share": _num(r["reference_share"]),
+            "modal_share": _num(r["modal_share"]),
+            "n_rankings": int(r["n_rankings"]),
+            "modal": r["modal"],
+        }
+        for r in table.to_dict("records")
+    ]
+    return {
+        "reference": [sorted(c) for c in reference],
+        "n_repeats": n_repeats,
+        "n_bootstrap": n_bootstrap,
+        "conversations_per_pair": {"min": int(per_pair.min()) if cap else 0, "max": cap},
+        "subsample": rows,
+    }
 
 
 def feature_win_rates_report(bots: pd.DataFrame) -> dict[str, Any]:
@@ -314,14 +404,25 @@ def feature_win_rates_report(bots: pd.DataFrame) -> dict[str, Any]:
     pairwise, systems = stb.feature_win_rates(bots, STB_FEATURES)
     return {
         "systems": [{"name": name, **{f: _num(row[f]) for f in STB_FEATURES}} for name, row in systems.iterrows()],
-        "pairwise": [{"feature": r["feature"], "a": r["a"], "b": r["b"], "wins": int(r["wins"]),
-                      "losses": int(r["losses"]), "draws": int(r["draws"]), "win_rate": _num(r["win_rate"]),
-                      "p": _num(r["p"])} for r in pairwise.to_dict("records")],
+        "pairwise": [
+            {
+                "feature": r["feature"],
+                "a": r["a"],
+                "b": r["b"],
+                "wins": int(r["wins"]),
+                "losses": int(r["losses"]),
+                "draws": int(r["draws"]),
+                "win_rate": _num(r["win_rate"]),
+                "p": _num(r["p"]),
+            }
+            for r in pairwise.to_dict("records")
+        ],
     }
 
 
-def time_to_significance(frame: pd.DataFrame, n_sim: int = 1000, seed: int | None = 0, power: float = 0.8,
-                         n_max: int = 100_000) -> list[dict[str, Any]]:
+def time_to_significance(
+    frame: pd.DataFrame, n_sim: int = 1000, seed: int | None = 0, power: float = 0.8, n_max: int = 100_000
+) -> list[dict[str, Any]]:
     """Per pair of bots that met (``a`` = the one with the higher win rate): annotations and
     annotator-hours until the pair's test gives p < 0.05 with probability ``power``, from the
     pair's collected outcomes (win 1, loss 0, draw 0.5; one per annotated segment, as ``win_rates``)
@@ -354,9 +455,15 @@ def time_to_significance(frame: pd.DataFrame, n_sim: int = 1000, seed: int | Non
         a, b = x, y
         if int(x_wins.sum()) < int(y_wins.sum()):
             a, b, outcomes = y, x, np.where(outcomes == 0.5, 0.5, 1.0 - outcomes)
-        r = pairwise_time_to_significance(outcomes=outcomes, seconds_per_judgment=sec * overhead,
-                                          judgments_per_annotator=per_annotator, power=power, n_max=n_max,
-                                          n_sim=n_sim, seed=seed)
+        r = pairwise_time_to_significance(
+            outcomes=outcomes,
+            seconds_per_judgment=sec * overhead,
+            judgments_per_annotator=per_annotator,
+            power=power,
+            n_max=n_max,
+            n_sim=n_sim,
+            seed=seed,
+        )
         curve = r.pop("curve")
         curve = curve[curve["power_sim"].notna()].assign(p_significant=lambda c: c["power_sim"])
         out.append({"a": a, "b": b, **r, "n_collected": len(g), "overhead": overhead, "curve": curve})

@@ -46,7 +46,7 @@ def system_name(task: str, persona: bool | None) -> str:
 
 
 def parse_marked(text: str | None) -> list[dict[str, Any]]:
-    """"#0@dogs#4@cats" -> [{"turn": 0, "value": "dogs"}, {"turn": 4, "value": "cats"}]."""
+    """ "#0@dogs#4@cats" -> [{"turn": 0, "value": "dogs"}, {"turn": 4, "value": "cats"}]."""
     if not text:
         return []
     parts = _MARK.split(text)
@@ -57,14 +57,16 @@ def parse_marked(text: str | None) -> list[dict[str, Any]]:
 
 
 def parse_scores(text: Any) -> list[float]:
-    """"100#37#47#10#100#92#16#" -> seven floats; TypeError/ValueError with the reason otherwise."""
+    """ "100#37#47#10#100#92#16#" -> seven floats; TypeError/ValueError with the reason otherwise."""
     if not isinstance(text, str):
         raise TypeError(f"expected a '#'-separated string of {len(DA_CRITERIA)} numbers, got {text!r}")
     pieces = text.split("#")
     if pieces and pieces[-1].strip() == "":
         pieces = pieces[:-1]
     if len(pieces) != len(DA_CRITERIA):
-        raise ValueError(f"expected {len(DA_CRITERIA)} scores ({', '.join(DA_CRITERIA)}), got {len(pieces)} in {text!r}")
+        raise ValueError(
+            f"expected {len(DA_CRITERIA)} scores ({', '.join(DA_CRITERIA)}), got {len(pieces)} in {text!r}"
+        )
     values = []
     for name, piece in zip(DA_CRITERIA, pieces):
         try:
@@ -78,7 +80,7 @@ def parse_scores(text: Any) -> list[float]:
 
 
 def parse_dialogue(text: Any, bot: str) -> list[Turn]:
-    """"u: hi###b: hello###" -> Turns (u = human, b = bot); ValueError on an unknown prefix."""
+    """ "u: hi###b: hello###" -> Turns (u = human, b = bot); ValueError on an unknown prefix."""
     if not isinstance(text, str):
         raise TypeError(f"expected a string 'u: ...###b: ...###', got {type(text).__name__}")
     pieces = text.split("###")
@@ -150,7 +152,9 @@ def read_dialogue_eval_csv(
         header = reader.fieldnames or []
         for col in REQUIRED_COLUMNS:
             if col not in header:
-                raise ImportFormatError(spath, f"missing column '{col}' (is this a Dialogue-Eval MTurk batch file?)", line=1, field=col)
+                raise ImportFormatError(
+                    spath, f"missing column '{col}' (is this a Dialogue-Eval MTurk batch file?)", line=1, field=col
+                )
         end_of_previous = reader.line_num
         while True:
             try:
@@ -209,11 +213,23 @@ def _read_row(
         ann.meta.setdefault("empty_assignments", []).append(assignment)
         unit_payload["empty_submission"] = True
         for i, task in enumerate(inputs):
-            ds.conversations.append(Conversation(
-                id=conv_ids[i], bots=[task] if task else [], turns=[], source="live",
-                meta={**base_meta, "slot": i, "model": task, "persona": None, "qc": task == QC_TASK,
-                      "empty_submission": True},
-                error="empty submission: the worker submitted no conversation"))
+            ds.conversations.append(
+                Conversation(
+                    id=conv_ids[i],
+                    bots=[task] if task else [],
+                    turns=[],
+                    source="live",
+                    meta={
+                        **base_meta,
+                        "slot": i,
+                        "model": task,
+                        "persona": None,
+                        "qc": task == QC_TASK,
+                        "empty_submission": True,
+                    },
+                    error="empty submission: the worker submitted no conversation",
+                )
+            )
         ds.units.append(Unit(id=assignment, kind="da-hit", conversation_ids=conv_ids, payload=unit_payload))
         return
 
@@ -225,13 +241,17 @@ def _read_row(
     for i in range(SLOTS):
         task = answers.get(f"task{i}")
         if not isinstance(task, str) or not task.strip():
-            raise ImportFormatError(path, f"missing bot name for slot {i}", line=line, field=f"Answer.taskAnswers.task{i}")
+            raise ImportFormatError(
+                path, f"missing bot name for slot {i}", line=line, field=f"Answer.taskAnswers.task{i}"
+            )
         task = task.strip()
         seed_raw = answers.get(f"seed{i}")
         try:
             seed = int(str(seed_raw).strip())
         except (TypeError, ValueError):
-            raise ImportFormatError(path, f"seed is not an integer: {seed_raw!r}", line=line, field=f"Answer.taskAnswers.seed{i}") from None
+            raise ImportFormatError(
+                path, f"seed is not an integer: {seed_raw!r}", line=line, field=f"Answer.taskAnswers.seed{i}"
+            ) from None
         persona = seed <= persona_seed_max
         name = system_name(task, persona)
         systems.append(name)
@@ -246,18 +266,31 @@ def _read_row(
         topics = parse_marked(answers.get(f"topic{i}"))
         opinions = parse_marked(answers.get(f"topic_opinion{i}"))
         meta = {
-            **base_meta, "slot": i, "model": task, "seed": seed, "persona": persona and task != QC_TASK,
-            "qc": task == QC_TASK, "assigned": inputs[i],
+            **base_meta,
+            "slot": i,
+            "model": task,
+            "seed": seed,
+            "persona": persona and task != QC_TASK,
+            "qc": task == QC_TASK,
+            "assigned": inputs[i],
             "topic": topics[0]["value"] if topics else None,
             "topic_opinion": opinions[0]["value"] if opinions else None,
-            "topics": topics, "topic_opinions": opinions,
+            "topics": topics,
+            "topic_opinions": opinions,
             "topic_change_opinions": parse_marked(answers.get(f"topic_change_opinion{i}")),
             "topic_chatbot_opinions": parse_marked(answers.get(f"topic_chatbot_opinion{i}")),
         }
         ds.conversations.append(Conversation(id=conv_ids[i], bots=[name], turns=turns, source="live", meta=meta))
-        ds.judgments.append(Judgment(
-            annotator_id=worker, unit_id=assignment, question="ratings",
-            value=dict(zip(DA_CRITERIA, scores)), conversation_id=conv_ids[i], elapsed_s=elapsed,
-            meta={"hit": hit, "assignment": assignment, "slot": i, "elapsed_estimated": True}))
+        ds.judgments.append(
+            Judgment(
+                annotator_id=worker,
+                unit_id=assignment,
+                question="ratings",
+                value=dict(zip(DA_CRITERIA, scores)),
+                conversation_id=conv_ids[i],
+                elapsed_s=elapsed,
+                meta={"hit": hit, "assignment": assignment, "slot": i, "elapsed_estimated": True},
+            )
+        )
     unit_payload["systems"] = systems
     ds.units.append(Unit(id=assignment, kind="da-hit", conversation_ids=conv_ids, payload=unit_payload))

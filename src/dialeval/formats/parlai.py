@@ -129,9 +129,7 @@ def read_parlai_conversations(
             for j, act in enumerate(pair_acts):
                 where = f"dialog[{i}][{j}]"
                 if not isinstance(act, dict):
-                    raise ImportFormatError(
-                        str(path), "an act must be a JSON object", line=number, field=where
-                    )
+                    raise ImportFormatError(str(path), "an act must be a JSON object", line=number, field=where)
                 for key in ("id", "text"):
                     if key not in act:
                         raise ImportFormatError(
@@ -144,18 +142,14 @@ def read_parlai_conversations(
                     continue
                 acts.append((str(act["id"]), act))
 
-        bot_ids = [
-            sid
-            for sid, _ in acts
-            if speaker_map.get(sid, sid) != "human" and not _is_human_id(sid, human_ids)
-        ]
+        bot_ids = [sid for sid, _ in acts if speaker_map.get(sid, sid) != "human" and not _is_human_id(sid, human_ids)]
         shared = _self_chat_name(sorted(set(bot_ids)))
         self_chat_bot = bot or shared
         # a self-chat has no human side and one base name for both sides (X_1, X_2), or a given bot
         episode_self_chat = is_self_chat and len(bot_ids) == len(acts) and self_chat_bot is not None
 
         turns: list[Turn] = []
-        for index, (speaker_id, act) in enumerate(acts):
+        for _index, (speaker_id, act) in enumerate(acts):
             mapped = speaker_map.get(speaker_id)
             if mapped == "human" or (mapped is None and _is_human_id(speaker_id, human_ids)):
                 speaker, name = "human", None
@@ -251,7 +245,8 @@ def write_parlai_conversations(
 
     Turns are grouped two by two into act pairs. Turns without a kept ParlAI id get one: the
     human side ``human_evaluator``, a bot its name (``<name>_1``/``<name>_2`` by side when
-    `self_chat` and one bot plays both sides). `opt` and any extra keyword arguments go into the sidecar. Returns the path.
+    `self_chat` and one bot plays both sides). `opt` and any extra keyword arguments go into the
+    sidecar. Returns the path.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -94,7 +94,7 @@ def _unwrap(value: Any) -> Any:
     """Strip Mongo extended-JSON wrappers recursively."""
     if isinstance(value, dict):
         if len(value) == 1:
-            (key, inner), = value.items()
+            ((key, inner),) = value.items()
             if key == "$oid":
                 return str(inner)
             if key in ("$numberLong", "$numberInt"):
@@ -113,7 +113,9 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         handle = path.open(encoding="utf-8")
     except OSError as exc:
-        raise ImportFormatError(str(path), f"cannot open the file ({exc.strerror}); check the folder and domain") from exc
+        raise ImportFormatError(
+            str(path), f"cannot open the file ({exc.strerror}); check the folder and domain"
+        ) from exc
     with handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -132,7 +134,9 @@ def _require(doc: dict[str, Any], key: str, path: Path, line: int, kind: type | 
         raise ImportFormatError(str(path), "missing field", line=line, field=key)
     value = doc[key]
     if kind is not None and not isinstance(value, kind):
-        raise ImportFormatError(str(path), f"expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}", line=line, field=key)
+        raise ImportFormatError(
+            str(path), f"expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}", line=line, field=key
+        )
     return value
 
 
@@ -212,15 +216,23 @@ def _read_packages(path: Path, known: set[str]) -> list[Unit]:
         segments = []
         for entry in package:
             if not isinstance(entry, dict) or "convo_id" not in entry or "start_turn" not in entry:
-                raise ImportFormatError(str(path), "each package entry needs convo_id and start_turn", line=line, field="package")
+                raise ImportFormatError(
+                    str(path), "each package entry needs convo_id and start_turn", line=line, field="package"
+                )
             cid = str(entry["convo_id"])
             if cid not in known:
-                raise ImportFormatError(str(path), f"package refers to unknown conversation {cid}", line=line, field="package")
+                raise ImportFormatError(
+                    str(path), f"package refers to unknown conversation {cid}", line=line, field="package"
+                )
             try:
                 start_turn = int(entry["start_turn"])
             except (TypeError, ValueError) as exc:
-                raise ImportFormatError(str(path), f"start_turn is not an integer: {entry['start_turn']!r}", line=line, field="start_turn") from exc
-            segments.append({"conversation_id": cid, "start_turn": start_turn, "exchanges": exchanges_for_start_turn(start_turn)})
+                raise ImportFormatError(
+                    str(path), f"start_turn is not an integer: {entry['start_turn']!r}", line=line, field="start_turn"
+                ) from exc
+            segments.append(
+                {"conversation_id": cid, "start_turn": start_turn, "exchanges": exchanges_for_start_turn(start_turn)}
+            )
         units.append(
             Unit(
                 id=pid,
@@ -243,7 +255,9 @@ def _read_annotations(
 ) -> tuple[list[Judgment], list[Annotator]]:
     judgments: list[Judgment] = []
     annotators: dict[str, Annotator] = {}
-    start_turns = {uid: {s["conversation_id"]: s["start_turn"] for s in u.payload["segments"]} for uid, u in units.items()}
+    start_turns = {
+        uid: {s["conversation_id"]: s["start_turn"] for s in u.payload["segments"]} for uid, u in units.items()
+    }
     for line, doc in _lines(path):
         cid = str(_require(doc, "convo_id", path, line))
         pid = str(_require(doc, "package_id", path, line))
@@ -253,7 +267,9 @@ def _read_annotations(
         if pid not in units:
             raise ImportFormatError(str(path), f"annotation of unknown package {pid}", line=line, field="package_id")
         if cid not in start_turns[pid]:
-            raise ImportFormatError(str(path), f"conversation {cid} is not in package {pid}", line=line, field="convo_id")
+            raise ImportFormatError(
+                str(path), f"conversation {cid} is not in package {pid}", line=line, field="convo_id"
+            )
         start_turn = start_turns[pid][cid]
         entities = [_require(doc, f"entity{e}_annotation", path, line, dict) for e in (0, 1)]
         value: dict[str, Any] = {"segment_exchanges": exchanges_for_start_turn(start_turn)}
@@ -302,7 +318,9 @@ def read_spot_the_bot(folder: str | Path, domain: str, rename: dict[str, str] | 
     paths = {kind: folder / f"{kind}-dialogues-full-{domain}.json" for kind in ("sampled", "packed", "annotated")}
     for path in paths.values():
         if not path.exists():
-            raise ImportFormatError(str(path), f"file not found; expected the Spot The Bot export of domain '{domain}' in {folder}")
+            raise ImportFormatError(
+                str(path), f"file not found; expected the Spot The Bot export of domain '{domain}' in {folder}"
+            )
     conversations = _read_conversations(paths["sampled"], rename)
     by_id = {c.id: c for c in conversations}
     units = _read_packages(paths["packed"], set(by_id))

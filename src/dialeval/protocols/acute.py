@@ -114,10 +114,19 @@ class AcuteProtocol(Protocol):
                 # spread over all conversations; all n*m pairs appear exactly once
                 cross = [(ca[i], cb[(i + s) % len(cb)]) for s in range(len(cb)) for i in range(len(ca))]
                 for x, y in cross[:MAX_UNITS_PER_PAIR]:
-                    units.append(Unit(
-                        id=f"acute:{q.id}:{x}|{y}", kind=KIND, conversation_ids=[x, y],
-                        payload={"speakers_to_eval": [a, b], "eval_speakers": [speaker_of(x, a), speaker_of(y, b)],
-                                 "bot_pair": [a, b], "question": q.id}))
+                    units.append(
+                        Unit(
+                            id=f"acute:{q.id}:{x}|{y}",
+                            kind=KIND,
+                            conversation_ids=[x, y],
+                            payload={
+                                "speakers_to_eval": [a, b],
+                                "eval_speakers": [speaker_of(x, a), speaker_of(y, b)],
+                                "bot_pair": [a, b],
+                                "question": q.id,
+                            },
+                        )
+                    )
         units = list({u.id: u for u in units}.values())
         weak = self.options.onboarding_weak_bot
         if self.config.onboarding.enabled and weak:
@@ -127,10 +136,21 @@ class AcuteProtocol(Protocol):
             weak_convs = by_bot.get(weak, [])
             q = self.questions()[0]
             for h, w in itertools.islice(itertools.product(humans, weak_convs), 50):
-                units.append(Unit(
-                    id=f"acute-onboarding:{h}|{w}", kind=ONBOARDING_KIND, conversation_ids=[h, w],
-                    payload={"speakers_to_eval": [HUMAN, weak], "eval_speakers": [speaker_of(h, HUMAN), speaker_of(w, weak)],
-                             "bot_pair": [HUMAN, weak], "question": q.id, "correct": h, "is_onboarding": True}))
+                units.append(
+                    Unit(
+                        id=f"acute-onboarding:{h}|{w}",
+                        kind=ONBOARDING_KIND,
+                        conversation_ids=[h, w],
+                        payload={
+                            "speakers_to_eval": [HUMAN, weak],
+                            "eval_speakers": [speaker_of(h, HUMAN), speaker_of(w, weak)],
+                            "bot_pair": [HUMAN, weak],
+                            "question": q.id,
+                            "correct": h,
+                            "is_onboarding": True,
+                        },
+                    )
+                )
         return work.add_units(self.store, sid, self.method, units)
 
     def _make_human_conversation(self) -> str:
@@ -138,8 +158,9 @@ class AcuteProtocol(Protocol):
         from ..dialogue.generate import human_conversation
 
         conv_id = "onboarding-human-0000"
-        conv = human_conversation(conv_id, self.study.seeded_rng("onboarding"), load_corpus(),
-                                  self.config.generation.turns)
+        conv = human_conversation(
+            conv_id, self.study.seeded_rng("onboarding"), load_corpus(), self.config.generation.turns
+        )
         self.store.save_conversation(self.study.study_id, conv)
         return conv_id
 
@@ -190,8 +211,12 @@ class AcuteProtocol(Protocol):
         groups = {g for g in groups if group_used.get(g, 0) < target}
         if adaptive is not None:
             # the bot pair from AdaptiveState.next_pair; decided pairs get no new units
-            group = adaptive.pick(groups, lambda g: (group_used.get(g, 0), mine.get(g, 0)), view,
-                                  question_load=lambda q: sum(n for g, n in group_used.items() if g[0] == q))
+            group = adaptive.pick(
+                groups,
+                lambda g: (group_used.get(g, 0), mine.get(g, 0)),
+                view,
+                question_load=lambda q: sum(n for g, n in group_used.items() if g[0] == q),
+            )
         else:
             group = least_loaded(groups, lambda g: (group_used.get(g, 0), mine.get(g, 0)), view.rng)
         if group is None:
@@ -204,12 +229,16 @@ class AcuteProtocol(Protocol):
                     conv_used[c] = conv_used.get(c, 0) + n
         seen_convs = view.seen_conversations()
         in_group = [u for u in candidates if (u.payload["question"], *pair_key(*u.payload["bot_pair"])) == group]
-        unit = least_loaded(in_group, lambda u: (
-            view.used(u.id),
-            max(conv_used.get(c, 0) for c in u.conversation_ids),
-            sum(conv_used.get(c, 0) for c in u.conversation_ids),
-            sum(c in seen_convs for c in u.conversation_ids),
-        ), view.rng)
+        unit = least_loaded(
+            in_group,
+            lambda u: (
+                view.used(u.id),
+                max(conv_used.get(c, 0) for c in u.conversation_ids),
+                sum(conv_used.get(c, 0) for c in u.conversation_ids),
+                sum(c in seen_convs for c in u.conversation_ids),
+            ),
+            view.rng,
+        )
         return self._choice(unit, view)
 
     @staticmethod
@@ -227,8 +256,7 @@ class AcuteProtocol(Protocol):
             idx = assignment.conversation_ids.index(conv_id)
             conv = self.store.get_conversation(sid, conv_id)
             speaker = p["eval_speakers"][idx]
-            sides.append({"n": n, "conversation": conv, "speaker": speaker,
-                          "turns": [t for t in conv.turns]})
+            sides.append({"n": n, "conversation": conv, "speaker": speaker, "turns": [t for t in conv.turns]})
         return sides
 
     def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
@@ -238,7 +266,9 @@ class AcuteProtocol(Protocol):
             "question": q,
             "choices": [q.choice.replace("{n}", str(n)) for n in (1, 2)],
             "is_onboarding": assignment.unit_kind == ONBOARDING_KIND,
-            "min_words": self.config.annotation.min_justification_words if self.config.annotation.require_justification else 0,
+            "min_words": self.config.annotation.min_justification_words
+            if self.config.annotation.require_justification
+            else 0,
             "require_justification": self.config.annotation.require_justification,
         }
 
@@ -259,18 +289,32 @@ class AcuteProtocol(Protocol):
         if choice not in ("1", "2", 1, 2):
             raise JudgmentError("Please choose one of the two speakers.")
         idx = int(choice) - 1
-        justification = self.check_justification(data.get("justification") if isinstance(data.get("justification"), str) else None)
+        justification = self.check_justification(
+            data.get("justification") if isinstance(data.get("justification"), str) else None
+        )
         winner, loser = order[idx], order[1 - idx]
         elapsed = _elapsed(data, assignment)
         p = assignment.payload
         bot_of = {c: p["speakers_to_eval"][i] for i, c in enumerate(assignment.conversation_ids)}
-        meta = {"winner_bot": bot_of[winner], "loser_bot": bot_of[loser], "left": order[0], "right": order[1],
-                "speakers_to_eval": p["speakers_to_eval"]}
+        meta = {
+            "winner_bot": bot_of[winner],
+            "loser_bot": bot_of[loser],
+            "left": order[0],
+            "right": order[1],
+            "speakers_to_eval": p["speakers_to_eval"],
+        }
         if assignment.unit_kind == ONBOARDING_KIND:
             passed = winner == p["correct"]
-            self.add_judgment(annotator, assignment, "onboarding", {"winner": winner, "loser": loser},
-                              request_id=data["request_id"], justification=justification, elapsed_s=elapsed,
-                              meta={**meta, "onboarding": True, "passed": passed})
+            self.add_judgment(
+                annotator,
+                assignment,
+                "onboarding",
+                {"winner": winner, "loser": loser},
+                request_id=data["request_id"],
+                justification=justification,
+                elapsed_s=elapsed,
+                meta={**meta, "onboarding": True, "passed": passed},
+            )
             self.finish(assignment, {"passed": passed})
             if not passed:
                 history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
@@ -279,8 +323,16 @@ class AcuteProtocol(Protocol):
                     block = self.config.onboarding.on_fail == "block"
                     self.flag(annotator.id, ["failed onboarding"], block=block, onboarding="failed")
             return Outcome(done=True)
-        self.add_judgment(annotator, assignment, p["question"], {"winner": winner, "loser": loser},
-                          request_id=data["request_id"], justification=justification, elapsed_s=elapsed, meta=meta)
+        self.add_judgment(
+            annotator,
+            assignment,
+            p["question"],
+            {"winner": winner, "loser": loser},
+            request_id=data["request_id"],
+            justification=justification,
+            elapsed_s=elapsed,
+            meta=meta,
+        )
         self.finish(assignment)
         self.check_justifications(annotator.id)
         return Outcome(done=True)
@@ -293,17 +345,31 @@ class AcuteProtocol(Protocol):
         rows: dict[tuple, dict[str, Any]] = {}
         for q in self.questions():
             for a, b in bot_pairs([x.name for x in self.config.bots if x.type != "degraded"], self.options.pairs):
-                rows[(q.id, a, b)] = {"question": q.id, "pair": f"{a} vs {b}", "judgments": 0, "target": target,
-                                      "wins_first": 0, "excluded (flagged/blocked)": 0}
+                rows[(q.id, a, b)] = {
+                    "question": q.id,
+                    "pair": f"{a} vs {b}",
+                    "judgments": 0,
+                    "target": target,
+                    "wins_first": 0,
+                    "excluded (flagged/blocked)": 0,
+                }
         onboarding = {"passed": 0, "failed": 0}
         for j in judgments:
             if j.question == "onboarding":
                 onboarding["passed" if j.meta.get("passed") else "failed"] += 1
                 continue
             a, b = pair_key(j.meta.get("winner_bot", "?"), j.meta.get("loser_bot", "?"))
-            row = rows.setdefault((j.question, a, b), {"question": j.question, "pair": f"{a} vs {b}", "judgments": 0,
-                                                       "target": target, "wins_first": 0,
-                                                       "excluded (flagged/blocked)": 0})
+            row = rows.setdefault(
+                (j.question, a, b),
+                {
+                    "question": j.question,
+                    "pair": f"{a} vs {b}",
+                    "judgments": 0,
+                    "target": target,
+                    "wins_first": 0,
+                    "excluded (flagged/blocked)": 0,
+                },
+            )
             if j.annotator_status != "active":
                 row["excluded (flagged/blocked)"] += 1
                 continue
@@ -314,8 +380,9 @@ class AcuteProtocol(Protocol):
         for (qid, a, b), row in rows.items():
             n = row["judgments"]
             if n:
-                headline.append({"label": f"{a} beats {b} ({qid})",
-                                 "value": f"{100 * row['wins_first'] / n:.0f}% (n={n})"})
+                headline.append(
+                    {"label": f"{a} beats {b} ({qid})", "value": f"{100 * row['wins_first'] / n:.0f}% (n={n})"}
+                )
         for row in rows.values():
             row["wins of first bot"] = row.pop("wins_first")
         notes = [f"Onboarding: {onboarding['passed']} passed, {onboarding['failed']} failed."]
@@ -323,8 +390,10 @@ class AcuteProtocol(Protocol):
         if note:
             notes.append(note)
         if self.config.onboarding.enabled and not work.count_units(self.store, sid, ONBOARDING_KIND):
-            notes.append("Onboarding is enabled but no onboarding units exist (set protocol.onboarding_weak_bot "
-                         "and generate that bot's self-chats).")
+            notes.append(
+                "Onboarding is enabled but no onboarding units exist (set protocol.onboarding_weak_bot "
+                "and generate that bot's self-chats)."
+            )
         return AdminSummary(progress=list(rows.values()), headline=headline, notes=notes)
 
 

@@ -55,8 +55,11 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         return bot_pairs(names, self.options.pairs)
 
     def prepare(self) -> int:
-        units = [Unit(id=f"pwturn-{a}-{b}-{q.id}", kind=KIND, payload={"bots": [a, b], "question": q.id})
-                 for a, b in self.pairs() for q in self.questions()]
+        units = [
+            Unit(id=f"pwturn-{a}-{b}-{q.id}", kind=KIND, payload={"bots": [a, b], "question": q.id})
+            for a, b in self.pairs()
+            for q in self.questions()
+        ]
         return work.add_units(self.store, self.study.study_id, self.method, units)
 
     def assign(self, annotator):
@@ -64,8 +67,14 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         cap = self.config.annotation.units_per_annotator
 
         def choose(view) -> Choice | None:
-            adaptive = adaptive_plan(self, view, self.method, [q.id for q in self.questions()], _adaptive_outcome,
-                                     judgments_per_unit=self.options.bot_turns)
+            adaptive = adaptive_plan(
+                self,
+                view,
+                self.method,
+                [q.id for q in self.questions()],
+                _adaptive_outcome,
+                judgments_per_unit=self.options.bot_turns,
+            )
             if adaptive is not None and adaptive.stopped:
                 return None  # the ranking is decided (or the budget spent): no more work
             if len(view.history) >= cap:
@@ -79,8 +88,7 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
                 all_used: dict[str, int] = {}
                 for u in view.units(KIND):
                     all_used[u.payload["question"]] = all_used.get(u.payload["question"], 0) + view.used(u.id)
-                group = adaptive.pick(by_group, lambda g: used[g], view,
-                                      question_load=lambda q: all_used.get(q, 0))
+                group = adaptive.pick(by_group, lambda g: used[g], view, question_load=lambda q: all_used.get(q, 0))
                 unit = by_group[group] if group is not None else None
             else:
                 unit = least_loaded(open_units, lambda u: view.used(u.id), view.rng)
@@ -88,8 +96,7 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
                 return None
             persona = sample_persona(view.rng, 2)
             bot_persona = sample_persona(view.rng, 2, exclude=set(persona))
-            return Choice(unit.id, shown_order=None,
-                          state={"persona": persona, "bot_persona": bot_persona})
+            return Choice(unit.id, shown_order=None, state={"persona": persona, "bot_persona": bot_persona})
 
         return assign_locked(self, annotator, choose)
 
@@ -99,9 +106,17 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
 
     def conversation(self, annotator, assignment, state):
         return self.create_conversation(
-            self.current_conversation_id(assignment, state), annotator, list(assignment.payload["bots"]),
-            {"method": self.method, "question": assignment.payload["question"], "persona": state.get("persona", []),
-             "bot_persona": state.get("bot_persona", []), "unit": assignment.unit_external_id})
+            self.current_conversation_id(assignment, state),
+            annotator,
+            list(assignment.payload["bots"]),
+            {
+                "method": self.method,
+                "question": assignment.payload["question"],
+                "persona": state.get("persona", []),
+                "bot_persona": state.get("bot_persona", []),
+                "unit": assignment.unit_external_id,
+            },
+        )
 
     def chat_bots(self, assignment, state) -> list[str]:
         bots = list(assignment.payload["bots"])
@@ -122,8 +137,11 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
 
     def store_replies(self, annotator, assignment, conv, state, names, texts) -> None:
         state["pending"] = {
-            "turn": bot_turn_count(conv) + 1, "turns": len(conv.turns), "order": list(names),
-            "candidates": [{"bot": n, "text": t} for n, t in zip(names, texts)], "shown_at": now_ts(),
+            "turn": bot_turn_count(conv) + 1,
+            "turns": len(conv.turns),
+            "order": list(names),
+            "candidates": [{"bot": n, "text": t} for n, t in zip(names, texts)],
+            "shown_at": now_ts(),
         }
         self.save_state(assignment, state)
 
@@ -141,11 +159,14 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             state["onboarding_orders"] = orders
             self.save_state(assignment, state)
         info = annotator.meta.get(META_KEY) or {}
-        steps = [{"human": s.human, "options": [s.candidates[i] for i in order]}
-                 for s, order in zip(onb.STEPS, orders)]
+        steps = [{"human": s.human, "options": [s.candidates[i] for i in order]} for s, order in zip(onb.STEPS, orders)]
         tries = int(info.get("tries", 0))
-        return {"steps": steps, "tries_left": self.config.onboarding.tries - tries, "tries_used": tries,
-                "persona": list(onb.PERSONA)}
+        return {
+            "steps": steps,
+            "tries_left": self.config.onboarding.tries - tries,
+            "tries_used": tries,
+            "persona": list(onb.PERSONA),
+        }
 
     def act_onboarding(self, annotator, assignment, data) -> Outcome:
         request_id = data.get("request_id")
@@ -166,9 +187,14 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             return Outcome()
         tries = int(info.get("tries", 0)) + 1
         ok = onb.passed(answers)
-        self.add_judgment(annotator, assignment, ONBOARDING_QUESTION,
-                          {"answers": answers, "correct": onb.score(answers), "passed": ok, "try": tries},
-                          request_id=data.get("request_id"), shown_order=orders)
+        self.add_judgment(
+            annotator,
+            assignment,
+            ONBOARDING_QUESTION,
+            {"answers": answers, "correct": onb.score(answers), "passed": ok, "try": tries},
+            request_id=data.get("request_id"),
+            shown_order=orders,
+        )
         info.update(tries=tries, passed=ok)
         state.pop("onboarding_orders", None)
         if ok:
@@ -186,8 +212,10 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
                 return Outcome(done=True, redirect=self.study.url("done"), data={"onboarding": "failed"})
             return Outcome(data={"onboarding": "failed"})
         work.update_annotator_meta(self.store, annotator.id, **{META_KEY: info})
-        state["onboarding_message"] = (f"{onb.score(answers)} of {len(onb.STEPS)} answers were right. "
-                                       "Read the conversation again and try once more.")
+        state["onboarding_message"] = (
+            f"{onb.score(answers)} of {len(onb.STEPS)} answers were right. "
+            "Read the conversation again and try once more."
+        )
         self.save_state(assignment, state)
         return Outcome(data={"onboarding": "retry"})
 
@@ -195,11 +223,17 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
     def render(self, annotator, assignment) -> dict[str, Any]:
         state = self.fresh_state(assignment)
         question = self.question(assignment.payload["question"])
-        ctx: dict[str, Any] = {"question": question, "persona": state.get("persona", []),
-                               "bot_turns": self.options.bot_turns}
+        ctx: dict[str, Any] = {
+            "question": question,
+            "persona": state.get("persona", []),
+            "bot_turns": self.options.bot_turns,
+        }
         if self.onboarding_needed(annotator):
-            ctx.update(stage="onboarding", onboarding=self.onboarding_view(annotator, assignment, state),
-                       onboarding_message=state.get("onboarding_message"))
+            ctx.update(
+                stage="onboarding",
+                onboarding=self.onboarding_view(annotator, assignment, state),
+                onboarding_message=state.get("onboarding_message"),
+            )
             return ctx
         conv = self.conversation(annotator, assignment, state)
         pending = state.get("pending")
@@ -213,8 +247,14 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             stage = "waiting"
         else:
             stage = "chat"
-        ctx.update(stage=stage, turns=conv.turns, pending=pending, slots=2,
-                   bot_error=self.chat_error(conv, state), turn_number=bot_turn_count(conv) + 1)
+        ctx.update(
+            stage=stage,
+            turns=conv.turns,
+            pending=pending,
+            slots=2,
+            bot_error=self.chat_error(conv, state),
+            turn_number=bot_turn_count(conv) + 1,
+        )
         return ctx
 
     def progress(self, annotator, assignment) -> dict[str, Any] | None:
@@ -260,14 +300,31 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         cands = pending["candidates"]
         winner, other = cands[chosen]["bot"], cands[1 - chosen]["bot"]
         qid = assignment.payload["question"]
-        self.add_judgment(annotator, assignment, qid, {"turn": turn, "chosen": winner, "other": other},
-                          request_id=data.get("request_id"), conversation=conv.id, justification=justification,
-                          elapsed_s=elapsed_since(pending), shown_order=list(pending["order"]),
-                          meta={"question_text": self.question(qid).text})
+        self.add_judgment(
+            annotator,
+            assignment,
+            qid,
+            {"turn": turn, "chosen": winner, "other": other},
+            request_id=data.get("request_id"),
+            conversation=conv.id,
+            justification=justification,
+            elapsed_s=elapsed_since(pending),
+            shown_order=list(pending["order"]),
+            meta={"question_text": self.question(qid).text},
+        )
         current = self.load_conversation(conv.id)
         if current is not None and len(current.turns) == pending["turns"]:
-            self.append_turn(current, Turn(BOT, cands[chosen]["text"], bot=winner, candidates=cands, chosen=chosen,
-                                           meta={"shown_order": list(pending["order"]), "turn": turn}))
+            self.append_turn(
+                current,
+                Turn(
+                    BOT,
+                    cands[chosen]["text"],
+                    bot=winner,
+                    candidates=cands,
+                    chosen=chosen,
+                    meta={"shown_order": list(pending["order"]), "turn": turn},
+                ),
+            )
             conv = current
         state.pop("pending", None)
         if bot_turn_count(conv) >= self.options.bot_turns:
@@ -280,21 +337,38 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
 
     # -- admin -----------------------------------------------------------------------------------
     def admin_summary(self) -> AdminSummary:
-        judgments = [j for j in work.list_judgments(self.store, self.study.study_id)
-                     if j.question != ONBOARDING_QUESTION and isinstance(j.value, dict) and "chosen" in j.value]
+        judgments = [
+            j
+            for j in work.list_judgments(self.store, self.study.study_id)
+            if j.question != ONBOARDING_QUESTION and isinstance(j.value, dict) and "chosen" in j.value
+        ]
         summary = AdminSummary()
         target = self.options.conversations_per_pair
         with self.store.session() as s:
             load = work.unit_load(s, self.study.study_id, KIND)
         for u in work.list_units(self.store, self.study.study_id, KIND):
             a, b = u.payload["bots"]
-            summary.progress.append({"pair": f"{a} vs {b}", "question": u.payload["question"],
-                                     "done": load.get(u.id, {}).get("submitted", 0), "target": target})
+            summary.progress.append(
+                {
+                    "pair": f"{a} vs {b}",
+                    "question": u.payload["question"],
+                    "done": load.get(u.id, {}).get("submitted", 0),
+                    "target": target,
+                }
+            )
         for a, b in self.pairs():
-            wins_a = sum(1 for j in judgments if j.annotator_status == "active" and {j.value["chosen"], j.value["other"]}
-                         == {a, b} and j.value["chosen"] == a)
-            n = sum(1 for j in judgments if j.annotator_status == "active"
-                    and {j.value["chosen"], j.value["other"]} == {a, b})
+            wins_a = sum(
+                1
+                for j in judgments
+                if j.annotator_status == "active"
+                and {j.value["chosen"], j.value["other"]} == {a, b}
+                and j.value["chosen"] == a
+            )
+            n = sum(
+                1
+                for j in judgments
+                if j.annotator_status == "active" and {j.value["chosen"], j.value["other"]} == {a, b}
+            )
             if n:
                 summary.headline.append({"label": f"{a} chosen over {b}", "value": f"{100 * wins_a / n:.0f}% (n={n})"})
         note = adaptive_note(self)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import base64
 import io
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .. import __version__
@@ -27,7 +26,7 @@ def build_report(dataset: Dataset, config: dict[str, Any] | None = None, **optio
     counts = collection_counts(dataset)
     report["study"] = {
         "name": dataset.meta.get("study") or config.get("name"),
-        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "dialeval_version": __version__,
         "collected": counts,
         "methods": methods_paragraph(dataset.method, counts, config),
@@ -69,33 +68,57 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
         if method == "pairwise-turn":
             curves = {}
             for m in report.get("matchups", []):
-                pts = [(t.get("turn"), t.get("win_rate_a")) for t in m.get("per_turn", []) or []
-                       if isinstance(t, dict) and t.get("win_rate_a") is not None]
+                pts = [
+                    (t.get("turn"), t.get("win_rate_a"))
+                    for t in m.get("per_turn", []) or []
+                    if isinstance(t, dict) and t.get("win_rate_a") is not None
+                ]
                 if pts:
                     curves[f"{m['a']} over {m['b']}"] = pts
-            figs["per-turn"] = plots.lines(curves, "Win rate per bot turn", "bot turn", "win rate", ylim=(0, 1),
-                                           hline=0.5)
+            figs["per-turn"] = plots.lines(
+                curves, "Win rate per bot turn", "bot turn", "win rate", ylim=(0, 1), hline=0.5
+            )
     elif method == "single-model":
         figs["success-rates"] = plots.grouped_bars(
             {s["name"]: s.get("success_rate", {}) for s in report.get("systems", [])},
-            "SM-Turn success rate (all turns)", "share of replies marked")
+            "SM-Turn success rate (all turns)",
+            "share of replies marked",
+        )
         figs["likert"] = plots.grouped_bars(
-            {s["name"]: {q: v.get("mean") for q, v in (s.get("likert") or {}).items()} for s in report.get("systems", [])},
-            "SM-Dialog Likert means (1–5)", "mean rating")
+            {
+                s["name"]: {q: v.get("mean") for q, v in (s.get("likert") or {}).items()}
+                for s in report.get("systems", [])
+            },
+            "SM-Dialog Likert means (1–5)",
+            "mean rating",
+        )
     elif method == "spot-the-bot":
         figs["win-rates"] = plots.winrate_heatmap(report.get("win_rates", []), rate="win_rate")
         figs["survival"] = plots.lines(
             {k: [tuple(p) for p in v] for k, v in (report.get("survival", {}).get("curves") or {}).items()},
-            "Turnbull survival: share of bot speakers not yet spotted", "exchanges", "survival", step=True,
-            ylim=(0, 1.02))
-        ranks = [{"name": s["name"], "rating": -(s["rank_range"][0] + s["rank_range"][1]) / 2,
-                  "ci_low": -s["rank_range"][1], "ci_high": -s["rank_range"][0]}
-                 for s in report.get("systems", []) if s.get("rank_range")]
+            "Turnbull survival: share of bot speakers not yet spotted",
+            "exchanges",
+            "survival",
+            step=True,
+            ylim=(0, 1.02),
+        )
+        ranks = [
+            {
+                "name": s["name"],
+                "rating": -(s["rank_range"][0] + s["rank_range"][1]) / 2,
+                "ci_low": -s["rank_range"][1],
+                "ci_high": -s["rank_range"][0],
+            }
+            for s in report.get("systems", [])
+            if s.get("rank_range")
+        ]
         figs["rank-ranges"] = plots.leaderboard(ranks, title="Bootstrap rank ranges (>99.5%), shown as −rank")
     elif method == "direct-assessment":
         figs["z-scores"] = plots.grouped_bars(
             {s["name"]: s.get("z", {}) for s in report.get("systems", [])},
-            "Standardised (z) scores per criterion, passing annotators", "mean z")
+            "Standardised (z) scores per criterion, passing annotators",
+            "mean z",
+        )
     tts = report.get("time_to_significance")
     if isinstance(tts, list):
         curves = {}
@@ -104,9 +127,16 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
             if pts and isinstance(pts[0], dict) and "hours" in pts[0]:
                 label = f"{entry.get('a')} vs {entry.get('b')}" if "a" in entry else str(entry.get("name", ""))
                 curves[label] = [(p["hours"], p.get("p_significant", p.get("power"))) for p in pts]
-        figs["time-to-significance"] = plots.lines(curves, "Probability of p < 0.05 vs annotator-hours",
-                                                   "annotator-hours (log scale)", "probability", ylim=(0, 1.02),
-                                                   logx=True, stop_at=0.99, hline=0.8)
+        figs["time-to-significance"] = plots.lines(
+            curves,
+            "Probability of p < 0.05 vs annotator-hours",
+            "annotator-hours (log scale)",
+            "probability",
+            ylim=(0, 1.02),
+            logx=True,
+            stop_at=0.99,
+            hline=0.8,
+        )
     return {k: v for k, v in figs.items() if v is not None}
 
 
@@ -116,8 +146,12 @@ def _png_base64(fig) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def write_report(report: dict[str, Any], out_dir: str | Path | None = None, json_path: str | Path | None = None,
-                 html_path: str | Path | None = None) -> dict[str, Path]:
+def write_report(
+    report: dict[str, Any],
+    out_dir: str | Path | None = None,
+    json_path: str | Path | None = None,
+    html_path: str | Path | None = None,
+) -> dict[str, Path]:
     """Write report.json, index.html (self-contained) and the plots as PNG and SVG; returns the paths."""
     import matplotlib.pyplot as plt
 

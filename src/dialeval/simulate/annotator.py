@@ -90,9 +90,20 @@ class _Response:
 class SimulatedAnnotator:
     """One person (profile) working on one study (slug) of a running app (base_url)."""
 
-    def __init__(self, base_url: str, slug: str, method: str, store: Any, study_id: int, truth: SimTruth,
-                 profile: AnnotatorProfile, rng: random.Random, corpus: list | None = None,
-                 max_steps: int = 400, timeout: float = 60.0):
+    def __init__(
+        self,
+        base_url: str,
+        slug: str,
+        method: str,
+        store: Any,
+        study_id: int,
+        truth: SimTruth,
+        profile: AnnotatorProfile,
+        rng: random.Random,
+        corpus: list | None = None,
+        max_steps: int = 400,
+        timeout: float = 60.0,
+    ):
         self.base = base_url.rstrip("/")
         self.host = urlsplit(self.base).netloc
         self.slug, self.method, self.store, self.study_id = slug, method, store, study_id
@@ -273,8 +284,13 @@ class SimulatedAnnotator:
 
     # -- per method ----------------------------------------------------------------------------------
     def step(self, aid: int, page: str) -> None:
-        handler = {"acute": self.step_acute, "spot-the-bot": self.step_stb, "pairwise-turn": self.step_pw_turn,
-                   "single-model": self.step_single_model, "direct-assessment": self.step_da}[self.method]
+        handler = {
+            "acute": self.step_acute,
+            "spot-the-bot": self.step_stb,
+            "pairwise-turn": self.step_pw_turn,
+            "single-model": self.step_single_model,
+            "direct-assessment": self.step_da,
+        }[self.method]
         handler(aid, page)
 
     def step_acute(self, aid: int, page: str) -> None:
@@ -293,13 +309,23 @@ class SimulatedAnnotator:
         if self.profile.careless:
             choice = self.rng.randrange(2)
         else:
-            choice = model.choose_pairwise(self.truth.strength(bots[0], question), self.truth.strength(bots[1], question),
-                                           self.profile.side_bias, self.profile.noise, self.rng)
+            choice = model.choose_pairwise(
+                self.truth.strength(bots[0], question),
+                self.truth.strength(bots[1], question),
+                self.profile.side_bias,
+                self.profile.noise,
+                self.rng,
+            )
         seconds = self.think("onboarding" if onboarding else "acute")
-        self.act(aid, "submit", {"choice": str(choice + 1),
-                                 "justification": model.justification(self.rng, self.profile.careless,
-                                                                      f"speaker {choice + 1}"),
-                                 "elapsed_ms": str(int(seconds * 1000))})
+        self.act(
+            aid,
+            "submit",
+            {
+                "choice": str(choice + 1),
+                "justification": model.justification(self.rng, self.profile.careless, f"speaker {choice + 1}"),
+                "elapsed_ms": str(int(seconds * 1000)),
+            },
+        )
 
     def step_stb(self, aid: int, page: str) -> None:
         a = self.assignment(aid)
@@ -318,8 +344,12 @@ class SimulatedAnnotator:
         k = seg["exchanges"]
         strengths = [self.truth.strength(b) for b in bots]
         careless = self.profile.careless
-        data = {f"entity{e}": model.stb_label(not human and bots[e] != "human", strengths[e], k, self.rng,
-                                              careless=careless) for e in (0, 1)}
+        data = {
+            f"entity{e}": model.stb_label(
+                not human and bots[e] != "human", strengths[e], k, self.rng, careless=careless
+            )
+            for e in (0, 1)
+        }
         for f in ("fluency", "sensibleness", "specificity"):
             data[f] = model.stb_feature(strengths[0], strengths[1], self.profile.noise, self.rng, careless=careless)
         data["position"] = str(pos)
@@ -357,8 +387,14 @@ class SimulatedAnnotator:
 
     def _send(self, aid: int, conv_key: str) -> None:
         used = self._used_messages.setdefault(conv_key, [])
-        text = model.chat_message(self.rng, self.corpus, self.profile.careless, style=self.profile.careless_style,
-                                  first=used[0] if used else None, used=set(used))
+        text = model.chat_message(
+            self.rng,
+            self.corpus,
+            self.profile.careless,
+            style=self.profile.careless_style,
+            first=used[0] if used else None,
+            used=set(used),
+        )
         self.think("message")
         res = self.act(aid, "send", {"text": text}, judgment=False)
         if res is not None:
@@ -367,16 +403,20 @@ class SimulatedAnnotator:
             self._follow_reply(aid, res)
 
     def _candidates_shown(self, page: str) -> list[str]:
-        return [html.unescape(t).strip() for t in
-                re.findall(r'<label class="candidate">.*?<span class="text">(.*?)</span>', page, re.DOTALL)]
+        return [
+            html.unescape(t).strip()
+            for t in re.findall(r'<label class="candidate">.*?<span class="text">(.*?)</span>', page, re.DOTALL)
+        ]
 
     def step_pw_turn(self, aid: int, page: str) -> None:
         from ..protocols import onboarding_content as onb
 
         stage = self._stage(page)
         if stage == "onboarding":
-            steps = [self._candidates_shown(block) for block in
-                     re.findall(r'<fieldset class="onb-step">(.*?)</fieldset>', page, re.DOTALL)]
+            steps = [
+                self._candidates_shown(block)
+                for block in re.findall(r'<fieldset class="onb-step">(.*?)</fieldset>', page, re.DOTALL)
+            ]
             data = {}
             for k, options in enumerate(steps):
                 good = onb.STEPS[k].candidates[onb.STEPS[k].good]
@@ -401,13 +441,23 @@ class SimulatedAnnotator:
             if self.profile.careless:
                 choice = self.rng.randrange(2)
             else:
-                choice = model.choose_pairwise(self.truth.strength(cands[0]["bot"], question),
-                                               self.truth.strength(cands[1]["bot"], question),
-                                               self.profile.side_bias, self.profile.noise, self.rng)
+                choice = model.choose_pairwise(
+                    self.truth.strength(cands[0]["bot"], question),
+                    self.truth.strength(cands[1]["bot"], question),
+                    self.profile.side_bias,
+                    self.profile.noise,
+                    self.rng,
+                )
             self.think("pairwise-turn")
-            self.act(aid, "choose", {"turn": m.group(1) if m else "0", "choice": str(choice),
-                                     "justification": model.justification(self.rng, self.profile.careless,
-                                                                           f"response {choice + 1}")})
+            self.act(
+                aid,
+                "choose",
+                {
+                    "turn": m.group(1) if m else "0",
+                    "choice": str(choice),
+                    "justification": model.justification(self.rng, self.profile.careless, f"response {choice + 1}"),
+                },
+            )
         else:
             self.log.errors.append(f"assignment {aid}: unexpected stage {stage!r}")
             self._gone = True
@@ -421,8 +471,9 @@ class SimulatedAnnotator:
         elif stage == "check":
             a = self.assignment(aid)
             strength = self.truth.strength(a.payload["bot"], "turn")
-            ticked = model.sm_turn_qualities(strength, self.profile.lenience, self.profile.noise, self.rng,
-                                             careless=self.profile.careless)
+            ticked = model.sm_turn_qualities(
+                strength, self.profile.lenience, self.profile.noise, self.rng, careless=self.profile.careless
+            )
             m = re.search(r'name="turn" value="(\d+)"', page)
             data: dict[str, Any] = {"turn": m.group(1) if m else "0"}
             if ticked:
@@ -436,8 +487,11 @@ class SimulatedAnnotator:
             strength = self.truth.strength(a.payload["bot"], "dialog")
             data = {}
             for q in ("engaging", "humanlike", "interesting"):
-                data[q] = str(self.rng.randint(1, 5) if self.profile.careless else
-                              model.likert(strength, self.profile.lenience, self.profile.noise, self.rng))
+                data[q] = str(
+                    self.rng.randint(1, 5)
+                    if self.profile.careless
+                    else model.likert(strength, self.profile.lenience, self.profile.noise, self.rng)
+                )
             self.think("single-model-dialog")
             self.act(aid, "final", data)
         else:
@@ -468,8 +522,14 @@ class SimulatedAnnotator:
             order = list(a.shown_order or a.payload["bots"])
             bot = order[position - 1]
             is_qc = bot == a.payload.get("qc_bot")
-            data = model.da_ratings(self.truth.strength(bot), is_qc, careless=self.profile.careless,
-                                    lenience=self.profile.lenience, noise=self.profile.noise, rng=self.rng)
+            data = model.da_ratings(
+                self.truth.strength(bot),
+                is_qc,
+                careless=self.profile.careless,
+                lenience=self.profile.lenience,
+                noise=self.profile.noise,
+                rng=self.rng,
+            )
             self.think("direct-assessment")
             self.act(aid, "rate", {**{k: str(v) for k, v in data.items()}, "position": str(position)})
         else:

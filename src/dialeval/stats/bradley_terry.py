@@ -64,7 +64,9 @@ def aggregate_votes(
     name_of = names.get_indexer(wcats)
     for i, c in enumerate(wcats):
         low = c.lower().strip()
-        kind[i] = 0 if low in _TIES else 1 if low in _A_ALIASES else 2 if low in _B_ALIASES else 3 if name_of[i] >= 0 else -1
+        kind[i] = (
+            0 if low in _TIES else 1 if low in _A_ALIASES else 2 if low in _B_ALIASES else 3 if name_of[i] >= 0 else -1
+        )
     k_row = kind[wcodes]
     score = np.full(n, np.nan)
     score[k_row == 0] = 0.5

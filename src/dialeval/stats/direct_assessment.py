@@ -28,7 +28,9 @@ PAPER_ORDER = ("interesting", "fun", "consistent", "fluent", "topic", "robotic",
 SCALE_MAX = 100.0
 
 
-def reverse_negatives(ratings: pd.DataFrame, negative: Iterable[str] = NEGATIVE, scale_max: float = SCALE_MAX) -> pd.DataFrame:
+def reverse_negatives(
+    ratings: pd.DataFrame, negative: Iterable[str] = NEGATIVE, scale_max: float = SCALE_MAX
+) -> pd.DataFrame:
     """A copy with each negative criterion replaced by scale_max - x (so higher is always better)."""
     out = ratings.copy()
     for c in negative:
@@ -90,9 +92,19 @@ def qc_test(
         else:
             p = float(stats.mannwhitneyu(qc, ordinary, alternative="less", method=method).pvalue)
             reason = None if p < alpha else f"QC bot not rated lower (p >= {alpha:g})"
-        rows.append({"annotator": annotator, "p": p, "n_qc": len(qc), "n_ordinary": len(ordinary),
-                     "passed": bool(p < alpha), "reason": reason})
-    return pd.DataFrame(rows, columns=["annotator", "p", "n_qc", "n_ordinary", "passed", "reason"]).set_index("annotator")
+        rows.append(
+            {
+                "annotator": annotator,
+                "p": p,
+                "n_qc": len(qc),
+                "n_ordinary": len(ordinary),
+                "passed": bool(p < alpha),
+                "reason": reason,
+            }
+        )
+    return pd.DataFrame(rows, columns=["annotator", "p", "n_qc", "n_ordinary", "passed", "reason"]).set_index(
+        "annotator"
+    )
 
 
 def _system_table(ratings: pd.DataFrame, criteria: Sequence[str], prefix: str, overall: str) -> pd.DataFrame:
@@ -164,15 +176,23 @@ def rater_agreement(z_ratings: pd.DataFrame, unit: str = "unit", column: str = "
             continue  # a system rated twice in one unit: no unique alignment
         groups.setdefault(key, []).append((u, d["annotator"].iloc[0], d[column].to_numpy(dtype=float)))
     rows = []
-    for key, members in groups.items():
+    for _key, members in groups.items():
         for (ua, aa, xa), (ub, ab, xb) in combinations(members, 2):
             if aa == ab:
                 continue
             ok = ~(np.isnan(xa) | np.isnan(xb))
             if ok.sum() < 3 or np.ptp(xa[ok]) == 0 or np.ptp(xb[ok]) == 0:
                 continue
-            rows.append({"unit_a": ua, "unit_b": ub, "annotator_a": aa, "annotator_b": ab,
-                         "r": float(stats.pearsonr(xa[ok], xb[ok]).statistic), "n": int(ok.sum())})
+            rows.append(
+                {
+                    "unit_a": ua,
+                    "unit_b": ub,
+                    "annotator_a": aa,
+                    "annotator_b": ab,
+                    "r": float(stats.pearsonr(xa[ok], xb[ok]).statistic),
+                    "n": int(ok.sum()),
+                }
+            )
     return pd.DataFrame(rows, columns=["unit_a", "unit_b", "annotator_a", "annotator_b", "r", "n"])
 
 
@@ -184,11 +204,17 @@ def summarize_correlations(values: Sequence[float]) -> dict[str, float | int | N
         return {"pairs": 0, "mean": None, "median": None, "q1": None, "q3": None, "peak": None, "histogram": []}
     edges = np.round(np.linspace(-1.0, 1.0, 21), 1)
     counts, _ = np.histogram(np.clip(arr, -1.0, 1.0), bins=edges)
-    return {"pairs": int(arr.size), "mean": float(arr.mean()), "median": float(np.median(arr)),
-            "q1": float(np.quantile(arr, 0.25)), "q3": float(np.quantile(arr, 0.75)),
-            "peak": float(edges[int(counts.argmax())]),  # lower edge of the fullest 0.1-wide bin
-            "histogram": [{"from": float(lo), "to": float(hi), "count": int(c)}
-                          for lo, hi, c in zip(edges[:-1], edges[1:], counts)]}
+    return {
+        "pairs": int(arr.size),
+        "mean": float(arr.mean()),
+        "median": float(np.median(arr)),
+        "q1": float(np.quantile(arr, 0.25)),
+        "q3": float(np.quantile(arr, 0.75)),
+        "peak": float(edges[int(counts.argmax())]),  # lower edge of the fullest 0.1-wide bin
+        "histogram": [
+            {"from": float(lo), "to": float(hi), "count": int(c)} for lo, hi, c in zip(edges[:-1], edges[1:], counts)
+        ],
+    }
 
 
 def pass_rates(qc: pd.DataFrame, total_annotators: int | None = None) -> dict[str, float | int]:
@@ -196,10 +222,17 @@ def pass_rates(qc: pd.DataFrame, total_annotators: int | None = None) -> dict[st
     (for example an empty submission), who fail."""
     total = int(total_annotators if total_annotators is not None else len(qc))
     passed = int(qc["passed"].sum())
-    return {"total": total, "passed": passed, "failed": total - passed, "pass_rate": passed / total if total else float("nan")}
+    return {
+        "total": total,
+        "passed": passed,
+        "failed": total - passed,
+        "pass_rate": passed / total if total else float("nan"),
+    }
 
 
-def minutes_per_conversation(ratings: pd.DataFrame, passed: Iterable[str], elapsed: str = "elapsed_s") -> dict[str, float | None]:
+def minutes_per_conversation(
+    ratings: pd.DataFrame, passed: Iterable[str], elapsed: str = "elapsed_s"
+) -> dict[str, float | None]:
     """Mean minutes per rated conversation (QC ones included) for passing, failing and all annotators."""
     passed = set(passed)
     mask = ratings["annotator"].isin(passed)
@@ -217,4 +250,8 @@ def correlate(a: Sequence[float], b: Sequence[float]) -> dict[str, float | None]
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"pearson": None, "spearman": None, "n": len(x)}
-    return {"pearson": float(stats.pearsonr(x, y).statistic), "spearman": float(stats.spearmanr(x, y).statistic), "n": len(x)}
+    return {
+        "pearson": float(stats.pearsonr(x, y).statistic),
+        "spearman": float(stats.spearmanr(x, y).statistic),
+        "n": len(x),
+    }

@@ -92,7 +92,16 @@ def pair_table(
     for (a, b), (wa, wb) in pairs.items():
         p = binomial_p(wa, wb)
         rows.append(
-            {"a": a, "b": b, "wins_a": wa, "wins_b": wb, "n": wa + wb, "win_rate_a": _rate(wa, wb), "p": p, "stars": stars(p)}
+            {
+                "a": a,
+                "b": b,
+                "wins_a": wa,
+                "wins_b": wb,
+                "n": wa + wb,
+                "win_rate_a": _rate(wa, wb),
+                "p": p,
+                "stars": stars(p),
+            }
         )
     out = pd.DataFrame(rows, columns=["a", "b", "wins_a", "wins_b", "n", "win_rate_a", "p", "stars"])
     if len(out):
@@ -200,7 +209,14 @@ def aa_test(first_side_won: Iterable[bool], alpha: float = 0.05) -> dict:
     x = np.asarray(list(first_side_won), dtype=bool)
     k, n = int(x.sum()), int(x.size)
     p = binomial_p(k, n - k)
-    return {"n": n, "first_side_wins": k, "rate": (k / n) if n else None, "p": p, "stars": stars(p), "passed": bool(p >= alpha)}
+    return {
+        "n": n,
+        "first_side_wins": k,
+        "rate": (k / n) if n else None,
+        "p": p,
+        "stars": stars(p),
+        "passed": bool(p >= alpha),
+    }
 
 
 def _in_range(turns: pd.Series, turn_range: tuple[int, int] | None) -> pd.Series:
@@ -227,7 +243,11 @@ def pw_turn_scores(
     Conversations without a rated turn in range are skipped. Rows not choosing a or b are ignored.
     """
     d = df[df[chosen].isin([a, b]) & _in_range(df[turn], turn_range)]
-    per = d.assign(_a=(d[chosen] == a).astype(int), _b=(d[chosen] == b).astype(int)).groupby(conversation)[["_a", "_b"]].sum()
+    per = (
+        d.assign(_a=(d[chosen] == a).astype(int), _b=(d[chosen] == b).astype(int))
+        .groupby(conversation)[["_a", "_b"]]
+        .sum()
+    )
     x = per["_a"].to_numpy(dtype=float)
     y = per["_b"].to_numpy(dtype=float)
     wins_a, wins_b = int(x.sum()), int(y.sum())
@@ -260,7 +280,17 @@ def per_turn_win_rates(df: pd.DataFrame, a: str, b: str, turn: str = "turn", cho
         wa = int((g[chosen] == a).sum())
         wb = int((g[chosen] == b).sum())
         p = binomial_p(wa, wb)
-        rows.append({"turn": int(t), "wins_a": wa, "wins_b": wb, "n": wa + wb, "win_rate_a": _rate(wa, wb), "p": p, "stars": stars(p)})
+        rows.append(
+            {
+                "turn": int(t),
+                "wins_a": wa,
+                "wins_b": wb,
+                "n": wa + wb,
+                "win_rate_a": _rate(wa, wb),
+                "p": p,
+                "stars": stars(p),
+            }
+        )
     return pd.DataFrame(rows, columns=["turn", "wins_a", "wins_b", "n", "win_rate_a", "p", "stars"])
 
 

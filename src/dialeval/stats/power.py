@@ -118,7 +118,9 @@ def simulate_binomial_power(
     return out
 
 
-def _resampled_moments(values: np.ndarray, n: int, n_sim: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _resampled_moments(
+    values: np.ndarray, n: int, n_sim: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     uniq, counts = np.unique(values, return_counts=True)
     draws = rng.multinomial(n, counts / counts.sum(), size=n_sim).astype(float)
     mean = draws @ uniq / n
@@ -127,7 +129,11 @@ def _resampled_moments(values: np.ndarray, n: int, n_sim: int, rng: np.random.Ge
 
 
 def simulate_ttest_power(
-    x: Sequence[float], y: Sequence[float], n_per_group: Sequence[int], n_sim: int = 1000, alpha: float = 0.05,
+    x: Sequence[float],
+    y: Sequence[float],
+    n_per_group: Sequence[int],
+    n_sim: int = 1000,
+    alpha: float = 0.05,
     seed: int | None = 0,
 ) -> np.ndarray:
     """Share of resampled studies (n ratings per bot drawn from each bot's collected ratings)
@@ -207,7 +213,11 @@ def pairwise_time_to_significance(
     curve["hours"] = annotator_hours(ns, seconds_per_judgment, onboarding_seconds, judgments_per_annotator)
     n_need = _first(ns, curve["power"].to_numpy(), power)
     n_sim_need = _first(ns, curve["power_sim"].fillna(-1).to_numpy(), power)
-    hours = lambda n: None if n is None else float(annotator_hours(n, seconds_per_judgment, onboarding_seconds, judgments_per_annotator))
+    hours = lambda n: (
+        None
+        if n is None
+        else float(annotator_hours(n, seconds_per_judgment, onboarding_seconds, judgments_per_annotator))
+    )
     return {
         "test": "binomial",
         "alpha": alpha,
@@ -262,7 +272,11 @@ def single_model_time_to_significance(
     curve["hours"] = annotator_hours(2 * ns, seconds_per_judgment, onboarding_seconds, judgments_per_annotator)
     n_need = _first(ns, curve["power"].to_numpy(), power)
     n_sim_need = _first(ns, curve["power_sim"].fillna(-1).to_numpy(), power)
-    hours = lambda n: None if n is None else float(annotator_hours(2 * n, seconds_per_judgment, onboarding_seconds, judgments_per_annotator))
+    hours = lambda n: (
+        None
+        if n is None
+        else float(annotator_hours(2 * n, seconds_per_judgment, onboarding_seconds, judgments_per_annotator))
+    )
     return {
         "test": "t-test",
         "alpha": alpha,
@@ -280,6 +294,7 @@ def single_model_time_to_significance(
 
 
 # --- one-sided Mann-Whitney U (Direct Assessment, 002 §6) ------------------------------------------------
+
 
 def _distinct(values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     v = np.asarray(values, dtype=float)
@@ -335,8 +350,13 @@ def _resample_counts(rng: np.random.Generator, probs: np.ndarray, m: int, n_sim:
 
 
 def simulate_mann_whitney_power_pairs(
-    samples: Mapping[str, Sequence[float]], pairs: Sequence[tuple[str, str]], n_per_group: Sequence[int],
-    n_sim: int = 200, alpha: float = 0.05, seed: int | None = 0, n_upto: Mapping[tuple[str, str], int] | None = None,
+    samples: Mapping[str, Sequence[float]],
+    pairs: Sequence[tuple[str, str]],
+    n_per_group: Sequence[int],
+    n_sim: int = 200,
+    alpha: float = 0.05,
+    seed: int | None = 0,
+    n_upto: Mapping[tuple[str, str], int] | None = None,
 ) -> dict[tuple[str, str], np.ndarray]:
     """:func:`simulate_mann_whitney_power` for several pairs (a, b) (H1: a > b) of named samples at once.
 
@@ -371,7 +391,11 @@ def simulate_mann_whitney_power_pairs(
 
 
 def simulate_mann_whitney_power(
-    x: Sequence[float], y: Sequence[float], n_per_group: Sequence[int], n_sim: int = 200, alpha: float = 0.05,
+    x: Sequence[float],
+    y: Sequence[float],
+    n_per_group: Sequence[int],
+    n_sim: int = 200,
+    alpha: float = 0.05,
     seed: int | None = 0,
 ) -> np.ndarray:
     """Share of resampled studies (n values drawn with replacement from each sample) where the
@@ -389,8 +413,17 @@ def _mw_grid(n_max: int, points: int) -> np.ndarray:
     return np.unique(np.round(np.geomspace(2, max(n_max, 3), points)).astype(int))
 
 
-def _mw_result(auc: float, ns: np.ndarray, approx: np.ndarray, sim: np.ndarray, seconds_per_judgment: float,
-               onboarding_seconds: float, judgments_per_annotator: float, power: float, alpha: float) -> dict:
+def _mw_result(
+    auc: float,
+    ns: np.ndarray,
+    approx: np.ndarray,
+    sim: np.ndarray,
+    seconds_per_judgment: float,
+    onboarding_seconds: float,
+    judgments_per_annotator: float,
+    power: float,
+    alpha: float,
+) -> dict:
     hours_of = lambda n: annotator_hours(2 * n, seconds_per_judgment, onboarding_seconds, judgments_per_annotator)
     curve = pd.DataFrame({"n": ns, "judgments": 2 * ns, "power": approx, "power_sim": sim, "hours": hours_of(ns)})
     n_need = _first(ns, np.nan_to_num(sim, nan=-1.0), power)
@@ -439,8 +472,18 @@ def mann_whitney_time_to_significance(
     where not simulated).
     """
     return mann_whitney_pairs_time_to_significance(
-        {"x": x, "y": y}, [("x", "y")], seconds_per_judgment, onboarding_seconds, judgments_per_annotator,
-        power, alpha, n_max, n_sim, points, seed)["x", "y"]
+        {"x": x, "y": y},
+        [("x", "y")],
+        seconds_per_judgment,
+        onboarding_seconds,
+        judgments_per_annotator,
+        power,
+        alpha,
+        n_max,
+        n_sim,
+        points,
+        seed,
+    )["x", "y"]
 
 
 def mann_whitney_pairs_time_to_significance(
@@ -469,5 +512,17 @@ def mann_whitney_pairs_time_to_significance(
         sims = simulate_mann_whitney_power_pairs(samples, pairs, ns, n_sim, alpha, seed, n_upto=upto)
     else:
         sims = {pr: np.full(ns.size, np.nan) for pr in pairs}
-    return {pr: _mw_result(aucs[pr], ns, approx[pr], sims[pr], seconds_per_judgment, onboarding_seconds,
-                           judgments_per_annotator, power, alpha) for pr in pairs}
+    return {
+        pr: _mw_result(
+            aucs[pr],
+            ns,
+            approx[pr],
+            sims[pr],
+            seconds_per_judgment,
+            onboarding_seconds,
+            judgments_per_annotator,
+            power,
+            alpha,
+        )
+        for pr in pairs
+    }

@@ -79,7 +79,9 @@ def turn_success_rates(
     for bot, g in d.groupby("bot", sort=True):
         for q in qualities:
             v = g[q].astype(float)
-            rows.append({"bot": bot, "quality": q, "n": int(v.size), "successes": float(v.sum()), "rate": float(v.mean())})
+            rows.append(
+                {"bot": bot, "quality": q, "n": int(v.size), "successes": float(v.sum()), "rate": float(v.mean())}
+            )
     return pd.DataFrame(rows, columns=["bot", "quality", "n", "successes", "rate"])
 
 
@@ -103,7 +105,13 @@ def likert_summary(dialog: pd.DataFrame, qualities: Sequence[str] = QUALITIES) -
         for q in qualities:
             v = g[q].dropna().astype(float)
             rows.append(
-                {"bot": bot, "quality": q, "n": int(v.size), "mean": float(v.mean()), "sd": float(v.std(ddof=1)) if v.size > 1 else float("nan")}
+                {
+                    "bot": bot,
+                    "quality": q,
+                    "n": int(v.size),
+                    "mean": float(v.mean()),
+                    "sd": float(v.std(ddof=1)) if v.size > 1 else float("nan"),
+                }
             )
     return pd.DataFrame(rows, columns=["bot", "quality", "n", "mean", "sd"])
 
@@ -120,8 +128,15 @@ def ttest(x: Sequence[float], y: Sequence[float]) -> dict:
         t, p = float(res.statistic), float(res.pvalue)
         if not np.isfinite(p):  # both samples constant
             p = 1.0 if a.mean() == b.mean() else 0.0
-    return {"n_a": int(a.size), "n_b": int(b.size), "mean_a": float(a.mean()) if a.size else None,
-            "mean_b": float(b.mean()) if b.size else None, "t": t, "p": p, "stars": _stars(p)}
+    return {
+        "n_a": int(a.size),
+        "n_b": int(b.size),
+        "mean_a": float(a.mean()) if a.size else None,
+        "mean_b": float(b.mean()) if b.size else None,
+        "t": t,
+        "p": p,
+        "stars": _stars(p),
+    }
 
 
 def pairwise_ttests(
@@ -134,7 +149,9 @@ def pairwise_ttests(
     rows = []
     for a, b in combinations(bots, 2):
         for m in metrics:
-            rows.append({"a": a, "b": b, "metric": m, **ttest(frame.loc[frame[bot] == a, m], frame.loc[frame[bot] == b, m])})
+            rows.append(
+                {"a": a, "b": b, "metric": m, **ttest(frame.loc[frame[bot] == a, m], frame.loc[frame[bot] == b, m])}
+            )
     return pd.DataFrame(rows)
 
 
@@ -158,7 +175,14 @@ def effective_win_rate(
     b = np.asarray(y, dtype=float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
     if a.size == 0 or b.size == 0:
-        return {"win_rate": None, "exact": None, "ci_low": None, "ci_high": None, "n_boot": n_boot, "sample_size": sample_size}
+        return {
+            "win_rate": None,
+            "exact": None,
+            "ci_low": None,
+            "ci_high": None,
+            "n_boot": n_boot,
+            "sample_size": sample_size,
+        }
     sb = np.sort(b)
     less = np.searchsorted(sb, a, side="left").sum()
     leq = np.searchsorted(sb, a, side="right").sum()
@@ -169,8 +193,14 @@ def effective_win_rate(
     wins = np.where(ma > mb, 1.0, np.where(ma == mb, 0.5, 0.0))
     rate = float(wins.mean())
     se = float(wins.std(ddof=1) / np.sqrt(n_boot)) if n_boot > 1 else 0.0
-    return {"win_rate": rate, "exact": float(exact), "ci_low": rate - 1.96 * se, "ci_high": rate + 1.96 * se,
-            "n_boot": n_boot, "sample_size": sample_size}
+    return {
+        "win_rate": rate,
+        "exact": float(exact),
+        "ci_low": rate - 1.96 * se,
+        "ci_high": rate + 1.96 * se,
+        "n_boot": n_boot,
+        "sample_size": sample_size,
+    }
 
 
 def ols_turn_coefficients(
@@ -196,8 +226,12 @@ def ols_turn_coefficients(
     X, y = X.loc[common].sort_index(axis=1), y.loc[common]
     cols = [int(c) for c in X.columns]
     if len(common) <= len(cols) + 1:
-        return {"n": len(common), "r2": None, "intercept": None,
-                "coefficients": pd.DataFrame(columns=["turn", "coef", "se", "p"])}
+        return {
+            "n": len(common),
+            "r2": None,
+            "intercept": None,
+            "coefficients": pd.DataFrame(columns=["turn", "coef", "se", "p"]),
+        }
     Xc = sm.add_constant(X.to_numpy(dtype=float), has_constant="add")
     res = sm.OLS(y.to_numpy(dtype=float), Xc).fit()
     coef = pd.DataFrame({"turn": cols, "coef": res.params[1:], "se": res.bse[1:], "p": res.pvalues[1:]})

@@ -31,6 +31,7 @@ FEATURES = ("fluency", "sensibleness", "specificity")
 
 # --- the win function -------------------------------------------------------------------------------
 
+
 def win_outcome(label0: str, label1: str) -> int:
     """+1 if entity 0 wins the segment, -1 if entity 1 wins, 0 for a draw (human > unsure > bot)."""
     s0, s1 = LABEL_SCORE[label0], LABEL_SCORE[label1]
@@ -73,6 +74,7 @@ def matches(frame: pd.DataFrame, feature: str | None = None) -> pd.DataFrame:
 
 # --- pairwise win rates --------------------------------------------------------------------------------
 
+
 def chi_square_p(wins: int, losses: int, total: int, correction: bool = True) -> float:
     """p of the chi-square test on ``[[wins, losses], [total - wins, total - losses]]``.
 
@@ -107,10 +109,18 @@ def pairwise_win_rates(frame: pd.DataFrame, feature: str | None = None, correcti
         draws = total - x_wins - y_wins
         p = chi_square_p(x_wins, y_wins, total, correction=correction)
         decisive = x_wins + y_wins
-        for a, b, w, l in ((x, y, x_wins, y_wins), (y, x, y_wins, x_wins)):
+        for a, b, w, lost in ((x, y, x_wins, y_wins), (y, x, y_wins, x_wins)):
             rows.append(
-                {"a": a, "b": b, "wins": w, "losses": l, "draws": draws, "total": total,
-                 "win_rate": w / decisive if decisive else float("nan"), "p": p}
+                {
+                    "a": a,
+                    "b": b,
+                    "wins": w,
+                    "losses": lost,
+                    "draws": draws,
+                    "total": total,
+                    "win_rate": w / decisive if decisive else float("nan"),
+                    "p": p,
+                }
             )
     return pd.DataFrame(rows, columns=["a", "b", "wins", "losses", "draws", "total", "win_rate", "p"])
 
@@ -126,6 +136,7 @@ def win_rate_matrix(win_rates: pd.DataFrame) -> pd.DataFrame:
 
 
 # --- agreement -----------------------------------------------------------------------------------------
+
 
 def _segment_groups(frame: pd.DataFrame) -> Iterable[pd.DataFrame]:
     keys = ["conversation_id", "exchanges"]
@@ -194,6 +205,7 @@ def feature_alpha(frame: pd.DataFrame, features: Sequence[str] = FEATURES) -> di
 
 # --- time ----------------------------------------------------------------------------------------------
 
+
 def time_summary(elapsed_s: Iterable[float | None]) -> dict[str, float]:
     """Seconds per annotation: mean, median, and a mean without idle outliers (> 10 minutes)."""
     x = pd.Series(list(elapsed_s), dtype=float).dropna()
@@ -210,6 +222,7 @@ def time_summary(elapsed_s: Iterable[float | None]) -> dict[str, float]:
 
 
 # --- stability -----------------------------------------------------------------------------------------
+
 
 def score_order(frame: pd.DataFrame) -> list[str]:
     """Systems ordered by their score (mean pairwise win rate), best first."""
@@ -233,8 +246,14 @@ def leave_one_out(
         sub = frame[(frame["system0"] != left_out) & (frame["system1"] != left_out)]
         got = rank_fn(sub)
         expected = _without(full, left_out)
-        out.append({"left_out": left_out, "ranking": _jsonable(got), "expected": _jsonable(expected),
-                    "same": _normal(got) == _normal(expected)})
+        out.append(
+            {
+                "left_out": left_out,
+                "ranking": _jsonable(got),
+                "expected": _jsonable(expected),
+                "same": _normal(got) == _normal(expected),
+            }
+        )
     return out
 
 
@@ -299,8 +318,9 @@ def subsample_stability(
     return pd.DataFrame(rows, columns=columns)
 
 
-def feature_win_rates(frame: pd.DataFrame, features: Sequence[str] = FEATURES,
-                      correction: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+def feature_win_rates(
+    frame: pd.DataFrame, features: Sequence[str] = FEATURES, correction: bool = True
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-feature win rates (paper 001 Table 2), computed as Eq. 1 on the feature preferences
     (entity that did better wins, ties are draws).
 
@@ -337,20 +357,28 @@ def conversation_matches(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     s0 = frame["label0"].map(LABEL_SCORE).to_numpy(int)
     s1 = frame["label1"].map(LABEL_SCORE).to_numpy(int)
-    work = pd.DataFrame({
-        "conversation_id": frame["conversation_id"].to_numpy(),
-        "exchanges": frame["exchanges"].to_numpy(int),
-        "w0": (s0 > s1).astype(int), "w1": (s1 > s0).astype(int), "s0": s0, "s1": s1,
-    })
+    work = pd.DataFrame(
+        {
+            "conversation_id": frame["conversation_id"].to_numpy(),
+            "exchanges": frame["exchanges"].to_numpy(int),
+            "w0": (s0 > s1).astype(int),
+            "w1": (s1 > s0).astype(int),
+            "s0": s0,
+            "s1": s1,
+        }
+    )
     seg = work.groupby(["conversation_id", "exchanges"], sort=False).sum().reset_index()
     d = np.sign(seg["w0"] - seg["w1"]).to_numpy()
     d = np.where(d == 0, np.sign(seg["s0"] - seg["s1"]).to_numpy(), d)
     seg["weight"] = d * seg["exchanges"].to_numpy()
     conv = seg.groupby("conversation_id", sort=True)["weight"].sum()  # sorted: input order does not matter
     first = frame.drop_duplicates("conversation_id").set_index("conversation_id")
-    return pd.DataFrame({
-        "a": first.loc[conv.index, "system0"].to_numpy(),
-        "b": first.loc[conv.index, "system1"].to_numpy(),
-        "outcome": np.sign(conv.to_numpy()).astype(int),
-        "conversation_id": conv.index.to_numpy(),
-    }, columns=columns)
+    return pd.DataFrame(
+        {
+            "a": first.loc[conv.index, "system0"].to_numpy(),
+            "b": first.loc[conv.index, "system1"].to_numpy(),
+            "outcome": np.sign(conv.to_numpy()).astype(int),
+            "conversation_id": conv.index.to_numpy(),
+        },
+        columns=columns,
+    )

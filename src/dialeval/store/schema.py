@@ -5,7 +5,7 @@ Judgments are the pivot. Nothing is ever deleted: filtered annotators get a stat
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import (
     JSON,
@@ -26,7 +26,7 @@ SCHEMA_VERSION = 2
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Base(DeclarativeBase):

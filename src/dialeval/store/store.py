@@ -125,7 +125,11 @@ class Store:
             if old is not None:
                 s.query(TurnRow).filter(TurnRow.conversation_id == old.id).delete()
                 old.bots, old.meta, old.error, old.source = (
-                    conversation.bots, conversation.meta, conversation.error, conversation.source)
+                    conversation.bots,
+                    conversation.meta,
+                    conversation.error,
+                    conversation.source,
+                )
                 row = old
             else:
                 row = _conversation_row(study_id, conversation)
@@ -156,7 +160,9 @@ class Store:
             )
             if conv_id is None:
                 raise StoreError(f"no conversation '{external_id}'")
-            idx = s.scalar(select(func.coalesce(func.max(TurnRow.idx) + 1, 0)).where(TurnRow.conversation_id == conv_id))
+            idx = s.scalar(
+                select(func.coalesce(func.max(TurnRow.idx) + 1, 0)).where(TurnRow.conversation_id == conv_id)
+            )
             s.add(_turn_rows(conv_id, [turn], start=idx)[0])
             return int(idx)
 
@@ -173,8 +179,9 @@ class Store:
                         )
                     )
                     if row is None:
-                        row = AnnotatorRow(study_id=study_id, external_id=external_id, platform=platform,
-                                           meta=meta or {})
+                        row = AnnotatorRow(
+                            study_id=study_id, external_id=external_id, platform=platform, meta=meta or {}
+                        )
                         s.add(row)
                         s.flush()
                     return row
@@ -182,8 +189,7 @@ class Store:
                 continue
         raise StoreError(f"could not register annotator '{external_id}'")
 
-    def set_annotator_status(self, annotator_id: int, status: str, reasons: list[str] | None = None,
-                             **qc: Any) -> None:
+    def set_annotator_status(self, annotator_id: int, status: str, reasons: list[str] | None = None, **qc: Any) -> None:
         """Flag or block an annotator; their judgments stay. `reasons` and `qc` are kept in annotators.qc."""
         if status not in {"active", "flagged", "blocked"}:
             raise StoreError(f"unknown annotator status {status!r}")
@@ -193,8 +199,14 @@ class Store:
                 raise StoreError(f"no annotator #{annotator_id}")
             row.status = status
             row.qc = {**(row.qc or {}), **qc, "reasons": list(reasons or [])}
-            s.add(EventRow(study_id=row.study_id, kind=f"annotator-{status}", annotator_id=row.id,
-                           payload={"reasons": list(reasons or [])}))
+            s.add(
+                EventRow(
+                    study_id=row.study_id,
+                    kind=f"annotator-{status}",
+                    annotator_id=row.id,
+                    payload={"reasons": list(reasons or [])},
+                )
+            )
 
     def add_judgment(
         self,
@@ -214,16 +226,29 @@ class Store:
         session: Session | None = None,
     ) -> tuple[int, bool]:
         """Store one judgment; returns (row id, created). A repeated client_request_id returns the first."""
+
         def existing(s: Session) -> int | None:
             if client_request_id is None:
                 return None
-            return s.scalar(select(JudgmentRow.id).where(
-                JudgmentRow.annotator_id == annotator_id, JudgmentRow.client_request_id == client_request_id))
+            return s.scalar(
+                select(JudgmentRow.id).where(
+                    JudgmentRow.annotator_id == annotator_id, JudgmentRow.client_request_id == client_request_id
+                )
+            )
 
         row = JudgmentRow(
-            study_id=study_id, annotator_id=annotator_id, question=question, value=value, unit_id=unit_id,
-            assignment_id=assignment_id, conversation_id=conversation_id, justification=justification,
-            elapsed_s=elapsed_s, shown_order=shown_order, client_request_id=client_request_id, meta=meta or {},
+            study_id=study_id,
+            annotator_id=annotator_id,
+            question=question,
+            value=value,
+            unit_id=unit_id,
+            assignment_id=assignment_id,
+            conversation_id=conversation_id,
+            justification=justification,
+            elapsed_s=elapsed_s,
+            shown_order=shown_order,
+            client_request_id=client_request_id,
+            meta=meta or {},
         )
         if session is not None:
             found = existing(session)
@@ -248,17 +273,22 @@ class Store:
                 raise
             return found, False
 
-    def log_event(self, study_id: int, kind: str, payload: dict | None = None,
-                  annotator_id: int | None = None) -> None:
+    def log_event(self, study_id: int, kind: str, payload: dict | None = None, annotator_id: int | None = None) -> None:
         with self.session() as s:
             s.add(EventRow(study_id=study_id, kind=kind, annotator_id=annotator_id, payload=payload or {}))
 
     def counts(self, study_id: int) -> dict[str, int]:
         with self.session() as s:
+
             def n(model) -> int:
                 return int(s.scalar(select(func.count()).select_from(model).where(model.study_id == study_id)))
-            return {"conversations": n(ConversationRow), "annotators": n(AnnotatorRow), "units": n(UnitRow),
-                    "judgments": n(JudgmentRow)}
+
+            return {
+                "conversations": n(ConversationRow),
+                "annotators": n(AnnotatorRow),
+                "units": n(UnitRow),
+                "judgments": n(JudgmentRow),
+            }
 
     # -- whole data sets ---------------------------------------------------------------------------
     def save_dataset(self, study_id: int, dataset: Dataset) -> dict[str, int]:
@@ -268,8 +298,11 @@ class Store:
         be re-run to add what is missing); judgments are always added.
         """
         with self.session() as s:
-            conv_ids = dict(s.execute(select(ConversationRow.external_id, ConversationRow.id)
-                                      .where(ConversationRow.study_id == study_id)).all())
+            conv_ids = dict(
+                s.execute(
+                    select(ConversationRow.external_id, ConversationRow.id).where(ConversationRow.study_id == study_id)
+                ).all()
+            )
             new_convs = [c for c in dataset.conversations if c.id not in conv_ids]
             rows = [_conversation_row(study_id, c) for c in new_convs]
             s.add_all(rows)
@@ -278,19 +311,39 @@ class Store:
                 conv_ids[conv.id] = row.id
                 s.add_all(_turn_rows(row.id, conv.turns))
 
-            ann_ids = dict(s.execute(select(AnnotatorRow.external_id, AnnotatorRow.id)
-                                     .where(AnnotatorRow.study_id == study_id)).all())
+            ann_ids = dict(
+                s.execute(
+                    select(AnnotatorRow.external_id, AnnotatorRow.id).where(AnnotatorRow.study_id == study_id)
+                ).all()
+            )
             new_anns = [a for a in dataset.annotators if a.id not in ann_ids]
-            ann_rows = [AnnotatorRow(study_id=study_id, external_id=a.id, platform=a.platform, meta=a.meta,
-                                     status=a.meta.get("status", "active"), qc=a.meta.get("qc", {}))
-                        for a in new_anns]
+            ann_rows = [
+                AnnotatorRow(
+                    study_id=study_id,
+                    external_id=a.id,
+                    platform=a.platform,
+                    meta=a.meta,
+                    status=a.meta.get("status", "active"),
+                    qc=a.meta.get("qc", {}),
+                )
+                for a in new_anns
+            ]
             s.add_all(ann_rows)
 
-            unit_ids = dict(s.execute(select(UnitRow.external_id, UnitRow.id)
-                                      .where(UnitRow.study_id == study_id)).all())
+            unit_ids = dict(
+                s.execute(select(UnitRow.external_id, UnitRow.id).where(UnitRow.study_id == study_id)).all()
+            )
             new_units = [u for u in dataset.units if u.id not in unit_ids]
-            unit_rows = [UnitRow(study_id=study_id, external_id=u.id, kind=u.kind,
-                                 conversation_ids=u.conversation_ids, payload=u.payload) for u in new_units]
+            unit_rows = [
+                UnitRow(
+                    study_id=study_id,
+                    external_id=u.id,
+                    kind=u.kind,
+                    conversation_ids=u.conversation_ids,
+                    payload=u.payload,
+                )
+                for u in new_units
+            ]
             s.add_all(unit_rows)
             s.flush()
             ann_ids.update({a.id: r.id for a, r in zip(new_anns, ann_rows)})
@@ -301,18 +354,27 @@ class Store:
                 if j.annotator_id not in ann_ids:
                     raise StoreError(f"judgment by unknown annotator '{j.annotator_id}'")
                 row = JudgmentRow(
-                    study_id=study_id, annotator_id=ann_ids[j.annotator_id], question=j.question, value=j.value,
+                    study_id=study_id,
+                    annotator_id=ann_ids[j.annotator_id],
+                    question=j.question,
+                    value=j.value,
                     unit_id=unit_ids.get(j.unit_id) if j.unit_id else None,
                     conversation_id=conv_ids.get(j.conversation_id) if j.conversation_id else None,
-                    justification=j.justification, elapsed_s=j.elapsed_s, shown_order=j.shown_order,
+                    justification=j.justification,
+                    elapsed_s=j.elapsed_s,
+                    shown_order=j.shown_order,
                     meta=j.meta,
                 )
                 if j.created_at is not None:
                     row.created_at = j.created_at
                 judgment_rows.append(row)
             s.add_all(judgment_rows)
-            return {"conversations": len(new_convs), "annotators": len(new_anns), "units": len(new_units),
-                    "judgments": len(judgment_rows)}
+            return {
+                "conversations": len(new_convs),
+                "annotators": len(new_anns),
+                "units": len(new_units),
+                "judgments": len(judgment_rows),
+            }
 
     def load_dataset(self, study_id: int) -> Dataset:
         """The whole study as records, the input of analysis and export."""
@@ -320,58 +382,107 @@ class Store:
             study = s.get(Study, study_id)
             if study is None:
                 raise StoreError(f"no study #{study_id}")
-            conv_rows = list(s.scalars(select(ConversationRow).where(ConversationRow.study_id == study_id)
-                                       .order_by(ConversationRow.id)))
+            conv_rows = list(
+                s.scalars(
+                    select(ConversationRow).where(ConversationRow.study_id == study_id).order_by(ConversationRow.id)
+                )
+            )
             turns_by_conv: dict[int, list[TurnRow]] = {}
-            turn_query = (select(TurnRow).join(ConversationRow, TurnRow.conversation_id == ConversationRow.id)
-                          .where(ConversationRow.study_id == study_id).order_by(TurnRow.conversation_id, TurnRow.idx))
+            turn_query = (
+                select(TurnRow)
+                .join(ConversationRow, TurnRow.conversation_id == ConversationRow.id)
+                .where(ConversationRow.study_id == study_id)
+                .order_by(TurnRow.conversation_id, TurnRow.idx)
+            )
             for t in s.scalars(turn_query):
                 turns_by_conv.setdefault(t.conversation_id, []).append(t)
             conv_ext = {r.id: r.external_id for r in conv_rows}
-            ann_rows = list(s.scalars(select(AnnotatorRow).where(AnnotatorRow.study_id == study_id)
-                                      .order_by(AnnotatorRow.id)))
+            ann_rows = list(
+                s.scalars(select(AnnotatorRow).where(AnnotatorRow.study_id == study_id).order_by(AnnotatorRow.id))
+            )
             ann_ext = {r.id: r.external_id for r in ann_rows}
             unit_rows = list(s.scalars(select(UnitRow).where(UnitRow.study_id == study_id).order_by(UnitRow.id)))
             unit_ext = {r.id: r.external_id for r in unit_rows}
             judgments = [
                 Judgment(
-                    annotator_id=ann_ext[j.annotator_id], unit_id=unit_ext.get(j.unit_id), question=j.question,
-                    value=j.value, conversation_id=conv_ext.get(j.conversation_id), justification=j.justification,
-                    elapsed_s=j.elapsed_s, created_at=j.created_at, shown_order=j.shown_order,
+                    annotator_id=ann_ext[j.annotator_id],
+                    unit_id=unit_ext.get(j.unit_id),
+                    question=j.question,
+                    value=j.value,
+                    conversation_id=conv_ext.get(j.conversation_id),
+                    justification=j.justification,
+                    elapsed_s=j.elapsed_s,
+                    created_at=j.created_at,
+                    shown_order=j.shown_order,
                     meta={**(j.meta or {}), "judgment_id": j.id, "assignment_id": j.assignment_id},
                 )
-                for j in s.scalars(select(JudgmentRow).where(JudgmentRow.study_id == study_id)
-                                   .order_by(JudgmentRow.id))
+                for j in s.scalars(select(JudgmentRow).where(JudgmentRow.study_id == study_id).order_by(JudgmentRow.id))
             ]
             return Dataset(
                 method=study.method,
                 conversations=[_conversation_record(r, turns_by_conv.get(r.id, [])) for r in conv_rows],
-                annotators=[Annotator(id=a.external_id, platform=a.platform,
-                                      meta={**(a.meta or {}), "status": a.status, "qc": a.qc or {}})
-                            for a in ann_rows],
-                units=[Unit(id=u.external_id, kind=u.kind, conversation_ids=list(u.conversation_ids or []),
-                            payload=u.payload or {}) for u in unit_rows],
+                annotators=[
+                    Annotator(
+                        id=a.external_id,
+                        platform=a.platform,
+                        meta={**(a.meta or {}), "status": a.status, "qc": a.qc or {}},
+                    )
+                    for a in ann_rows
+                ],
+                units=[
+                    Unit(
+                        id=u.external_id,
+                        kind=u.kind,
+                        conversation_ids=list(u.conversation_ids or []),
+                        payload=u.payload or {},
+                    )
+                    for u in unit_rows
+                ],
                 judgments=judgments,
                 meta={"study": study.name, "config": study.config},
             )
 
 
 def _conversation_row(study_id: int, c: Conversation) -> ConversationRow:
-    return ConversationRow(study_id=study_id, external_id=c.id, source=c.source, bots=list(c.bots),
-                           meta=c.meta, error=c.error)
+    return ConversationRow(
+        study_id=study_id, external_id=c.id, source=c.source, bots=list(c.bots), meta=c.meta, error=c.error
+    )
 
 
 def _turn_rows(conversation_id: int, turns: list[Turn], start: int = 0) -> list[TurnRow]:
     return [
-        TurnRow(conversation_id=conversation_id, idx=start + i, speaker=t.speaker, text=t.text, bot=t.bot,
-                is_seed=t.is_seed, candidates=t.candidates, chosen=t.chosen, meta=t.meta)
+        TurnRow(
+            conversation_id=conversation_id,
+            idx=start + i,
+            speaker=t.speaker,
+            text=t.text,
+            bot=t.bot,
+            is_seed=t.is_seed,
+            candidates=t.candidates,
+            chosen=t.chosen,
+            meta=t.meta,
+        )
         for i, t in enumerate(turns)
     ]
 
 
 def _conversation_record(row: ConversationRow, turns: list[TurnRow]) -> Conversation:
     return Conversation(
-        id=row.external_id, bots=list(row.bots or []), source=row.source, meta=row.meta or {}, error=row.error,
-        turns=[Turn(speaker=t.speaker, text=t.text, bot=t.bot, is_seed=t.is_seed, candidates=t.candidates,
-                    chosen=t.chosen, meta=t.meta or {}) for t in turns],
+        id=row.external_id,
+        bots=list(row.bots or []),
+        source=row.source,
+        meta=row.meta or {},
+        error=row.error,
+        turns=[
+            Turn(
+                speaker=t.speaker,
+                text=t.text,
+                bot=t.bot,
+                is_seed=t.is_seed,
+                candidates=t.candidates,
+                chosen=t.chosen,
+                meta=t.meta or {},
+            )
+            for t in turns
+        ],
     )

@@ -85,16 +85,32 @@ class UnitInfo:
 
 
 def _annotator(row: AnnotatorRow) -> AnnotatorInfo:
-    return AnnotatorInfo(id=row.id, external_id=row.external_id, platform=row.platform, status=row.status,
-                         qc=dict(row.qc or {}), meta=dict(row.meta or {}), study_id=row.study_id)
+    return AnnotatorInfo(
+        id=row.id,
+        external_id=row.external_id,
+        platform=row.platform,
+        status=row.status,
+        qc=dict(row.qc or {}),
+        meta=dict(row.meta or {}),
+        study_id=row.study_id,
+    )
 
 
 def _assignment(row: AssignmentRow, unit: UnitRow) -> AssignmentInfo:
     return AssignmentInfo(
-        id=row.id, study_id=row.study_id, annotator_id=row.annotator_id, unit_id=unit.id,
-        unit_external_id=unit.external_id, unit_kind=unit.kind, conversation_ids=list(unit.conversation_ids or []),
-        payload=dict(unit.payload or {}), status=row.status, shown_order=row.shown_order,
-        state=dict(row.state or {}), started_at=_aware(row.started_at), expires_at=_aware(row.expires_at),
+        id=row.id,
+        study_id=row.study_id,
+        annotator_id=row.annotator_id,
+        unit_id=unit.id,
+        unit_external_id=unit.external_id,
+        unit_kind=unit.kind,
+        conversation_ids=list(unit.conversation_ids or []),
+        payload=dict(unit.payload or {}),
+        status=row.status,
+        shown_order=row.shown_order,
+        state=dict(row.state or {}),
+        started_at=_aware(row.started_at),
+        expires_at=_aware(row.expires_at),
         submitted_at=_aware(row.submitted_at),
     )
 
@@ -120,36 +136,64 @@ def update_annotator_meta(store, annotator_id: int, **meta: Any) -> None:
 def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
     """The admin table: one dict per annotator with counts, time spent and QC status."""
     with store.session() as s:
-        rows = list(s.scalars(select(AnnotatorRow).where(AnnotatorRow.study_id == study_id)
-                              .order_by(AnnotatorRow.id)))
-        stats = {a: (n, el, first, last) for a, n, el, first, last in s.execute(
-            select(JudgmentRow.annotator_id, func.count(), func.sum(JudgmentRow.elapsed_s),
-                   func.min(JudgmentRow.created_at), func.max(JudgmentRow.created_at))
-            .where(JudgmentRow.study_id == study_id).group_by(JudgmentRow.annotator_id))}
+        rows = list(s.scalars(select(AnnotatorRow).where(AnnotatorRow.study_id == study_id).order_by(AnnotatorRow.id)))
+        stats = {
+            a: (n, el, first, last)
+            for a, n, el, first, last in s.execute(
+                select(
+                    JudgmentRow.annotator_id,
+                    func.count(),
+                    func.sum(JudgmentRow.elapsed_s),
+                    func.min(JudgmentRow.created_at),
+                    func.max(JudgmentRow.created_at),
+                )
+                .where(JudgmentRow.study_id == study_id)
+                .group_by(JudgmentRow.annotator_id)
+            )
+        }
         assigned = Counter()
-        for a, status in s.execute(select(AssignmentRow.annotator_id, AssignmentRow.status)
-                                   .where(AssignmentRow.study_id == study_id)):
+        for a, status in s.execute(
+            select(AssignmentRow.annotator_id, AssignmentRow.status).where(AssignmentRow.study_id == study_id)
+        ):
             assigned[(a, status)] += 1
         out = []
         for r in rows:
             n, elapsed, first, last = stats.get(r.id, (0, None, None, None))
             first, last = _aware(first), _aware(last)
             span = (last - _aware(r.created_at)).total_seconds() if last else 0.0
-            out.append({
-                "id": r.id, "external_id": r.external_id, "platform": r.platform, "status": r.status,
-                "reasons": list((r.qc or {}).get("reasons", [])), "qc": dict(r.qc or {}),
-                "judgments": int(n), "seconds_judging": float(elapsed or 0.0), "seconds_total": max(span, 0.0),
-                "submitted": assigned[(r.id, "submitted")], "open": assigned[(r.id, "assigned")],
-                "expired": assigned[(r.id, "expired")], "created_at": _aware(r.created_at),
-            })
+            out.append(
+                {
+                    "id": r.id,
+                    "external_id": r.external_id,
+                    "platform": r.platform,
+                    "status": r.status,
+                    "reasons": list((r.qc or {}).get("reasons", [])),
+                    "qc": dict(r.qc or {}),
+                    "judgments": int(n),
+                    "seconds_judging": float(elapsed or 0.0),
+                    "seconds_total": max(span, 0.0),
+                    "submitted": assigned[(r.id, "submitted")],
+                    "open": assigned[(r.id, "assigned")],
+                    "expired": assigned[(r.id, "expired")],
+                    "created_at": _aware(r.created_at),
+                }
+            )
         return out
 
 
 def annotator_justifications(store, study_id: int, annotator_id: int) -> list[str | None]:
     with store.session() as s:
-        return list(s.scalars(select(JudgmentRow.justification).where(
-            JudgmentRow.study_id == study_id, JudgmentRow.annotator_id == annotator_id,
-            JudgmentRow.question != "onboarding").order_by(JudgmentRow.id)))
+        return list(
+            s.scalars(
+                select(JudgmentRow.justification)
+                .where(
+                    JudgmentRow.study_id == study_id,
+                    JudgmentRow.annotator_id == annotator_id,
+                    JudgmentRow.question != "onboarding",
+                )
+                .order_by(JudgmentRow.id)
+            )
+        )
 
 
 def annotator_live_messages(store, study_id: int, annotator_id: int) -> list[list[str]]:
@@ -158,9 +202,15 @@ def annotator_live_messages(store, study_id: int, annotator_id: int) -> list[lis
     Seed turns and turns with meta {"fixed": true} (the fixed "Hi!") are left out.
     """
     with store.session() as s:
-        convs = [c for c in s.scalars(select(ConversationRow).where(
-            ConversationRow.study_id == study_id, ConversationRow.source == "live").order_by(ConversationRow.id))
-            if (c.meta or {}).get("annotator_id") == annotator_id]
+        convs = [
+            c
+            for c in s.scalars(
+                select(ConversationRow)
+                .where(ConversationRow.study_id == study_id, ConversationRow.source == "live")
+                .order_by(ConversationRow.id)
+            )
+            if (c.meta or {}).get("annotator_id") == annotator_id
+        ]
         out = []
         for c in convs:
             turns = s.scalars(select(TurnRow).where(TurnRow.conversation_id == c.id).order_by(TurnRow.idx))
@@ -173,22 +223,38 @@ def annotator_live_messages(store, study_id: int, annotator_id: int) -> list[lis
 # -- conversations -------------------------------------------------------------------------------
 def conversation_row_id(store, study_id: int, external_id: str) -> int | None:
     with store.session() as s:
-        return s.scalar(select(ConversationRow.id).where(ConversationRow.study_id == study_id,
-                                                         ConversationRow.external_id == external_id))
+        return s.scalar(
+            select(ConversationRow.id).where(
+                ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
+            )
+        )
 
 
 def list_conversations(store, study_id: int, source: str | None = None) -> list[dict[str, Any]]:
     """Id, source, bots, turn count and error of every conversation (the admin browser, unit building)."""
     with store.session() as s:
-        counts = dict(s.execute(select(TurnRow.conversation_id, func.count()).join(
-            ConversationRow, TurnRow.conversation_id == ConversationRow.id)
-            .where(ConversationRow.study_id == study_id).group_by(TurnRow.conversation_id)).all())
+        counts = dict(
+            s.execute(
+                select(TurnRow.conversation_id, func.count())
+                .join(ConversationRow, TurnRow.conversation_id == ConversationRow.id)
+                .where(ConversationRow.study_id == study_id)
+                .group_by(TurnRow.conversation_id)
+            ).all()
+        )
         q = select(ConversationRow).where(ConversationRow.study_id == study_id)
         if source is not None:
             q = q.where(ConversationRow.source == source)
-        return [{"id": c.external_id, "source": c.source, "bots": list(c.bots or []), "turns": int(counts.get(c.id, 0)),
-                 "error": c.error, "meta": dict(c.meta or {})}
-                for c in s.scalars(q.order_by(ConversationRow.id))]
+        return [
+            {
+                "id": c.external_id,
+                "source": c.source,
+                "bots": list(c.bots or []),
+                "turns": int(counts.get(c.id, 0)),
+                "error": c.error,
+                "meta": dict(c.meta or {}),
+            }
+            for c in s.scalars(q.order_by(ConversationRow.id))
+        ]
 
 
 # -- units ---------------------------------------------------------------------------------------
@@ -204,8 +270,10 @@ def list_units(session_or_store, study_id: int, kind: str | None = None) -> list
         q = select(UnitRow).where(UnitRow.study_id == study_id)
         if kind is not None:
             q = q.where(UnitRow.kind == kind)
-        return [UnitInfo(u.id, u.external_id, u.kind, list(u.conversation_ids or []), dict(u.payload or {}))
-                for u in s.scalars(q.order_by(UnitRow.id))]
+        return [
+            UnitInfo(u.id, u.external_id, u.kind, list(u.conversation_ids or []), dict(u.payload or {}))
+            for u in s.scalars(q.order_by(UnitRow.id))
+        ]
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
@@ -225,9 +293,16 @@ def count_units(store, study_id: int, kind: str | None = None) -> int:
 def expire_assignments(session: Session, study_id: int, now: datetime | None = None) -> int:
     """Mark open assignments past their expiry as expired (their units go back to the pool)."""
     now = now or utcnow()
-    ids = list(session.scalars(select(AssignmentRow.id).where(
-        AssignmentRow.study_id == study_id, AssignmentRow.status == "assigned",
-        AssignmentRow.expires_at.is_not(None), AssignmentRow.expires_at < now)))
+    ids = list(
+        session.scalars(
+            select(AssignmentRow.id).where(
+                AssignmentRow.study_id == study_id,
+                AssignmentRow.status == "assigned",
+                AssignmentRow.expires_at.is_not(None),
+                AssignmentRow.expires_at < now,
+            )
+        )
+    )
     if ids:
         session.execute(update(AssignmentRow).where(AssignmentRow.id.in_(ids)).values(status="expired"))
         session.add(EventRow(study_id=study_id, kind="assignments-expired", payload={"assignments": ids}))
@@ -236,9 +311,11 @@ def expire_assignments(session: Session, study_id: int, now: datetime | None = N
 
 def unit_load(session: Session, study_id: int, kind: str | None = None) -> dict[int, dict[str, int]]:
     """unit id -> {"submitted": n, "assigned": m} (expired ones do not count)."""
-    q = (select(AssignmentRow.unit_id, AssignmentRow.status, func.count())
-         .where(AssignmentRow.study_id == study_id, AssignmentRow.status.in_(("assigned", "submitted")))
-         .group_by(AssignmentRow.unit_id, AssignmentRow.status))
+    q = (
+        select(AssignmentRow.unit_id, AssignmentRow.status, func.count())
+        .where(AssignmentRow.study_id == study_id, AssignmentRow.status.in_(("assigned", "submitted")))
+        .group_by(AssignmentRow.unit_id, AssignmentRow.status)
+    )
     if kind is not None:
         q = q.join(UnitRow, UnitRow.id == AssignmentRow.unit_id).where(UnitRow.kind == kind)
     out: dict[int, dict[str, int]] = defaultdict(lambda: {"submitted": 0, "assigned": 0})
@@ -247,11 +324,15 @@ def unit_load(session: Session, study_id: int, kind: str | None = None) -> dict[
     return dict(out)
 
 
-def annotator_assignments(session_or_store, study_id: int, annotator_id: int,
-                          include_expired: bool = False) -> list[AssignmentInfo]:
+def annotator_assignments(
+    session_or_store, study_id: int, annotator_id: int, include_expired: bool = False
+) -> list[AssignmentInfo]:
     def run(s: Session) -> list[AssignmentInfo]:
-        q = (select(AssignmentRow, UnitRow).join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
-             .where(AssignmentRow.study_id == study_id, AssignmentRow.annotator_id == annotator_id))
+        q = (
+            select(AssignmentRow, UnitRow)
+            .join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
+            .where(AssignmentRow.study_id == study_id, AssignmentRow.annotator_id == annotator_id)
+        )
         if not include_expired:
             q = q.where(AssignmentRow.status != "expired")
         return [_assignment(a, u) for a, u in s.execute(q.order_by(AssignmentRow.id))]
@@ -262,15 +343,35 @@ def annotator_assignments(session_or_store, study_id: int, annotator_id: int,
         return run(s)
 
 
-def create_assignment(session: Session, study_id: int, unit_id: int, annotator_id: int, *,
-                      shown_order: list | None, state: dict | None = None,
-                      expires_at: datetime | None = None) -> AssignmentInfo:
-    row = AssignmentRow(study_id=study_id, unit_id=unit_id, annotator_id=annotator_id, status="assigned",
-                        shown_order=shown_order, state=state or {}, expires_at=expires_at)
+def create_assignment(
+    session: Session,
+    study_id: int,
+    unit_id: int,
+    annotator_id: int,
+    *,
+    shown_order: list | None,
+    state: dict | None = None,
+    expires_at: datetime | None = None,
+) -> AssignmentInfo:
+    row = AssignmentRow(
+        study_id=study_id,
+        unit_id=unit_id,
+        annotator_id=annotator_id,
+        status="assigned",
+        shown_order=shown_order,
+        state=state or {},
+        expires_at=expires_at,
+    )
     session.add(row)
     session.flush()
-    session.add(EventRow(study_id=study_id, kind="assignment-given", annotator_id=annotator_id,
-                         payload={"assignment": row.id, "unit": unit_id}))
+    session.add(
+        EventRow(
+            study_id=study_id,
+            kind="assignment-given",
+            annotator_id=annotator_id,
+            payload={"assignment": row.id, "unit": unit_id},
+        )
+    )
     unit = session.get(UnitRow, unit_id)
     return _assignment(row, unit)
 
@@ -287,9 +388,16 @@ def open_assignment(store, study_id: int, annotator_id: int, now: datetime | Non
     """The annotator's unfinished, unexpired assignment (the oldest), if any."""
     now = now or utcnow()
     with store.session() as s:
-        q = (select(AssignmentRow, UnitRow).join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
-             .where(AssignmentRow.study_id == study_id, AssignmentRow.annotator_id == annotator_id,
-                    AssignmentRow.status == "assigned").order_by(AssignmentRow.id))
+        q = (
+            select(AssignmentRow, UnitRow)
+            .join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
+            .where(
+                AssignmentRow.study_id == study_id,
+                AssignmentRow.annotator_id == annotator_id,
+                AssignmentRow.status == "assigned",
+            )
+            .order_by(AssignmentRow.id)
+        )
         for a, u in s.execute(q):
             exp = _aware(a.expires_at)
             if exp is None or exp > now:
@@ -317,22 +425,39 @@ def submit_assignment(store, assignment_id: int, state: dict | None = None) -> N
         if row.status != "submitted":
             row.status = "submitted"
             row.submitted_at = utcnow()
-            s.add(EventRow(study_id=row.study_id, kind="assignment-submitted", annotator_id=row.annotator_id,
-                           payload={"assignment": row.id}))
+            s.add(
+                EventRow(
+                    study_id=row.study_id,
+                    kind="assignment-submitted",
+                    annotator_id=row.annotator_id,
+                    payload={"assignment": row.id},
+                )
+            )
 
 
 def assignment_status_counts(store, study_id: int) -> dict[str, int]:
     with store.session() as s:
-        return {status: int(n) for status, n in s.execute(
-            select(AssignmentRow.status, func.count()).where(AssignmentRow.study_id == study_id)
-            .group_by(AssignmentRow.status))}
+        return {
+            status: int(n)
+            for status, n in s.execute(
+                select(AssignmentRow.status, func.count())
+                .where(AssignmentRow.study_id == study_id)
+                .group_by(AssignmentRow.status)
+            )
+        }
 
 
 # -- judgments -----------------------------------------------------------------------------------
 def judgment_exists(store, annotator_id: int, request_id: str) -> bool:
     with store.session() as s:
-        return s.scalar(select(JudgmentRow.id).where(JudgmentRow.annotator_id == annotator_id,
-                                                     JudgmentRow.client_request_id == request_id)) is not None
+        return (
+            s.scalar(
+                select(JudgmentRow.id).where(
+                    JudgmentRow.annotator_id == annotator_id, JudgmentRow.client_request_id == request_id
+                )
+            )
+            is not None
+        )
 
 
 @dataclass
@@ -350,20 +475,42 @@ class JudgmentLite:
     created_at: datetime | None
 
 
-def list_judgments(session_or_store, study_id: int, *, assignment_id: int | None = None,
-                   annotator_id: int | None = None, question: str | None = None) -> list[JudgmentLite]:
+def list_judgments(
+    session_or_store,
+    study_id: int,
+    *,
+    assignment_id: int | None = None,
+    annotator_id: int | None = None,
+    question: str | None = None,
+) -> list[JudgmentLite]:
     def run(s: Session) -> list[JudgmentLite]:
-        q = (select(JudgmentRow, AnnotatorRow.status).join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
-             .where(JudgmentRow.study_id == study_id))
+        q = (
+            select(JudgmentRow, AnnotatorRow.status)
+            .join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
+            .where(JudgmentRow.study_id == study_id)
+        )
         if assignment_id is not None:
             q = q.where(JudgmentRow.assignment_id == assignment_id)
         if annotator_id is not None:
             q = q.where(JudgmentRow.annotator_id == annotator_id)
         if question is not None:
             q = q.where(JudgmentRow.question == question)
-        return [JudgmentLite(j.id, j.annotator_id, status, j.assignment_id, j.unit_id, j.question, j.value,
-                             j.justification, j.elapsed_s, dict(j.meta or {}), _aware(j.created_at))
-                for j, status in s.execute(q.order_by(JudgmentRow.id))]
+        return [
+            JudgmentLite(
+                j.id,
+                j.annotator_id,
+                status,
+                j.assignment_id,
+                j.unit_id,
+                j.question,
+                j.value,
+                j.justification,
+                j.elapsed_s,
+                dict(j.meta or {}),
+                _aware(j.created_at),
+            )
+            for j, status in s.execute(q.order_by(JudgmentRow.id))
+        ]
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
@@ -371,18 +518,30 @@ def list_judgments(session_or_store, study_id: int, *, assignment_id: int | None
         return run(s)
 
 
-def add_event(session: Session, study_id: int, kind: str, payload: dict | None = None,
-              annotator_id: int | None = None) -> None:
+def add_event(
+    session: Session, study_id: int, kind: str, payload: dict | None = None, annotator_id: int | None = None
+) -> None:
     session.add(EventRow(study_id=study_id, kind=kind, annotator_id=annotator_id, payload=payload or {}))
 
 
-def create_unit(session: Session, study_id: int, external_id: str, kind: str, conversation_ids: list[str],
-                payload: dict | None = None) -> UnitInfo:
+def create_unit(
+    session: Session,
+    study_id: int,
+    external_id: str,
+    kind: str,
+    conversation_ids: list[str],
+    payload: dict | None = None,
+) -> UnitInfo:
     """Get or create a unit inside the caller's (locked) transaction (live methods make units on demand)."""
     row = session.scalar(select(UnitRow).where(UnitRow.study_id == study_id, UnitRow.external_id == external_id))
     if row is None:
-        row = UnitRow(study_id=study_id, external_id=external_id, kind=kind, conversation_ids=list(conversation_ids),
-                      payload=payload or {})
+        row = UnitRow(
+            study_id=study_id,
+            external_id=external_id,
+            kind=kind,
+            conversation_ids=list(conversation_ids),
+            payload=payload or {},
+        )
         session.add(row)
         session.flush()
     return UnitInfo(row.id, row.external_id, row.kind, list(row.conversation_ids or []), dict(row.payload or {}))
@@ -401,32 +560,54 @@ class ScoredJudgment:
     annotator_meta: dict[str, Any]
 
 
-def scheduling_judgments(session: Session, study_id: int, exclude_questions: tuple[str, ...] = ()) -> list[ScoredJudgment]:
+def scheduling_judgments(
+    session: Session, study_id: int, exclude_questions: tuple[str, ...] = ()
+) -> list[ScoredJudgment]:
     """The study's judgments in the order they were made (judgment id), without the texts."""
-    q = (select(JudgmentRow.id, JudgmentRow.question, JudgmentRow.value, JudgmentRow.meta, AnnotatorRow.status,
-                AnnotatorRow.meta)
-         .join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
-         .where(JudgmentRow.study_id == study_id))
+    q = (
+        select(
+            JudgmentRow.id,
+            JudgmentRow.question,
+            JudgmentRow.value,
+            JudgmentRow.meta,
+            AnnotatorRow.status,
+            AnnotatorRow.meta,
+        )
+        .join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
+        .where(JudgmentRow.study_id == study_id)
+    )
     if exclude_questions:
         q = q.where(JudgmentRow.question.not_in(exclude_questions))
-    return [ScoredJudgment(jid, question, value, dict(meta or {}), status, dict(ameta or {}))
-            for jid, question, value, meta, status, ameta in session.execute(q.order_by(JudgmentRow.id))]
+    return [
+        ScoredJudgment(jid, question, value, dict(meta or {}), status, dict(ameta or {}))
+        for jid, question, value, meta, status, ameta in session.execute(q.order_by(JudgmentRow.id))
+    ]
 
 
 def count_assignments(session: Session, study_id: int) -> int:
     """Every assignment ever made in the study (expired included): a counter that only grows."""
-    return int(session.scalar(select(func.count()).select_from(AssignmentRow)
-                              .where(AssignmentRow.study_id == study_id)))
+    return int(
+        session.scalar(select(func.count()).select_from(AssignmentRow).where(AssignmentRow.study_id == study_id))
+    )
 
 
 def list_events(session_or_store, study_id: int, kind: str | None = None) -> list[dict[str, Any]]:
     """Events of the study (oldest first): {id, kind, annotator_id, payload, created_at}."""
+
     def run(s: Session) -> list[dict[str, Any]]:
         q = select(EventRow).where(EventRow.study_id == study_id)
         if kind is not None:
             q = q.where(EventRow.kind == kind)
-        return [{"id": e.id, "kind": e.kind, "annotator_id": e.annotator_id, "payload": dict(e.payload or {}),
-                 "created_at": _aware(e.created_at)} for e in s.scalars(q.order_by(EventRow.id))]
+        return [
+            {
+                "id": e.id,
+                "kind": e.kind,
+                "annotator_id": e.annotator_id,
+                "payload": dict(e.payload or {}),
+                "created_at": _aware(e.created_at),
+            }
+            for e in s.scalars(q.order_by(EventRow.id))
+        ]
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)

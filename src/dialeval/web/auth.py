@@ -36,7 +36,7 @@ def _file_value(path: Path, nbytes: int = 32) -> str:
             value = path.read_text(encoding="utf-8").strip()
             if value:
                 return value
-        raise RuntimeError(f"{path} is empty; delete it and serve again")
+        raise RuntimeError(f"{path} is empty; delete it and serve again") from None
     value = secrets.token_urlsafe(nbytes)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(value + "\n")

@@ -36,8 +36,14 @@ def parse_entry(params: dict[str, str]) -> Entry:
         pid = _clean(params.get("PROLIFIC_PID"))
         if pid is None:
             return Entry("prolific", None, error="The Prolific id in the link is missing or malformed.")
-        return Entry("prolific", pid, {"prolific_study_id": _clean(params.get("STUDY_ID")),
-                                       "prolific_session_id": _clean(params.get("SESSION_ID"))})
+        return Entry(
+            "prolific",
+            pid,
+            {
+                "prolific_study_id": _clean(params.get("STUDY_ID")),
+                "prolific_session_id": _clean(params.get("SESSION_ID")),
+            },
+        )
     if "assignmentId" in params or "workerId" in params:
         assignment = params.get("assignmentId", "")
         if assignment == MTURK_PREVIEW:
@@ -49,8 +55,17 @@ def parse_entry(params: dict[str, str]) -> Entry:
         parts = urlsplit(submit_to)
         if parts.scheme != "https" or parts.hostname not in MTURK_HOSTS:
             submit_to = "https://www.mturk.com"
-        return Entry("mturk", worker, {"mturk_assignment_id": assignment, "mturk_hit_id": _clean(params.get("hitId")),
-                                       "mturk_submit_to": f"{parts.scheme}://{parts.hostname}" if parts.hostname in MTURK_HOSTS and parts.scheme == "https" else submit_to})
+        return Entry(
+            "mturk",
+            worker,
+            {
+                "mturk_assignment_id": assignment,
+                "mturk_hit_id": _clean(params.get("hitId")),
+                "mturk_submit_to": f"{parts.scheme}://{parts.hostname}"
+                if parts.hostname in MTURK_HOSTS and parts.scheme == "https"
+                else submit_to,
+            },
+        )
     if params.get("volunteer") in {"1", "true", "yes"}:
         return Entry("volunteer", None)
     return Entry("link", None)
