@@ -4,8 +4,6 @@ directly gets 4xx."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from dialeval.questions import DA_STATEMENTS
@@ -13,7 +11,8 @@ from dialeval.study import open_study
 from tests.web.test_live_support import make_live_study
 
 pytestmark = pytest.mark.browser
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.screenshots import SCREENSHOTS  # noqa: E402
+
 MIN_INPUTS = 3
 
 

@@ -14,7 +14,8 @@ from dialeval.study import open_study
 from tests.web.test_live_support import make_live_study
 
 pytestmark = pytest.mark.browser
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.screenshots import SCREENSHOTS  # noqa: E402
+
 XSS = "<script>alert('x')</script><img src=x onerror=alert('img')>"
 
 

@@ -3,15 +3,13 @@ a refresh while a checkbox answer is pending (resumes exactly), a refused empty 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from dialeval.study import open_study
 from tests.web.test_live_support import make_live_study
 
 pytestmark = pytest.mark.browser
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.screenshots import SCREENSHOTS  # noqa: E402
 
 
 def test_single_model_full_unit(live_server, browser_page, tmp_path):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from dialeval.study import open_study
@@ -13,7 +11,7 @@ pytestmark = pytest.mark.browser
 
 XSS = "<script>alert('stb')</script><img src=x onerror=alert(1)>"
 SEEN: list[int] = []
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.screenshots import SCREENSHOTS  # noqa: E402
 
 
 def answer(page, e0="bot", e1="human"):
