@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from .config import AdaptiveConfig
-from .stats import active
+from .stats import active, sequential
 from .stats.sequential import DEFAULT_PRIOR, SequentialPairTest, bonferroni_alpha
 
 __all__ = ["AdaptiveState", "adaptive_config", "is_filtered", "rule_description", "selection_description",
@@ -186,7 +186,7 @@ class AdaptiveState:
         ci_low, ci_high (confidence sequence at the per-pair level), decided, winner, stopped_at_n,
         implied (order known by transitivity only), rule."""
         closure = active.transitive_closure(self._beats())
-        rule = (f"beta-binomial mixture anytime-valid test (Beta({self.prior:g},{self.prior:g})), "
+        rule = (f"anytime-valid test: {sequential.rule_text(self.prior)}, "
                 f"alpha {self.config.alpha:g} / {len(self._keys)} pairs (Bonferroni)")
         if not self.stopping:
             rule = "no stopping (adaptive.stopping = none); p-values reported only"
@@ -265,7 +265,7 @@ def rule_description(state: AdaptiveState, *, enabled: bool = True) -> str:
     cfg = state.config
     m = len(state.tests)
     test = (f"anytime-valid sequential test of H0: P(a beats b) = 0.5 for each bot pair: beta-binomial "
-            f"mixture likelihood ratio with a Beta({state.prior:g}, {state.prior:g}) mixing prior, always-valid "
+            f"{sequential.rule_text(state.prior).removeprefix('beta-binomial ')}, always-valid "
             f"p-value = running minimum of 1/M_n (Robbins 1970; Howard, Ramdas, McAuliffe & Sekhon 2021, "
             f"Ann. Statist. 49(2); Johari, Pekelis & Walsh 2022, Operations Research 70(3)); each of m = {m} "
             f"pairs tested at alpha/m = {cfg.alpha:g}/{m} = {state.level:.4g} (Bonferroni over m pairs: "

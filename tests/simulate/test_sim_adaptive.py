@@ -22,6 +22,7 @@ from dialeval.store import work
 from dialeval.study import open_study, write_study_file
 from tests.simulate.test_sim_crowd import check_bookkeeping, report_of
 from tests.web.studies import make_acute_study
+from tests.web.test_adaptive_scheduling import all_wins_stop
 
 STRONG = {"retrieval": 2.5, "eliza": 0.0, "repeat": -2.5}  # careful annotators: adjacent pairs ~95/5
 
@@ -38,18 +39,24 @@ def stored(folder: Path):
     study = open_study(folder)
     try:
         judgments = work.list_judgments(study.store, study.id)
-        return (judgments, work.list_events(study.store, study.id, ADAPTIVE_STOPPED),
-                work.list_events(study.store, study.id, "assignment-given"))
+        return (
+            judgments,
+            work.list_events(study.store, study.id, ADAPTIVE_STOPPED),
+            work.list_events(study.store, study.id, "assignment-given"),
+        )
     finally:
         study.close()
 
 
 def test_acute_adaptive_stops_when_ranking_is_decided(tmp_path):
     per_pair, comparisons, annotators = 40, 3, 40
-    folder = with_adaptive(make_acute_study(tmp_path / "acute", per_bot=6, comparisons=comparisons,
-                                            per_pair=per_pair), {"enabled": True, "alpha": 0.05})
-    result = simulate_study(folder, annotators=annotators, seed=3, careless_share=0.0, strengths=STRONG,
-                            concurrency=4, abandon_p=0.0)
+    folder = with_adaptive(
+        make_acute_study(tmp_path / "acute", per_bot=6, comparisons=comparisons, per_pair=per_pair),
+        {"enabled": True, "alpha": 0.05},
+    )
+    result = simulate_study(
+        folder, annotators=annotators, seed=3, careless_share=0.0, strengths=STRONG, concurrency=4, abandon_p=0.0
+    )
     check_bookkeeping(result, folder)
     judgments, stops, given = stored(folder)
     prefs = [j for j in judgments if j.question == "preference"]
@@ -68,12 +75,13 @@ def test_acute_adaptive_stops_when_ranking_is_decided(tmp_path):
     report = report_of(folder)
     stop = report["stopping"]
     assert stop["enabled"] and stop["used_for_stopping"] and stop["decided"]
-    assert "alpha/m = 0.05/3" in stop["rule"] and "Beta(20, 20)" in stop["rule"] and "Bonferroni" in stop["rule"]
+    assert "alpha/m = 0.05/3" in stop["rule"] and "Beta(20,20)" in stop["rule"] and "Bonferroni" in stop["rule"]
     rows = {(r["a"], r["b"]): r for r in stop["pairs"]}
     for a, b in (("retrieval", "eliza"), ("eliza", "repeat")):  # adjacent: decided directly
         r = rows[(a, b)]
         assert r["decided"] and r["winner"] == a and r["stopped_at_n"] <= r["n"]
-        assert 23 <= r["stopped_at_n"] <= per_pair  # 23 straight wins are the fastest stop at 0.05/3, Beta(20, 20)
+        # straight wins are the fastest way to stop at 0.05/3 with the study's prior
+        assert all_wins_stop(0.05 / 3, 20) <= r["stopped_at_n"] <= per_pair
     far = rows[("retrieval", "repeat")]
     assert far["winner"] == "retrieval" and (far["decided"] or far["implied"])
     event_rows = {(r["a"], r["b"]): r for r in stops[0]["payload"]["questions"]["preference"]["pairs"]}
@@ -83,11 +91,20 @@ def test_acute_adaptive_stops_when_ranking_is_decided(tmp_path):
 
 def test_acute_equal_bots_are_not_decided_and_run_to_the_cap(tmp_path):
     per_pair = 40
-    folder = with_adaptive(make_acute_study(tmp_path / "aa", per_bot=4, comparisons=3, per_pair=per_pair),
-                           {"enabled": True}, pairs=[["retrieval", "eliza"]])
-    result = simulate_study(folder, annotators=18, seed=4, careless_share=0.0,
-                            strengths={"retrieval": 0.0, "eliza": 0.0, "repeat": -2.0}, concurrency=4,
-                            abandon_p=0.0)
+    folder = with_adaptive(
+        make_acute_study(tmp_path / "aa", per_bot=4, comparisons=3, per_pair=per_pair),
+        {"enabled": True},
+        pairs=[["retrieval", "eliza"]],
+    )
+    result = simulate_study(
+        folder,
+        annotators=18,
+        seed=4,
+        careless_share=0.0,
+        strengths={"retrieval": 0.0, "eliza": 0.0, "repeat": -2.0},
+        concurrency=4,
+        abandon_p=0.0,
+    )
     check_bookkeeping(result, folder)
     judgments, stops, _ = stored(folder)
     prefs = [j for j in judgments if j.question == "preference"]
@@ -103,15 +120,27 @@ def test_acute_equal_bots_are_not_decided_and_run_to_the_cap(tmp_path):
 
 def test_pairwise_turn_adaptive_stops(tmp_path):
     folder = tmp_path / "pwturn"
-    write_study_file(folder, {
-        "name": "sim-pw-adaptive", "method": "pairwise-turn", "seed": 1,
-        "bots": [{"name": "good", "type": "eliza"}, {"name": "weak", "type": "repeat"}],
-        "onboarding": {"enabled": False},
-        "protocol": {"bot_turns": 3, "conversations_per_pair": 14},
-        "adaptive": {"enabled": True, "prior": 5},
-    })
-    result = simulate_study(folder, annotators=14, seed=2, careless_share=0.0,
-                            strengths={"good": 3.0, "weak": -3.0}, concurrency=3, abandon_p=0.0)
+    write_study_file(
+        folder,
+        {
+            "name": "sim-pw-adaptive",
+            "method": "pairwise-turn",
+            "seed": 1,
+            "bots": [{"name": "good", "type": "eliza"}, {"name": "weak", "type": "repeat"}],
+            "onboarding": {"enabled": False},
+            "protocol": {"bot_turns": 3, "conversations_per_pair": 14},
+            "adaptive": {"enabled": True, "prior": 5},
+        },
+    )
+    result = simulate_study(
+        folder,
+        annotators=14,
+        seed=2,
+        careless_share=0.0,
+        strengths={"good": 3.0, "weak": -3.0},
+        concurrency=3,
+        abandon_p=0.0,
+    )
     check_bookkeeping(result, folder)
     judgments, stops, _ = stored(folder)
     turns = [j for j in judgments if isinstance(j.value, dict) and "chosen" in j.value]
@@ -119,4 +148,6 @@ def test_pairwise_turn_adaptive_stops(tmp_path):
     assert len(stops) == 1 and stops[0]["payload"]["reason"] == "decided"
     assert len(conversations) < 14 and len(turns) < 3 * 14  # stopped before the cap
     (row,) = report_of(folder)["stopping"]["pairs"]
-    assert row["decided"] and row["winner"] == "good" and 12 <= row["stopped_at_n"] <= 30  # 12: all wins, Beta(5, 5), alpha 0.05
+    assert (
+        row["decided"] and row["winner"] == "good" and all_wins_stop(0.05, 5) <= row["stopped_at_n"] <= 30
+    )  # 12: all wins, Beta(5, 5), alpha 0.05

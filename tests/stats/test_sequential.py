@@ -16,6 +16,7 @@ from dialeval.stats.sequential import (
     decision_bounds,
     first_crossing,
     log_mixture_lr,
+    mixture_components,
     naive_bounds,
 )
 
@@ -133,3 +134,110 @@ def test_naive_rule_decides_under_aa_more_often():
         naive += nt.decided
         seq += st.decided
     assert naive > 3 * max(seq, 5)
+
+
+# -- the default statistic: an equal-weight mixture over Beta(c, c) priors ---------------------------
+
+
+def test_mixture_components_and_statistic_is_their_average():
+    assert mixture_components(20) == ((20.0, 20.0), (5.0, 5.0), (1.25, 1.25), (0.3125, 0.3125))
+    assert mixture_components(20, "single") == ((20.0, 20.0),)
+    assert mixture_components(0.5) == ((0.5, 0.5),)  # nothing flatter than Beta(1/4, 1/4)
+    with pytest.raises(ValueError):
+        mixture_components(20, "bogus")
+    with pytest.raises(ValueError):
+        SequentialPairTest(mixing="bogus")
+    k, n = 37, 60
+    singles = [log_mixture_lr(k, n, prior=c, mixing="single") for c in (20, 5, 1.25, 0.3125)]
+    avg = math.log(sum(math.exp(x) for x in singles) / 4)
+    assert log_mixture_lr(k, n) == pytest.approx(avg, rel=1e-12)
+    assert log_mixture_lr(k, n, p0=0.4) == pytest.approx(
+        math.log(sum(math.exp(log_mixture_lr(k, n, 0.4, c, "single")) for c in (20, 5, 1.25, 0.3125)) / 4))
+    # the old rule is still there: Beta(20, 20) needs 20 straight wins at 0.05
+    assert decision_bounds(40, 0.05, mixing="single")[1][20] == 20
+    assert decision_bounds(40, 0.05, mixing="single")[1][19] == 20
+    assert SequentialPairTest(mixing="single").extend([True] * 40).stopped_at == 20
+    assert SequentialPairTest().extend([True] * 40).stopped_at == 8
+
+
+def test_mixture_bounds_match_statistic_and_are_symmetric():
+    lo, hi = decision_bounds(600, 0.01)
+    thr = math.log(100)
+    assert hi[10] == 11 and hi[11] == 11  # at 0.01: 11 straight wins are the fastest decision
+    for n in (11, 30, 123, 600):
+        k = int(hi[n])
+        assert log_mixture_lr(k, n) >= thr > log_mixture_lr(k - 1, n)
+        assert lo[n] == n - hi[n]
+    assert (np.diff(hi[10:]) >= 0).all()
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.05 / 28])
+def test_mixture_exact_aa_false_positive_rate_within_alpha(alpha):
+    # exact (dynamic programming) probability that the A/A path ever crosses within 4000 judgments
+    lo, hi = decision_bounds(4000, alpha)
+    exact = crossing_probability(0.5, lo, hi)
+    assert exact["any"] <= alpha
+    assert exact["upper"] == pytest.approx(exact["lower"])
+    # Ville's bound is not loose by much: the mixture uses most of its error budget
+    assert exact["any"] > 0.6 * alpha
+
+
+def test_mixture_simulated_aa_false_positive_rate():
+    rng = np.random.default_rng(20250101)
+    n_paths, n_max, alpha = 4000, 1500, 0.05
+    lo, hi = decision_bounds(n_max, alpha)
+    cum = np.cumsum(rng.random((n_paths, n_max)) < 0.5, axis=1)
+    t, _ = first_crossing(cum, lo, hi)
+    fp = int((t > 0).sum())
+    assert binomtest(fp, n_paths, alpha, alternative="greater").pvalue > 0.01
+    assert fp / n_paths <= alpha
+    # the online test object decides exactly where the bounds say (first 200 paths)
+    for path in (rng.random((200, 300)) < 0.5):
+        st = SequentialPairTest().extend(path.tolist())
+        s, _ = first_crossing(np.cumsum(path)[None], lo, hi)
+        assert (st.stopped_at or 0) == s[0]
+
+
+def _expected_n(p, mixing, n_max=3000, alpha=0.05):
+    lo, hi = decision_bounds(n_max, alpha, mixing=mixing)
+    r = crossing_probability(p, lo, hi, tol=1e-12)
+    return r["expected_n"], r["upper"]
+
+
+def test_mixture_stops_earlier_on_large_effect_not_much_later_on_small():
+    mix9, acc9 = _expected_n(0.9, "mixture")
+    one9, _ = _expected_n(0.9, "single")
+    assert acc9 > 0.9999
+    assert mix9 < 0.6 * one9  # 13.5 vs 26.0 judgments: the flat components take over
+    mix6, acc6 = _expected_n(0.6, "mixture")
+    one6, _ = _expected_n(0.6, "single")
+    assert acc6 > 0.999
+    assert one6 <= mix6 < 1.08 * one6  # 229 vs 221 judgments: the price of mixing is small
+
+
+def test_mixture_earlier_on_large_effect_simulated():
+    rng = np.random.default_rng(42)
+    bounds = {m: decision_bounds(3000, 0.05, mixing=m) for m in ("mixture", "single")}
+    for p, limit in ((0.9, 0.6), (0.6, 1.1)):
+        cum = np.cumsum(rng.random((2000, 3000)) < p, axis=1)
+        t = {}
+        for m, (lo, hi) in bounds.items():
+            t[m], side = first_crossing(cum, lo, hi)
+            assert (t[m] > 0).all() and (side == 1).mean() > 0.995
+        assert t["mixture"].mean() < limit * t["single"].mean()
+    # the online test object agrees with the bounds
+    x = (np.random.default_rng(5).random(60) < 0.9).tolist()
+    assert SequentialPairTest().extend(x).stopped_at == first_crossing(np.cumsum(x)[None], *bounds["mixture"])[0][0]
+
+
+def test_mixture_confidence_sequence_covers():
+    rng = np.random.default_rng(8)
+    p_true, n_paths, n_max, alpha = 0.8, 2000, 600, 0.05
+    k = np.cumsum(rng.random((n_paths, n_max)) < p_true, axis=1)
+    n = np.arange(1, n_max + 1)
+    miss = (log_mixture_lr(k, n[None, :], p0=p_true) >= math.log(1 / alpha)).any(axis=1)
+    assert miss.mean() <= alpha
+    lo_, hi_ = confidence_sequence(40, 50, alpha)
+    lo1, hi1 = confidence_sequence(40, 50, alpha, mixing="single")
+    assert 0.5 < lo_ < 0.8 < hi_ and lo1 < 0.8 < hi1
+    assert lo_ > lo1  # with a large effect the mixture's interval is tighter on the side of 0.5

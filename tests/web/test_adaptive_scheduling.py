@@ -23,6 +23,7 @@ from dialeval.analysis.acute import _FILTER_STATUSES
 from dialeval.config import AdaptiveConfig
 from dialeval.protocols.scheduling import ADAPTIVE_STOPPED, pair_key
 from dialeval.report import build_report
+from dialeval.stats.sequential import decision_bounds
 from dialeval.store import work
 from dialeval.web.app import create_app
 
@@ -30,7 +31,13 @@ from .conftest import Annotator
 from .studies import make_acute_study
 
 RANK = {"retrieval": 0, "eliza": 1, "repeat": 2}  # the simulated truth: lower is better
-ALL_WINS_STOP = 11  # prior 2, alpha 0.05 / 3 pairs
+def all_wins_stop(alpha: float, prior: float, n_max: int = 200) -> int:
+    """The fewest judgments after which straight wins decide a pair (the stopping rule's own boundary)."""
+    _, hi = decision_bounds(n_max, alpha, prior)
+    return next(n for n in range(1, n_max + 1) if hi[n] <= n)
+
+
+ALL_WINS_STOP = all_wins_stop(0.05 / 3, 2)  # prior 2, alpha 0.05 / 3 pairs
 
 
 def adaptive_study(folder: Path, adaptive: dict | None, **kw) -> Path:
@@ -154,7 +161,7 @@ def test_adaptive_stops_when_ranking_decided_and_follows_next_pair(tmp_path, bac
         # the report's stopping table is the scheduler's (same judgments, same order)
         stop = s.report()["stopping"]
         assert stop["enabled"] is True and stop["used_for_stopping"] is True and stop["decided"] is True
-        assert "Bonferroni" in stop["rule"] and "m = 3" in stop["rule"] and "Beta(2, 2)" in stop["rule"]
+        assert "Bonferroni" in stop["rule"] and "m = 3" in stop["rule"] and "Beta(2,2)" in stop["rule"]
         assert "Howard" in stop["rule"] and stop["selection"].startswith("uniform")
         assert stop["ranking"] == bots
         assert stop["pairs"] == payload["questions"]["preference"]["pairs"]

@@ -5,7 +5,9 @@ systems of ACUTE-Eval (paper 003 Table 2, through Bradley–Terry strengths) and
 comparisons of paper 000 Table 3. Every judgment is a Bernoulli draw with the true win rate.
 
 **Adaptive** (what `dialeval.adaptive.AdaptiveState` does): every allowed pair has a beta-binomial
-mixture anytime-valid test at alpha / m (Bonferroni over the m pairs); a pair is resolved when its
+mixture anytime-valid test at alpha / m (Bonferroni over the m pairs) — by default the equal-weight
+mixture over Beta(c, c), c = 20, 5, 1.25, 0.3125 (`stats.sequential.mixture_components`;
+``mixing="single"`` runs the former Beta(20, 20) rule); a pair is resolved when its
 test decides or its order follows from decided pairs by transitivity; the selection rule
 (stats/active.py) spends judgments on unresolved pairs only; the study stops when every pair is
 resolved (the ranking is decided) or at the budget cap. For speed, judgments are handed out in
@@ -21,17 +23,24 @@ Its n is chosen so that its **accuracy** — the share of studies ending with th
 ranking — matches the adaptive procedure's accuracy: both designs then deliver the same thing with
 the same error guarantee, and the only difference is the number of judgments. To be conservative
 (in favour of uniform) the target is the *lower* end of the 95% Clopper–Pearson interval of the
-adaptive accuracy (with 200 studies all correct: 0.982, not 1). The uniform accuracy curve
-(accuracy vs n per pair, made non-decreasing) is simulated on a geometric grid of n and
-interpolated in log n.
+adaptive accuracy (with 200 studies all correct: 0.982, not 1). With K > 2 bots the uniform
+accuracy curve (accuracy vs n per pair, made non-decreasing) is simulated on a geometric grid of n
+and interpolated in log n. With two bots it is exact (binomial power) and the matched n is the
+*smallest integer* n whose power reaches the target — the best a planner who knew the win rate
+could do (the interpolated grid used before overstated it by 2–9%). Two-bot studies also get the
+adaptive rule's exact accuracy and expected judgments by dynamic programming
+(`adaptive_accuracy_exact`, `adaptive_judgments_exact`), and, for reference only, the uniform n and
+savings at that exact accuracy (`savings_at_exact_accuracy`: literally equal accuracy, far less
+conservative than the headline).
 
 `adaptive_judgments` is the mean number of judgments per adaptive study (studies that hit the cap
 count the cap; none did in the headline scenario), `uniform_judgments` = m × matched n,
 `savings` = 1 − adaptive / uniform. CIs (95%): adaptive mean by bootstrap over studies; uniform
 from matching the two ends of the accuracy interval (the upper end capped at min(point estimate,
-1 − 0.5/R)); savings from combining the two intervals' ends (conservative). **A/A**: identical bots; the false-positive rate is the share of
-studies in which any difference was declared, for the adaptive rule and for the naive rule (a
-fixed-size binomial test after every judgment), both also computed exactly by dynamic programming.
+1 − 0.5/R)); savings from combining the two intervals' ends (conservative). **A/A**: identical
+bots; the false-positive rate is the share of studies in which any difference was declared, for
+the adaptive rule and for the naive rule (a fixed-size binomial test after every judgment), both
+also computed exactly by dynamic programming.
 
 >>> from dialeval.bench.adaptive import run_adaptive_benchmark
 >>> out = run_adaptive_benchmark(quick=True)        # seconds; repeats=200 for the full run
@@ -53,10 +62,12 @@ from scipy import stats as sps
 
 from ..stats import active
 from ..stats.sequential import (
+    DEFAULT_MIXING,
     DEFAULT_PRIOR,
     bonferroni_alpha,
     crossing_probability,
     decision_bounds,
+    mixture_components,
     naive_bounds,
 )
 from . import calibration
@@ -77,8 +88,8 @@ BATCH_FRACTION = 0.05
 
 
 @lru_cache(maxsize=16)
-def _bounds(n_max: int, level: float, prior: float) -> tuple[np.ndarray, np.ndarray]:
-    return decision_bounds(n_max, level, prior)
+def _bounds(n_max: int, level: float, prior: float, mixing: str = DEFAULT_MIXING) -> tuple[np.ndarray, np.ndarray]:
+    return decision_bounds(n_max, level, prior, mixing)
 
 
 class _Stream:
@@ -123,17 +134,18 @@ def simulate_adaptive_study(
     seed: int | Sequence[int] = 0,
     batch_fraction: float = BATCH_FRACTION,
     transitive: bool = True,
+    mixing: str = DEFAULT_MIXING,
 ) -> dict:
     """One adaptive study. Returns {judgments, decided, correct, false_positive, n_per_pair}:
     decided = every allowed pair resolved within `cap`; correct = decided and no decision against
     the truth; false_positive = some pair was decided although the truth is in the other direction
-    or a tie (for A/A: any decision)."""
+    or a tie (for A/A: any decision). `mixing`: the test statistic (stats.sequential)."""
     P = scenario.probs
     K = len(scenario.bots)
     pairs = scenario.allowed
     m = len(pairs)
     level = bonferroni_alpha(alpha, m)
-    lo, hi = _bounds(int(cap), level, float(prior))
+    lo, hi = _bounds(int(cap), level, float(prior), mixing)
     ss = np.random.SeedSequence(seed)
     children = ss.spawn(m + 1)
     streams = [_Stream(float(P[i, j]), lo, hi, np.random.default_rng(children[k])) for k, (i, j) in enumerate(pairs)]
@@ -175,25 +187,26 @@ def simulate_adaptive_study(
 
 
 def _study_worker(args):
-    scenario, rule, alpha, prior, cap, seed = args
-    r = simulate_adaptive_study(scenario, rule, alpha, prior, cap, seed)
+    scenario, rule, alpha, prior, cap, seed, mixing = args
+    r = simulate_adaptive_study(scenario, rule, alpha, prior, cap, seed, mixing=mixing)
     r.pop("n_per_pair")
     return r
 
 
 def simulate_adaptive(
     scenario: Scenario, repeats: int, seed: int = 0, rule: str = "rank-overlap", alpha: float = 0.05,
-    prior: float = DEFAULT_PRIOR, cap: int = 100_000, workers: int = 1,
+    prior: float = DEFAULT_PRIOR, cap: int = 100_000, workers: int = 1, mixing: str = DEFAULT_MIXING,
 ) -> dict[str, np.ndarray]:
     """`repeats` adaptive studies (study r uses seed (seed, r), so runs are reproducible and the
     rules see the same judgments). Returns arrays judgments, correct, decided, false_positive."""
-    jobs = [(scenario, rule, alpha, prior, cap, (seed, r)) for r in range(repeats)]
+    jobs = [(scenario, rule, alpha, prior, cap, (seed, r), mixing) for r in range(repeats)]
     if workers > 1 and repeats > 1:
         with ProcessPoolExecutor(max_workers=workers) as ex:
             res = list(ex.map(_study_worker, jobs, chunksize=max(1, repeats // (4 * workers))))
     else:
         res = [_study_worker(j) for j in jobs]
-    return {k: np.array([r[k] for r in res]) for k in ("judgments", "correct", "decided", "false_positive", "any_decision")}
+    keys = ("judgments", "correct", "decided", "false_positive", "any_decision")
+    return {k: np.array([r[k] for r in res]) for k in keys}
 
 
 def _fixed_bound(n: int, level: float) -> int:
@@ -210,11 +223,34 @@ def _fixed_bound(n: int, level: float) -> int:
     return c
 
 
+def two_bot_uniform_accuracy(p: float, n_max: int, level: float = 0.05) -> np.ndarray:
+    """Exact accuracy of the fixed-size two-sided binomial test at `level` for n = 0..n_max
+    judgments when the first bot wins with probability p: P(decided in the true direction);
+    0 at p = 0.5 (any decision is wrong) and where no count can reject."""
+    lo, hi = naive_bounds(int(n_max), level)
+    ns = np.arange(int(n_max) + 1)
+    if p > 0.5:
+        acc = sps.binom.sf(hi - 1, ns, p)
+    elif p < 0.5:
+        acc = sps.binom.cdf(lo, ns, p)
+    else:
+        acc = np.zeros(len(ns))
+    return np.where(lo >= 0, acc, 0.0)
+
+
+def _two_bot_p(scenario: Scenario) -> float | None:
+    pairs = scenario.allowed
+    if len(pairs) != 1:
+        return None
+    i, j = pairs[0]
+    return float(scenario.probs[i, j])
+
+
 def uniform_accuracy(scenario: Scenario, n_per_pair: int, alpha: float = 0.05, reps: int = 4000,
                      seed: int = 0) -> float:
     """Share of uniform fixed-size studies (n judgments per allowed pair, exact binomial test per
     pair at alpha/m, decisions closed under transitivity) that end with the correct and complete
-    ranking."""
+    ranking. Simulated with `reps` studies; exact (binomial power) for a single pair."""
     P = scenario.probs
     K = len(scenario.bots)
     pairs = scenario.allowed
@@ -222,6 +258,9 @@ def uniform_accuracy(scenario: Scenario, n_per_pair: int, alpha: float = 0.05, r
     c = _fixed_bound(int(n_per_pair), bonferroni_alpha(alpha, m))
     if c < 0:
         return 0.0
+    p2 = _two_bot_p(scenario)
+    if p2 is not None:
+        return float(two_bot_uniform_accuracy(p2, int(n_per_pair), alpha)[int(n_per_pair)])
     rng = np.random.default_rng(seed)
     ii = np.array([i for i, _ in pairs])
     jj = np.array([j for _, j in pairs])
@@ -260,6 +299,12 @@ def matched_uniform_n(grid: Sequence[int], curve: Sequence[float], target: float
     return float(np.exp(np.log(g[k - 1]) + f * (np.log(g[k]) - np.log(g[k - 1]))))
 
 
+def smallest_n_reaching(acc: Sequence[float], target: float) -> int | None:
+    """Smallest n (index into `acc`, accuracy at n = 0, 1, ...) with acc[n] >= target; None if none."""
+    ok = np.flatnonzero(np.asarray(acc) >= target)
+    return int(ok[0]) if ok.size else None
+
+
 def _ci_prop(x: int, n: int, conf: float = 0.95) -> list[float]:
     """Clopper–Pearson interval."""
     a = 1 - conf
@@ -271,23 +316,43 @@ def _ci_prop(x: int, n: int, conf: float = 0.95) -> list[float]:
 def compare_scenario(
     scenario: Scenario, repeats: int, seed: int = 0, rule: str = "rank-overlap", alpha: float = 0.05,
     prior: float = DEFAULT_PRIOR, cap: int = 100_000, uniform_reps: int = 4000, n_boot: int = 1000,
-    workers: int = 1,
+    workers: int = 1, mixing: str = DEFAULT_MIXING,
 ) -> dict:
     """Adaptive vs matched uniform on one scenario (see the module docstring)."""
     t0 = time.perf_counter()
-    sim = simulate_adaptive(scenario, repeats, seed, rule, alpha, prior, cap, workers)
+    sim = simulate_adaptive(scenario, repeats, seed, rule, alpha, prior, cap, workers, mixing)
     m = len(scenario.allowed)
     J = sim["judgments"].astype(float)
     C = sim["correct"].astype(bool)
     acc = float(C.mean())
     mean_j = float(J.mean())
-    n_hi = max(64, int(cap))
-    grid = np.unique(np.round(np.geomspace(4, n_hi, 60)).astype(int))
-    curve = uniform_accuracy_curve(scenario, grid, alpha, uniform_reps, seed + 1)
     lo_acc, hi_acc = _ci_prop(int(C.sum()), len(C))
     target = lo_acc  # conservative: uniform only has to reach what adaptive is shown to reach
-    n_uni = matched_uniform_n(grid, curve, target)
-    n_uni_hi = matched_uniform_n(grid, curve, min(hi_acc, acc, 1 - 0.5 / len(C)))
+    target_hi = min(hi_acc, acc, 1 - 0.5 / len(C))
+    p2 = _two_bot_p(scenario)
+    exact: dict = {}
+    if p2 is not None:
+        # two bots: the uniform design's accuracy is binomial power, exact for every integer n
+        uni_acc = two_bot_uniform_accuracy(p2, int(cap), alpha)
+        n_uni = smallest_n_reaching(uni_acc, target)
+        n_uni_hi = smallest_n_reaching(uni_acc, target_hi)
+        # and the adaptive rule's accuracy and mean judgments by dynamic programming
+        lo_b, hi_b = _bounds(int(cap), float(alpha), float(prior), mixing)
+        r = crossing_probability(p2, lo_b, hi_b, int(cap), tol=1e-12)
+        acc_exact = r["upper"] if p2 > 0.5 else r["lower"] if p2 < 0.5 else 0.0
+        n_eq = smallest_n_reaching(uni_acc, acc_exact)
+        exact = {
+            "adaptive_accuracy_exact": acc_exact,
+            "adaptive_judgments_exact": r["expected_n"],
+            "uniform_n_at_exact_accuracy": n_eq,
+            "savings_at_exact_accuracy": None if not n_eq else 1 - r["expected_n"] / n_eq,
+        }
+    else:
+        n_hi = max(64, int(cap))
+        grid = np.unique(np.round(np.geomspace(4, n_hi, 60)).astype(int))
+        curve = uniform_accuracy_curve(scenario, grid, alpha, uniform_reps, seed + 1)
+        n_uni = matched_uniform_n(grid, curve, target)
+        n_uni_hi = matched_uniform_n(grid, curve, target_hi)
     rng = np.random.default_rng(seed + 2)
     boot_a = [float(J[rng.integers(0, len(J), len(J))].mean()) for _ in range(n_boot)]
     pct = lambda v: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] if len(v) else None
@@ -304,6 +369,8 @@ def compare_scenario(
         "pairs": m,
         "near_null": scenario.near_null,
         "rule": rule,
+        "mixing": mixing,
+        "test_components": [a for a, _ in mixture_components(prior, mixing)],
         "repeats": repeats,
         "adaptive_accuracy": acc,
         "adaptive_accuracy_ci": _ci_prop(int(C.sum()), len(C)),
@@ -319,23 +386,28 @@ def compare_scenario(
         "savings": None if uniform_j is None else 1 - mean_j / uniform_j,
         "savings_ci": savings_ci,
         "uniform_accuracy_at_adaptive_budget": uniform_accuracy(scenario, eq_n, alpha, uniform_reps, seed + 3),
+        **exact,
         "seconds": time.perf_counter() - t0,
     }
 
 
 def aa_false_positive_rates(
     repeats: int, seed: int = 0, alpha: float = 0.05, prior: float = DEFAULT_PRIOR, n_max: int = 2000,
-    K: int = 8, k_cap: int | None = None, workers: int = 1,
+    K: int = 8, k_cap: int | None = None, workers: int = 1, mixing: str = DEFAULT_MIXING,
 ) -> dict:
     """A/A false-positive rates. Two identical bots judged up to `n_max` times: the adaptive rule
-    and the naive rule (exact binomial test after every judgment), exactly (dynamic programming)
-    and by simulation (`repeats` paths). K identical bots under the adaptive procedure up to
-    `k_cap` judgments (default 28 × n_max / 4), by simulation; the naive K-bot figure is exact for
-    uniform allocation (pairs are independent under A/A)."""
+    (statistic `mixing`; the other statistic exactly too, for contrast) and the naive rule (exact
+    binomial test after every judgment), exactly (dynamic programming) and by simulation (`repeats`
+    paths). K identical bots under the adaptive procedure up to `k_cap` judgments (default
+    28 × n_max / 4), by simulation, with the exact Bonferroni bound m × P(one pair's test crosses
+    within k_cap judgments), valid for any allocation; the naive K-bot figure is exact for uniform
+    allocation (pairs are independent under A/A)."""
     rng = np.random.default_rng(seed)
-    lo, hi = decision_bounds(n_max, alpha, prior)
+    lo, hi = decision_bounds(n_max, alpha, prior, mixing)
     nlo, nhi = naive_bounds(n_max, alpha)
     exact_ad = crossing_probability(0.5, lo, hi)["any"]
+    other = "single" if mixing == "mixture" else "mixture"
+    exact_other = crossing_probability(0.5, *decision_bounds(n_max, alpha, prior, other))["any"]
     exact_nv = crossing_probability(0.5, nlo, nhi)["any"]
     fp_ad = fp_nv = 0
     ns = np.arange(1, n_max + 1)
@@ -348,7 +420,9 @@ def aa_false_positive_rates(
     k_cap = int(k_cap if k_cap is not None else m * n_max // 4)
     k_reps = max(20, repeats // 10)
     simk = simulate_adaptive(calibration.aa_scenario(K), k_reps, seed + 11, "variance-reduction", alpha, prior,
-                             k_cap, workers)
+                             k_cap, workers, mixing)
+    lo_k, hi_k = decision_bounds(k_cap, bonferroni_alpha(alpha, m), prior, mixing)
+    union_k = m * crossing_probability(0.5, lo_k, hi_k)["any"]
     per_pair_n = k_cap // m
     nlo_k, nhi_k = naive_bounds(per_pair_n, alpha)
     naive_k = 1 - (1 - crossing_probability(0.5, nlo_k, nhi_k)["any"]) ** m
@@ -357,12 +431,14 @@ def aa_false_positive_rates(
         "alpha": alpha,
         "two_bots": {
             "n_max": n_max, "repeats": repeats,
-            "adaptive": x_ad / repeats, "adaptive_ci": _ci_prop(x_ad, repeats), "adaptive_exact": exact_ad,
+            "mixing": mixing, "adaptive": x_ad / repeats, "adaptive_ci": _ci_prop(x_ad, repeats),
+            "adaptive_exact": exact_ad, f"{other}_exact": exact_other,
             "naive": x_nv / repeats, "naive_ci": _ci_prop(x_nv, repeats), "naive_exact": exact_nv,
         },
         f"{K}_bots": {
             "cap": k_cap, "repeats": k_reps, "rule": "variance-reduction",
             "adaptive": x_k / k_reps, "adaptive_ci": _ci_prop(x_k, k_reps),
+            "adaptive_bonferroni_bound_exact": union_k,
             "naive_uniform_exact": naive_k, "naive_per_pair_n": per_pair_n,
         },
     }
@@ -377,12 +453,17 @@ def run_adaptive_benchmark(
     prior: float = DEFAULT_PRIOR,
     workers: int | None = None,
     all_rules: bool = True,
+    mixing: str = DEFAULT_MIXING,
+    compare_mixing: bool = True,
 ) -> dict:
     """Run the whole benchmark and return a JSON-ready dict.
 
     Top-level numbers are for the headline scenario, the 8 PersonaChat systems of ACUTE-Eval
     (K = 8, 28 pairs) with selection `rule`; `scenarios` holds every scenario (also the 000 Table 3
-    two-bot studies) and `rules` the PersonaChat comparison of the three selection rules.
+    two-bot studies) and `rules` the PersonaChat comparison of the three selection rules, all with
+    the test statistic `mixing` (default: the mixture over Beta(c, c)). With `compare_mixing`,
+    `mixing_comparison` repeats every scenario with the other statistic (same seeds, so the same
+    judgments) — the former single Beta(prior, prior) rule — against the same uniform baseline.
     `quick=True` shrinks everything to a few seconds (a smoke test, not a measurement).
 
     Example (what `dialeval bench adaptive --json bench.json` does)::
@@ -412,13 +493,25 @@ def run_adaptive_benchmark(
         rules = tuple(dict.fromkeys([rule, *active.RULES])) if all_rules else (rule,)
     by_rule = {}
     for r in rules:
-        by_rule[r] = compare_scenario(head, repeats, seed, r, alpha, prior, pc_cap, uni_reps, n_boot, workers)
+        by_rule[r] = compare_scenario(head, repeats, seed, r, alpha, prior, pc_cap, uni_reps, n_boot, workers,
+                                      mixing)
     main = by_rule[rule]
     scenarios = [main]
     for s in two:
         scenarios.append(compare_scenario(s, repeats, seed, rule, alpha, prior, two_cap,
-                                          uni_reps, n_boot, workers))
-    aa = aa_false_positive_rates(aa_reps, seed, alpha, prior, aa_n, K=len(head.bots), workers=workers)
+                                          uni_reps, n_boot, workers, mixing))
+    comparison = []
+    if compare_mixing:
+        other = "single" if mixing == "mixture" else "mixture"
+        keys = ("adaptive_judgments", "adaptive_accuracy", "uniform_judgments", "savings", "savings_ci",
+                "adaptive_judgments_exact", "savings_at_exact_accuracy")
+        for sc, base in zip([head, *two], scenarios):
+            alt = compare_scenario(sc, repeats, seed, rule, alpha, prior, pc_cap if sc is head else two_cap,
+                                   uni_reps, n_boot, workers, other)
+            comparison.append({"scenario": sc.name, mixing: {k: base.get(k) for k in keys},
+                               other: {k: alt.get(k) for k in keys}})
+    aa = aa_false_positive_rates(aa_reps, seed, alpha, prior, aa_n, K=len(head.bots), workers=workers,
+                                 mixing=mixing)
     decidable = [s for s in scenarios[1:] if not s["near_null"] and s["uniform_judgments"]]
     out = {
         "benchmark": "adaptive collection",
@@ -440,12 +533,17 @@ def run_adaptive_benchmark(
         "rules": {r: {k: v[k] for k in ("adaptive_judgments", "adaptive_judgments_ci", "adaptive_accuracy",
                                           "uniform_judgments", "savings", "savings_ci")} for r, v in by_rule.items()},
         "scenarios": scenarios,
+        "mixing_comparison": comparison,
         "settings": {
             "repeats": repeats, "seed": seed, "quick": quick, "rule": rule, "alpha": alpha,
-            "family_wise": "Bonferroni over the allowed pairs", "prior": f"Beta({prior:g}, {prior:g}) mixture",
+            "family_wise": "Bonferroni over the allowed pairs", "mixing": mixing,
+            "prior": " + ".join(f"Beta({a:g}, {b:g})" for a, b in mixture_components(prior, mixing))
+            + (" (equal-weight mixture)" if mixing == "mixture" else ""),
             "batch_fraction": BATCH_FRACTION, "cap_k_bots": pc_cap, "cap_two_bots": two_cap,
             "uniform_reps_per_n": uni_reps, "bootstrap": n_boot, "workers": workers,
-            "uniform_test": "exact two-sided binomial at alpha/m per pair after n judgments each; transitivity",
+            "uniform_test": ("exact two-sided binomial at alpha/m per pair after n judgments each; transitivity; "
+                             "n matched to the lower 95% bound of the adaptive accuracy (two bots: exact power, "
+                             "smallest integer n; K bots: simulated grid, log-n interpolation)"),
             "accuracy": "share of studies ending with every allowed pair resolved and no decision against the truth",
         },
         "seconds": time.perf_counter() - t0,
