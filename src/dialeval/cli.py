@@ -110,45 +110,23 @@ def generate(
       dialeval generate --bots retrieval,repeat --mode self-chat -n 5 --turns 6 -o chats.jsonl
     """
     from .bots.registry import build_bot
-    from .dialogue.generate import GenerationPlan
+    from .dialogue.generate import GenerationPlan, generate_study, study_plan
     from .dialogue.generate import generate as run_generation
 
+    opened = None
     if study is not None:
         from .study import open_study
 
         opened = open_study(study)
-        cfg = opened.config
-        g = cfg.generation
-        chosen = bots.split(",") if bots else [b.name for b in cfg.bots if b.type not in ("degraded", "imported")]
-        plan = GenerationPlan(
-            mode=mode or g.mode,
-            bots=chosen,
-            conversations=n or g.conversations,
-            turns=turns or g.turns,
-            personas=g.personas and not no_personas,
-            seed_from_corpus=g.seed_from_corpus,
-            human_conversations=g.human_conversations,
-            concurrency=concurrency or g.concurrency,
-            seed=cfg.seed,
-        )
-        if plan.mode == "none":
-            raise DialevalError(f"{study}: generation.mode is none; set it to self-chat or bot-bot (or import logs)")
-        bot_objects = {name: build_bot(name, cfg.bot(name).type, cfg.bot(name).options) for name in chosen}
+        plan = study_plan(opened.config, bots.split(",") if bots else None, mode=mode, conversations=n, turns=turns,
+                          personas=False if no_personas else None, concurrency=concurrency)
         existing = opened.store.conversation_status(opened.id)
-        sink = functools.partial(opened.store.save_conversation, opened.id)
     else:
         if not (bots and mode and output):
             raise DialevalError("without a study folder, give --bots, --mode and -o (see dialeval generate --help)")
         chosen = bots.split(",")
-        plan = GenerationPlan(
-            mode=mode,
-            bots=chosen,
-            conversations=n or 10,
-            turns=turns or 6,
-            personas=not no_personas,
-            concurrency=concurrency or 4,
-            seed=seed,
-        )
+        plan = GenerationPlan(mode=mode, bots=chosen, conversations=n or 10, turns=turns or 6,
+                              personas=not no_personas, concurrency=concurrency or 4, seed=seed)
         bot_objects = {name: build_bot(name, name, {}) for name in chosen}
         existing, sink = _file_sink(output, fmt)
 
@@ -157,11 +135,18 @@ def generate(
         task = progress.add_task("conversations", total=total)
         progress.advance(task, sum(1 for e in existing.values() if e is None))
 
-        def on_done(conversation) -> None:
-            sink(conversation)
-            progress.advance(task)
+        if opened is not None:
+            try:
+                result = generate_study(opened, plan, on_done=lambda conversation: progress.advance(task))
+            finally:
+                opened.close()
+        else:
 
-        result = asyncio.run(run_generation(plan, bot_objects, existing=existing, on_done=on_done))
+            def on_done(conversation) -> None:
+                sink(conversation)
+                progress.advance(task)
+
+            result = asyncio.run(run_generation(plan, bot_objects, existing=existing, on_done=on_done))
     _report_generation(result)
     if study is None:
         _convert_output(output, fmt)

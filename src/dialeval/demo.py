@@ -6,7 +6,6 @@ seed conversations come from the bundled chitchat corpus.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from pathlib import Path
 from typing import Any
@@ -70,8 +69,7 @@ def demo_study_data(method: str, seed: int = 1) -> dict[str, Any]:
 
 def create_demo(out: str | Path, methods: tuple[str, ...] = METHODS, seed: int = 1, progress=None) -> list[Path]:
     """Write the demo study folders under `out` and generate their conversations (resumably)."""
-    from .bots.registry import build_bot
-    from .dialogue.generate import GenerationPlan, generate
+    from .dialogue.generate import generate_study, study_plan
     from .study import open_study, write_study_file
 
     folders = []
@@ -81,29 +79,9 @@ def create_demo(out: str | Path, methods: tuple[str, ...] = METHODS, seed: int =
             write_study_file(folder, demo_study_data(method, seed))
         opened = open_study(folder)
         try:
-            g = opened.config.generation
-            if g.mode != "none":
-                names = [b.name for b in opened.config.bots if b.type != "degraded"]
-                plan = GenerationPlan(
-                    mode=g.mode,
-                    bots=names,
-                    conversations=g.conversations,
-                    turns=g.turns,
-                    personas=g.personas,
-                    seed_from_corpus=g.seed_from_corpus,
-                    human_conversations=g.human_conversations,
-                    concurrency=g.concurrency,
-                    seed=opened.config.seed,
-                )
-                bots = {n: build_bot(n, opened.config.bot(n).type, opened.config.bot(n).options) for n in names}
-                existing = opened.store.conversation_status(opened.id)
-
-                def on_done(conversation, opened=opened, method=method):
-                    opened.store.save_conversation(opened.id, conversation)
-                    if progress:
-                        progress(method, conversation)
-
-                asyncio.run(generate(plan, bots, existing=existing, on_done=on_done))
+            if opened.config.generation.mode != "none":
+                generate_study(opened, study_plan(opened.config),
+                               on_done=(lambda conv, method=method: progress(method, conv)) if progress else None)
         finally:
             opened.close()
         folders.append(folder)

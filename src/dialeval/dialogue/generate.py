@@ -172,3 +172,35 @@ async def generate(
             on_done(conv)
     await asyncio.gather(*tasks)
     return result
+
+
+def study_plan(config, bots: Sequence[str] | None = None, **overrides) -> GenerationPlan:
+    """The generation plan a study file asks for; `overrides` (mode, conversations, turns, personas,
+    concurrency) replace the file's values when not None. Quality-control and imported bots never chat."""
+    g = config.generation
+    chosen = list(bots) if bots else [b.name for b in config.bots if b.type not in ("degraded", "imported")]
+    values = {"mode": g.mode, "conversations": g.conversations, "turns": g.turns, "personas": g.personas,
+              "concurrency": g.concurrency}
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    if values["mode"] == "none":
+        raise DialevalError(f"study '{config.name}': generation.mode is none; set it to self-chat or bot-bot "
+                            "(or import logs)")
+    return GenerationPlan(bots=chosen, seed_from_corpus=g.seed_from_corpus,
+                          human_conversations=g.human_conversations, seed=config.seed, **values)
+
+
+def generate_study(opened, plan: GenerationPlan, on_done: Callable[[Conversation], None] | None = None
+                   ) -> GenerationResult:
+    """Generate a study's missing conversations into its store; each is saved as soon as it is ready."""
+    from ..bots.registry import build_bot
+
+    config = opened.config
+    bots = {name: build_bot(name, config.bot(name).type, config.bot(name).options) for name in plan.bots}
+
+    def save(conversation: Conversation) -> None:
+        opened.store.save_conversation(opened.id, conversation)
+        if on_done:
+            on_done(conversation)
+
+    existing = opened.store.conversation_status(opened.id)
+    return asyncio.run(generate(plan, bots, existing=existing, on_done=save))
