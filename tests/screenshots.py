@@ -1,8 +1,8 @@
 """Where browser tests save their screenshots.
 
-By default a temporary folder, so a test run never changes the repository. To refresh the
-pictures in docs/screenshots (shown in README.md):
-    DIALEVAL_SCREENSHOTS_DIR=docs/screenshots .venv/bin/pytest tests/e2e
+By default a temporary folder, so a test run never changes the repository; set
+DIALEVAL_SCREENSHOTS_DIR to keep them somewhere (they show the tests' hostile strings).
+The README's pictures come from the real demo instead: .venv/bin/python scripts/screenshots.py
 """
 
 from __future__ import annotations
