@@ -86,3 +86,14 @@ def test_missing_study_file_says_how_to_make_one(tmp_path):
 
 def test_not_a_mapping():
     assert "YAML mapping" in error_of(["a", "b"])
+
+
+def test_readme_study_file_example_validates():
+    """README.md's study file example must stay a valid study file."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("## The study file", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    config = parse_study(yaml.safe_load(block), "README.md")
+    assert config.method == "acute" and config.database.startswith("postgresql://")
+    assert config.options.annotations_per_pair == 50
