@@ -104,7 +104,8 @@ def direct_assessment_frames(dataset: Dataset, alpha: float = 0.05) -> DirectAss
         part = da.rater_agreement(ratings[sel])
         part.insert(0, "group", label)
         agreement_parts.append(part)
-    agreement = pd.concat(agreement_parts, ignore_index=True)
+    non_empty = [p for p in agreement_parts if not p.empty]  # pandas warns on concatenating empty frames
+    agreement = pd.concat(non_empty, ignore_index=True) if non_empty else agreement_parts[0]
 
     meta = {"alpha": alpha, "passed_annotators": sorted(passed_ids)}
     return DirectAssessmentFrames(ratings=ratings, qc=qc, systems=systems, raw=raw_table, qc_system=qc_system,
