@@ -177,17 +177,21 @@ def acute_frame(
     units = {u.id: u for u in dataset.units}
     conv_bot = _conversation_bot(dataset)
     kept, onboarding, summary = _split_judgments(dataset, exclude_annotators)
+    unit_speakers: dict[str | None, dict] = {}
     rows, unmapped = [], 0
     for j in kept:
         v = j.value if isinstance(j.value, dict) else {}
         win_c, lose_c = v.get("winner"), v.get("loser")
         unit = units.get(j.unit_id)
-        mapping = dict(conv_bot)
-        if unit is not None:
-            speakers = unit.payload.get("speakers_to_eval")
-            if speakers and len(speakers) == len(unit.conversation_ids):
-                mapping.update(dict(zip(unit.conversation_ids, speakers)))
-        wb, lb = mapping.get(win_c), mapping.get(lose_c)
+        speakers = unit_speakers.get(j.unit_id) if unit is not None else None
+        if speakers is None and unit is not None:
+            given = unit.payload.get("speakers_to_eval")
+            speakers = dict(zip(unit.conversation_ids, given)) if given and len(given) == len(
+                unit.conversation_ids) else {}
+            unit_speakers[j.unit_id] = speakers
+        # the unit's speakers_to_eval first, else the conversation's single bot (no copy per judgment)
+        wb = speakers.get(win_c, conv_bot.get(win_c)) if speakers else conv_bot.get(win_c)
+        lb = speakers.get(lose_c, conv_bot.get(lose_c)) if speakers else conv_bot.get(lose_c)
         if wb is None or lb is None:
             unmapped += 1
             continue
@@ -235,9 +239,16 @@ def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim:
     sec = float(elapsed.mean()) if len(elapsed) else None
     per_annotator = len(df) / max(df["annotator"].nunique(), 1)
     tts = []
+    # one pass splits the duels by unordered bot pair (not one scan of the frame per matchup)
+    lo = np.where(duel["winner"].to_numpy() < duel["loser"].to_numpy(), duel["winner"], duel["loser"])
+    hi = np.where(duel["winner"].to_numpy() < duel["loser"].to_numpy(), duel["loser"], duel["winner"])
+    by_pair = pd.Series(duel["winner"].to_numpy(), index=pd.MultiIndex.from_arrays([lo, hi])).groupby(
+        level=[0, 1], sort=False).indices
+    winners = duel["winner"].to_numpy()
     for m in matchups.itertuples():
-        pair = duel[duel["winner"].isin([m.a, m.b]) & duel["loser"].isin([m.a, m.b])]
-        r = _tts_pairwise((pair["winner"] == m.a).to_numpy(dtype=float), sec, onboarding_s, per_annotator, n_sim, seed)
+        rows = by_pair.get((m.a, m.b) if m.a < m.b else (m.b, m.a), np.zeros(0, dtype=int))
+        outcomes = (winners[rows] == m.a).astype(float)
+        r = _tts_pairwise(outcomes, sec, onboarding_s, per_annotator, n_sim, seed)
         if r is not None:
             tts.append({"a": m.a, "b": m.b, **r})
 

@@ -176,7 +176,8 @@ def agreement(df: pd.DataFrame, item: str | Sequence[str] = "item", choice: str 
         return {"items": 0, "annotations": 0, "majority": None, "pairwise": None, "p": None, "stars": ""}
     top = per_item.max()[multi]
     tot = n_item[multi]
-    same_pairs = counts.groupby(level=list(range(len(keys)))).apply(lambda s: float((s * (s - 1) / 2).sum()))[multi]
+    # pairs of annotations of one item that agree, summed per item (one grouped sum, no apply per item)
+    same_pairs = (counts * (counts - 1) / 2).groupby(level=list(range(len(keys)))).sum().astype(float)[multi]
     all_pairs = tot * (tot - 1) / 2
     k, n = int(top.sum()), int(tot.sum())
     p = binomial_p(k, n - k)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -57,16 +58,41 @@ def n_grid(n_max: int = 100_000, n_min: int = 2, points: int = 120) -> np.ndarra
     return np.concatenate([small, big])
 
 
-def binomial_rejection_bound(n, alpha: float = 0.05):
-    """Largest k with two-sided binomial-test p(k of n, 0.5) < alpha (-1 when none): the test
-    rejects when wins <= c or wins >= n - c. Vectorised over n."""
-    ns = np.asarray(n, dtype=float)
+def _rejection_bounds(ns: np.ndarray, alpha: float) -> np.ndarray:
     q = alpha / 2.0
     c = np.where(ns > 0, sps.binom.ppf(q, np.maximum(ns, 1), 0.5) - 1, -1)
     # ppf can be off by one in floating point; enforce cdf(c) < q <= cdf(c + 1)
     c = np.where((c >= 0) & (sps.binom.cdf(c, np.maximum(ns, 1), 0.5) >= q), c - 1, c)
     c = np.where((c + 1 <= ns / 2) & (sps.binom.cdf(c + 1, np.maximum(ns, 1), 0.5) < q), c + 1, c)
-    c = np.where(ns > 0, c, -1).astype(int)
+    return np.where(ns > 0, c, -1).astype(int)
+
+
+@lru_cache(maxsize=32)
+def _bound_table(alpha: float, size: int) -> np.ndarray:
+    """Rejection bounds for n = 0 .. size - 1 (read-only; sizes are powers of two, so a handful of
+    tables serve every call: the power curves ask for the same n thousands of times)."""
+    table = _rejection_bounds(np.arange(size, dtype=float), alpha)
+    table.setflags(write=False)
+    return table
+
+
+def binomial_rejection_bound(n, alpha: float = 0.05):
+    """Largest k with two-sided binomial-test p(k of n, 0.5) < alpha (-1 when none): the test
+    rejects when wins <= c or wins >= n - c. Vectorised over n; looked up in a cached table."""
+    ns = np.asarray(n)
+    if ns.size == 0:
+        return np.zeros(ns.shape, dtype=int)
+    if not np.issubdtype(ns.dtype, np.integer):
+        if not np.all(ns == np.floor(ns)):  # fractional n: no table
+            c = _rejection_bounds(ns.astype(float), alpha)
+            return int(c) if c.ndim == 0 else c
+        ns = ns.astype(np.int64)
+    top = int(ns.max())
+    if top > 50_000_000:  # beyond any study: compute directly rather than cache a huge table
+        c = _rejection_bounds(ns.astype(float), alpha)
+    else:
+        c = _bound_table(float(alpha), 1 << max(top + 1, 1024).bit_length())[np.maximum(ns, 0)]
+        c = np.where(ns > 0, c, -1)
     return int(c) if c.ndim == 0 else c
 
 
