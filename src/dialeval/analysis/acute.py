@@ -267,7 +267,7 @@ def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim:
     }
 
 
-def _stopping(dataset: Dataset, method: str, outcomes: list[tuple[str, str, str]]) -> dict:
+def _stopping(dataset: Dataset, method: str, outcomes: list[tuple], unfiltered: list[tuple] | None = None) -> dict:
     """The report's `stopping` entry (adaptive.stopping_section): the anytime-valid stopping table of
     the study's `adaptive:` config, replayed from the kept judgments in the order they were made
     (the scheduler's own view). With adaptive collection disabled it is labelled monitoring only."""
@@ -276,8 +276,18 @@ def _stopping(dataset: Dataset, method: str, outcomes: list[tuple[str, str, str]
     config = dataset.meta.get("config") if isinstance(dataset.meta, dict) else None
     bots = None
     if not config or not config.get("bots"):
-        bots = sorted({b for a, b_, _ in outcomes for b in (a, b_)})
-    return stopping_section(outcomes, method, config or {}, bots=bots)
+        bots = sorted({b for o in outcomes for b in (o[0], o[1])})
+    return stopping_section(outcomes, method, config or {}, bots=bots, unfiltered=unfiltered)
+
+
+def _unfiltered_outcomes(dataset: Dataset) -> dict[str, list[tuple]]:
+    """Per question, (winner, loser, winner, annotator) of every non-onboarding judgment, those of
+    filtered annotators included (what the scheduler saw before they were filtered)."""
+    everyone = Dataset(dataset.method, dataset.conversations, [], dataset.units, dataset.judgments, dataset.meta)
+    df, _, _ = acute_frame(everyone, None)
+    if df.empty:
+        return {}
+    return {q: list(zip(g["winner"], g["loser"], g["winner"], g["annotator"])) for q, g in df.groupby("question")}
 
 
 def analyze_acute(
@@ -318,8 +328,10 @@ def analyze_acute(
         return _jsonable(report)
     onboarding_s = _onboarding_seconds(onboarding)
     by_q = {q: _analyze_question(g, onboarding_s, n_boot, n_sim, seed) for q, g in df.groupby("question", sort=True)}
+    everyone = _unfiltered_outcomes(dataset) if excluded["filtered_judgments"] else {}
     for q, g in df.groupby("question", sort=True):
-        by_q[q]["stopping"] = _stopping(dataset, "acute", list(zip(g["winner"], g["loser"], g["winner"])))
+        by_q[q]["stopping"] = _stopping(dataset, "acute", list(zip(g["winner"], g["loser"], g["winner"], g["annotator"])),
+                                        everyone.get(q))
     main = df["question"].value_counts().sort_index().idxmax()
     items = df.assign(item=[tuple(sorted((w, l_))) for w, l_ in zip(df["winner_conv"], df["loser_conv"])])
     qa = pw.question_agreement(items, question="question", item="item", choice="winner_conv")

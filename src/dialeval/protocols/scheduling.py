@@ -205,7 +205,7 @@ def adaptive_plan(protocol, view: SchedulingView, method: str, questions: Sequen
         o = outcome(j)
         if o is None or j.question not in outcomes:
             continue
-        outcomes[j.question].append(o)
+        outcomes[j.question].append((*o[:3], j.annotator))  # the test counts per annotator
         n += 1
     states = {q: study_state(outcomes[q], method, config) for q in questions}
     stopped = None
