@@ -72,11 +72,13 @@ def acute_dataset(judgments: int, bots: int = 100, seed: int = 0, per_unit: int 
     n_units = judgments // per_unit
     ia = rng.integers(0, bots, judgments)
     ib = (ia + rng.integers(1, bots, judgments)) % bots
-    ca = rng.integers(0, convs_per_bot, judgments)
-    cb = rng.integers(0, convs_per_bot, judgments)
+    # a unit is one pair of conversations, judged by several annotators (10 pairs of conversations per
+    # pair of bots), as ACUTE-Eval collects them
+    ca = rng.integers(0, 10, judgments)
+    cb = ca
     a_wins = rng.random(judgments) < 1 / (1 + np.exp(-(theta[ia] - theta[ib])))
     secs = rng.gamma(4, 15, judgments)
-    units, out, annotators = [], [], []
+    units, out, annotators, seen = [], [], [], set()
     for u in range(n_units):
         ann = f"w{u // 4:06d}"
         if u % 4 == 0:
@@ -84,8 +86,10 @@ def acute_dataset(judgments: int, bots: int = 100, seed: int = 0, per_unit: int 
         for k in range(u * per_unit, (u + 1) * per_unit):
             a_id = f"{names[ia[k]]}-c{ca[k]:03d}"
             b_id = f"{names[ib[k]]}-c{cb[k]:03d}"
-            uid = f"u{k:07d}"
-            units.append(Unit(uid, "acute", [a_id, b_id]))
+            uid = f"u-{a_id}-{b_id}"
+            if uid not in seen:
+                seen.add(uid)
+                units.append(Unit(uid, "acute", [a_id, b_id]))
             win, lose = (a_id, b_id) if a_wins[k] else (b_id, a_id)
             out.append(Judgment(ann, uid, "engaging", {"winner": win, "loser": lose}, elapsed_s=float(secs[k]),
                                 shown_order=[a_id, b_id]))
@@ -134,11 +138,13 @@ def _run(case: str, scale: float, queue) -> None:
     t0 = time.perf_counter()
     dataset = make(n)
     t1 = time.perf_counter()
+    c1 = time.process_time()
     report = build_report(dataset, {})
     t2 = time.perf_counter()
+    cpu = time.process_time() - c1
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     queue.put({"case": case, "label": label, "n": len(dataset.judgments), "build_data_s": round(t1 - t0, 2),
-               "report_s": round(t2 - t1, 2), "peak_gb": round(peak_gb, 2), "systems": len(report.get("systems", []))})
+               "report_s": round(t2 - t1, 2), "report_cpu_s": round(cpu, 2), "peak_gb": round(peak_gb, 2), "systems": len(report.get("systems", []))})
 
 
 def main() -> None:
