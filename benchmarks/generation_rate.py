@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import time
 
 from dialeval.bots.registry import build_bot

@@ -144,7 +144,8 @@ def _run(case: str, scale: float, queue) -> None:
     cpu = time.process_time() - c1
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     queue.put({"case": case, "label": label, "n": len(dataset.judgments), "build_data_s": round(t1 - t0, 2),
-               "report_s": round(t2 - t1, 2), "report_cpu_s": round(cpu, 2), "peak_gb": round(peak_gb, 2), "systems": len(report.get("systems", []))})
+               "report_s": round(t2 - t1, 2), "report_cpu_s": round(cpu, 2), "peak_gb": round(peak_gb, 2),
+               "systems": len(report.get("systems", []))})
 
 
 def main() -> None:

@@ -330,8 +330,8 @@ def analyze_acute(
     by_q = {q: _analyze_question(g, onboarding_s, n_boot, n_sim, seed) for q, g in df.groupby("question", sort=True)}
     everyone = _unfiltered_outcomes(dataset) if excluded["filtered_judgments"] else {}
     for q, g in df.groupby("question", sort=True):
-        by_q[q]["stopping"] = _stopping(dataset, "acute", list(zip(g["winner"], g["loser"], g["winner"], g["annotator"])),
-                                        everyone.get(q))
+        outcomes = list(zip(g["winner"], g["loser"], g["winner"], g["annotator"]))
+        by_q[q]["stopping"] = _stopping(dataset, "acute", outcomes, everyone.get(q))
     main = df["question"].value_counts().sort_index().idxmax()
     items = df.assign(item=[tuple(sorted((w, l_))) for w, l_ in zip(df["winner_conv"], df["loser_conv"])])
     qa = pw.question_agreement(items, question="question", item="item", choice="winner_conv")

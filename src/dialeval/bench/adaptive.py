@@ -64,8 +64,8 @@ from ..stats import active
 from ..stats.bradley_terry import _newton
 from ..stats.sequential import (
     DEFAULT_MIXING,
-    block_log_e_process,
     DEFAULT_PRIOR,
+    block_log_e_process,
     bonferroni_alpha,
     crossing_probability,
     decision_bounds,
