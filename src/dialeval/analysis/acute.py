@@ -27,6 +27,8 @@ from dialeval.stats.text import justification_lengths, top_tfidf_terms
 __all__ = ["analyze_acute"]
 
 _FILTER_STATUSES = {"filtered", "excluded", "blocked", "failed", "rejected"}
+# time to significance for every matchup up to this many (10 bots); beyond, adjacent pairs only
+TTS_ALL_PAIRS_UP_TO = 45
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -245,7 +247,12 @@ def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim:
     by_pair = pd.Series(duel["winner"].to_numpy(), index=pd.MultiIndex.from_arrays([lo, hi])).groupby(
         level=[0, 1], sort=False).indices
     winners = duel["winner"].to_numpy()
-    for m in matchups.itertuples():
+    timed = matchups
+    if len(matchups) > TTS_ALL_PAIRS_UP_TO:
+        # many bots (an arena): only the pairs adjacent in the ranking, the ones a study is sized for
+        rank = {name: k for k, name in enumerate(order)}
+        timed = matchups[[abs(rank[a] - rank[b]) == 1 for a, b in zip(matchups["a"], matchups["b"])]]
+    for m in timed.itertuples():
         rows = by_pair.get((m.a, m.b) if m.a < m.b else (m.b, m.a), np.zeros(0, dtype=int))
         outcomes = (winners[rows] == m.a).astype(float)
         r = _tts_pairwise(outcomes, sec, onboarding_s, per_annotator, n_sim, seed)
@@ -304,7 +311,8 @@ def analyze_acute(
     rate over opponents), matchups [{a, b, wins_a, wins_b, n, win_rate_a, p, stars}], grid
     (win rate of row over column, with p), leaderboard (Bradley–Terry), agreement (on pairs of
     conversations with >= 2 annotations), aa_test (same bot on both sides), justifications,
-    time_to_significance (per matchup, when judgments carry elapsed_s), question_agreement
+    time_to_significance (per matchup, when judgments carry elapsed_s; with more than
+    45 matchups only for the pairs adjacent in the ranking), question_agreement
     (003 Table 1: per question), excluded, stopping ({rule, selection, pairs: the anytime-valid
     stopping table per bot pair, ...}; see adaptive.stopping_section; "monitoring only" when the
     study's `adaptive.enabled` is false).

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -57,8 +58,13 @@ def binomial_p(successes: float, failures: float, p0: float = 0.5) -> float:
     Counts are rounded to integers (half-wins from ties would otherwise break the exact test).
     With no trials there is no evidence, so p = 1.0.
     """
-    k = round(successes)
-    n = k + round(failures)
+    return _binomial_p(round(successes), round(failures), float(p0))
+
+
+@lru_cache(maxsize=65536)
+def _binomial_p(k: int, failures: int, p0: float) -> float:
+    """Cached: a grid of many bots asks for the same counts again (each cell and its pair row)."""
+    n = k + failures
     if n == 0:
         return 1.0
     return float(binomtest(k, n, p0, alternative="two-sided").pvalue)
