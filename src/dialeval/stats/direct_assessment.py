@@ -244,13 +244,16 @@ def _group_correlations(X: np.ndarray, members: np.ndarray, annotators: np.ndarr
     n = np.zeros(ia.size, dtype=int)
     both = complete[ia] & complete[ib]
     if X.shape[1] >= 3:
+        # each row centred and scaled once, in the order of operations of scipy.stats.pearsonr (so r
+        # is the same number), then one dot product per pair
         centred = X - X.mean(axis=1, keepdims=True)
-        norm = np.sqrt((centred**2).sum(axis=1))
         ok_row = complete & (np.ptp(np.where(complete[:, None], X, 0.0), axis=1) > 0)
         with np.errstate(invalid="ignore", divide="ignore"):
-            unit_vec = centred / norm[:, None]
+            top = np.max(np.abs(centred), axis=1, keepdims=True)
+            norm = top * np.linalg.norm(centred / top, axis=1, keepdims=True)
+            unit_vec = centred / norm
         sel = both & ok_row[ia] & ok_row[ib]
-        r[sel] = np.einsum("ij,ij->i", unit_vec[ia[sel]], unit_vec[ib[sel]])
+        r[sel] = np.vecdot(unit_vec[ia[sel]], unit_vec[ib[sel]], axis=-1)
         n[sel] = X.shape[1]
     for k in np.flatnonzero(~both):  # rows with gaps: align on the systems both rated
         xa, xb = X[ia[k]], X[ib[k]]
