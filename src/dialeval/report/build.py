@@ -140,10 +140,14 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in figs.items() if v is not None}
 
 
-def _png_base64(fig) -> str:
+def _png_bytes(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    return buf.getvalue()
+
+
+def _png_base64(fig) -> str:
+    return base64.b64encode(_png_bytes(fig)).decode("ascii")
 
 
 def write_report(
@@ -165,9 +169,10 @@ def write_report(
     plot_dir = out / "plots"
     for name, fig in figures(report).items():
         plot_dir.mkdir(exist_ok=True)
-        fig.savefig(plot_dir / f"{name}.png", dpi=110)
+        png = _png_bytes(fig)  # rendered once: the same bytes go to the file and into the page
+        (plot_dir / f"{name}.png").write_bytes(png)
         fig.savefig(plot_dir / f"{name}.svg")
-        images[name] = _png_base64(fig)
+        images[name] = base64.b64encode(png).decode("ascii")
         plt.close(fig)
     env = Environment(loader=PackageLoader("dialeval.report", "templates"), autoescape=select_autoescape())
     env.filters["num"] = _num
