@@ -351,7 +351,8 @@ class SequentialPairTest:
     `alpha` is this pair's level; with several pairs pass `n_pairs` to test at alpha / n_pairs
     (Bonferroni). The test decides at the first n with M_n(0.5) ≥ 1/level, i.e. when the confidence
     sequence excludes 0.5; `winner` is the bot with more wins then, `stopped_at` that n. Judgments
-    after the decision are still counted (and narrow `interval`) but never change it. Ties are
+    after the decision are still counted (and narrow `interval`, see there for an empty
+    intersection: `interval_empty`) but never change it. Ties are
     ignored (they carry no information about which bot is better). `mixing` picks the statistic:
     "mixture" (default: the average over Beta(c, c), c = prior / 4^j, see the module docstring) or
     "single" (Beta(prior, prior) alone, the rule before the mixture).
@@ -377,8 +378,11 @@ class SequentialPairTest:
     winner: str | None = None
     stopped_at: int | None = None
     mixing: str = DEFAULT_MIXING
+    _empty: bool = field(default=False, repr=False)
     _lo: float = field(default=0.0, repr=False)
     _hi: float = field(default=1.0, repr=False)
+    # (wins_a, n) after each judgment not yet folded into the running intersection (_lo, _hi)
+    _pending: list[tuple[int, int]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         mixture_components(self.prior, self.mixing)  # validates prior and mixing
@@ -395,6 +399,8 @@ class SequentialPairTest:
             return self
         self.n += 1
         self.wins_a += int(won)
+        if not self._empty:
+            self._pending.append((self.wins_a, self.n))
         self.p_value = min(self.p_value, always_valid_p(self.wins_a, self.n, 0.5, self.prior, self.mixing))
         if not self.decided and self.p_value <= self.level:
             self.decided = True
@@ -413,10 +419,60 @@ class SequentialPairTest:
 
     @property
     def interval(self) -> tuple[float, float]:
-        """Running intersection of the (1 - level) confidence sequence for P(a beats b)."""
-        lo, hi = confidence_sequence(self.wins_a, self.n, self.level, self.prior, self.mixing)
-        self._lo, self._hi = max(self._lo, lo), min(self._hi, hi)
+        """(low, high) for P(a beats b): the intersection of the (1 - level) confidence sequence
+        CS_t over every judgment t = 1..n so far (still a (1 - level) confidence sequence, since all
+        CS_t hold at once with that probability). It depends only on the judgments, never on how
+        often it is read.
+
+        The intersection can be empty (every p was excluded at some t): that happens with
+        probability ≤ level when the win rate is constant, so it is evidence that it is not (drift,
+        heterogeneous annotators). Then `interval_empty` is True from that judgment on, and
+        `interval` is the current CS_n alone, so low ≤ high always.
+
+        >>> t = SequentialPairTest().extend([True] * 30 + [False] * 30)
+        >>> t.interval_empty, [round(x, 2) for x in t.interval]
+        (True, [0.32, 0.68])
+        """
+        if self.interval_empty:
+            return confidence_sequence(self.wins_a, self.n, self.level, self.prior, self.mixing)
         return self._lo, self._hi
+
+    @property
+    def interval_empty(self) -> bool:
+        """True once no win rate lies in every confidence sequence so far (see `interval`)."""
+        self._fold_pending()
+        return self._empty
+
+    def _fold_pending(self) -> None:
+        """Intersect (_lo, _hi) with CS_t for every judgment t since the last fold.
+
+        Cheap when little changes: a vectorised check finds the t whose CS_t lies wholly above _lo
+        (M_t(_lo) ≥ 1/level with _lo below the win rate), and only for those is the bound solved
+        for, most excluded first, until no CS_t cuts further; the same on the high side."""
+        if not self._pending:
+            return
+        k, m = (np.asarray(x, dtype=float) for x in zip(*self._pending, strict=True))
+        self._pending = []
+        threshold = -math.log(self.level)
+        for side in (0, 1):  # 0 raises the low end, 1 lowers the high end
+            open_ = np.ones(k.shape, dtype=bool)
+            while open_.any():
+                bound = self._hi if side else self._lo
+                p0 = min(max(bound, 1e-15), 1 - 1e-15)
+                lm = np.asarray(log_mixture_lr(k, m, p0, self.prior, self.mixing))
+                beyond = (k < p0 * m) if side else (k > p0 * m)
+                cuts = open_ & beyond & (lm >= threshold)
+                if not cuts.any():
+                    break
+                i = int(np.argmax(np.where(cuts, lm, -np.inf)))
+                open_[i] = False
+                cs = confidence_sequence(int(k[i]), int(m[i]), self.level, self.prior, self.mixing)
+                if side:
+                    self._hi = min(self._hi, cs[1])
+                else:
+                    self._lo = max(self._lo, cs[0])
+        if self._lo > self._hi:
+            self._empty = True
 
 
 @dataclass
