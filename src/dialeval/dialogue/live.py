@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -89,6 +90,21 @@ def clean_message(text: Any, max_chars: int = MAX_MESSAGE_CHARS) -> str:
     if len(text) > max_chars:
         raise JudgmentError(f"A message can have at most {max_chars} characters.")
     return text
+
+
+def watch_timeout(value: Any) -> float:
+    """The long-poll wait a `watch` asks for, in seconds: absent or null = WATCH_TIMEOUT_S, a number
+    ≥ 0 is capped at WATCH_TIMEOUT_S; anything else is the client's error (400), never a 500.
+
+    >>> watch_timeout(None), watch_timeout(2), watch_timeout(0.5), watch_timeout(600)
+    (20.0, 2.0, 0.5, 20.0)
+    """
+    if value is None:
+        return WATCH_TIMEOUT_S
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+    if not number >= 0:  # NaN fails too
+        raise JudgmentError("timeout must be a number of seconds (0 or more)")
+    return min(WATCH_TIMEOUT_S, float(number))
 
 
 def now_ts() -> float:
@@ -300,6 +316,7 @@ class LiveProtocol:
             cursor = max(0, int(data.get("cursor") or 0))
         except (TypeError, ValueError):
             cursor = 0
+        timeout = watch_timeout(data.get("timeout"))
         state = await _to_thread(self.fresh_state, assignment)
         conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
         if conv is None:
@@ -309,7 +326,6 @@ class LiveProtocol:
             key = self.generation_key(conv)
         gen = find_generation(key)
         if gen is not None:
-            timeout = min(WATCH_TIMEOUT_S, float(data.get("timeout") or WATCH_TIMEOUT_S))
             events, cursor, finished = await gen.wait_events(cursor, timeout)
             return {"events": events, "cursor": cursor, "finished": finished}
         # Not running here: finished (stored), failed (error in the state), or run by another worker.
