@@ -63,7 +63,6 @@ class OnboardingConfig(_Strict):
 
 class AnnotationConfig(_Strict):
     units_per_annotator: int = Field(5, ge=1)
-    annotations_per_unit: int = Field(1, ge=1)
     expire_minutes: float = Field(30, gt=0)
     require_justification: bool = True
     min_justification_words: int = Field(2, ge=0)
@@ -78,7 +77,6 @@ class QualityConfig(_Strict):
 class RecruitmentConfig(_Strict):
     platform: Literal["link", "prolific", "mturk", "volunteer"] = "link"
     completion_code: str | None = None
-    mturk_sandbox: bool = True
 
 
 class PagesConfig(_Strict):
