@@ -33,3 +33,23 @@ def test_missing_chromium_fails_in_ci_and_skips_elsewhere(ci, exit_code, word):
     out = result.stdout + result.stderr
     assert result.returncode == exit_code, out
     assert word in out.splitlines()[-1] and "no Chromium at" in out and "no-such-chromium" in out
+
+
+def test_the_test_command_runs_the_doctests_of_src():
+    # `make test` runs plain `pytest`: its configuration must collect the examples in src/ docstrings
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    collected = set(result.stdout.split())
+    for doctest in (
+        "src/dialeval/stats/sequential.py::dialeval.stats.sequential.SequentialPairTest.interval",
+        "src/dialeval/adaptive.py::dialeval.adaptive",
+        "src/dialeval/planning.py::dialeval.planning.parse_expectation",
+        "src/dialeval/bench/adaptive.py::dialeval.bench.adaptive",
+    ):
+        assert doctest in collected
