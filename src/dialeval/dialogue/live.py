@@ -36,11 +36,15 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..bots.base import Bot, BotContext, ChatMessage
 from ..errors import BotError, JudgmentError, StoreError
 from ..records import Conversation, Turn
+
+if TYPE_CHECKING:
+    from ..config import StudyConfig
+    from ..protocols.base import AssignmentInfo, StudyContext
 
 log = logging.getLogger(__name__)
 
@@ -245,6 +249,22 @@ class LiveProtocol:
 
     rate_limited_actions: ClassVar[frozenset[str]] = frozenset({"send", "reply"})
     fixed_opener: ClassVar[bool] = True  # PW-Turn and SM start with options.first_message
+
+    if TYPE_CHECKING:  # for the type checker only: what protocols.base.Protocol and the subclass provide
+        study: StudyContext
+
+        @property
+        def store(self) -> Any: ...
+        @property
+        def config(self) -> StudyConfig: ...
+        @property
+        def options(self) -> Any: ...
+        def save_state(self, assignment: AssignmentInfo, state: dict[str, Any]) -> None: ...
+        def check_live_messages(self, annotator_id: int) -> list[str]: ...
+        def chat_bots(self, assignment, state) -> list[str]: ...
+        def can_send(self, conv, state) -> str | None: ...
+        def store_replies(self, annotator, assignment, conv, state, names, texts) -> None: ...
+        def current_conversation_id(self, assignment, state) -> str: ...
 
     # -- conversations --------------------------------------------------------------------------
     def fresh_state(self, assignment) -> dict[str, Any]:

@@ -95,7 +95,10 @@ MIXTURE_MIN_PRIOR = 0.25  # no component flatter than Beta(1/4, 1/4)
 
 
 def _prior(prior: float | tuple[float, float]) -> tuple[float, float]:
-    a, b = (float(prior), float(prior)) if np.isscalar(prior) else (float(prior[0]), float(prior[1]))
+    if isinstance(prior, tuple | list | np.ndarray):
+        a, b = float(prior[0]), float(prior[1])
+    else:
+        a = b = float(prior)
     if not (a > 0 and b > 0):
         raise ValueError(f"the mixing prior Beta(a, b) needs a, b > 0, got {prior!r}")
     return a, b
@@ -129,7 +132,7 @@ def _lbeta(a: float, b: float) -> float:
     return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
 
 
-def _log_mix_marginal(k, m, comps) -> np.ndarray:
+def _log_mix_marginal(k, m, comps) -> float | np.ndarray:
     """log of (1/J) Σ_j B(k + a_j, m - k + b_j) / B(a_j, b_j): the marginal likelihood of the counts
     under the mixture prior (vectorised over k, m; plain floats for scalars, which is what the
     per-judgment update of `SequentialPairTest` needs to stay cheap)."""

@@ -265,7 +265,7 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
     # the same HTML page (browsers) or JSON (scripts) as every other error.
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
-        return await web_error(request, WebError(exc.status_code, str(exc.detail), headers=exc.headers))
+        return await web_error(request, WebError(exc.status_code, str(exc.detail), headers=dict(exc.headers or {})))
 
     from fastapi.exceptions import RequestValidationError
 
