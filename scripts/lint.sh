@@ -10,7 +10,7 @@ status=0
 echo "lint: ruff check"
 "$PY" -m ruff check . || status=1
 echo "lint: ruff format --check"
-"$PY" -m ruff format --check . || status=1
+"$PY" -m ruff format --check --output-format concise . || status=1
 echo "lint: mypy (baseline scripts/mypy-baseline.txt)"
 "$PY" scripts/mypy_gate.py || status=1
 exit $status
