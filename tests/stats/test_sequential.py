@@ -298,3 +298,15 @@ def test_empty_running_intersection_is_reported_not_inverted():
         if t.interval_empty and first_empty is None:
             first_empty = n
     assert first_empty is not None and 30 < first_empty < 60
+
+
+def test_stopping_table_reports_an_empty_intersection():
+    from dialeval.adaptive import AdaptiveState
+    from dialeval.config import AdaptiveConfig
+
+    # x beats y 30 times, then y beats x 30 times: no win rate lies in every confidence sequence
+    outcomes = [("x", "y", "x")] * 30 + [("x", "y", "y")] * 30
+    (row,) = AdaptiveState.from_outcomes(outcomes, ["x", "y"], AdaptiveConfig(enabled=True)).stopping_table()
+    assert row["ci_empty"] is True and row["ci_low"] < 0.5 < row["ci_high"]
+    (row,) = AdaptiveState.from_outcomes(outcomes[:30], ["x", "y"], AdaptiveConfig(enabled=True)).stopping_table()
+    assert row["ci_empty"] is False and 0.5 < row["ci_low"] <= row["ci_high"]

@@ -347,6 +347,9 @@ def _a_won(outcome, a: str, b: str) -> bool | None:
     raise ValueError(f"outcome {outcome!r} is neither {a!r}, {b!r}, True/False nor a tie")
 
 
+_FOLD_EVERY = 4096  # judgments kept before they are folded into the running intersection
+
+
 @dataclass
 class SequentialPairTest:
     """Anytime-valid test of one bot pair, fed one judgment at a time.
@@ -404,6 +407,8 @@ class SequentialPairTest:
         self.wins_a += int(won)
         if not self._empty:
             self._pending.append((self.wins_a, self.n))
+            if len(self._pending) >= _FOLD_EVERY:  # bounded memory when `interval` is rarely read
+                self._fold_pending()
         self.p_value = min(self.p_value, always_valid_p(self.wins_a, self.n, 0.5, self.prior, self.mixing))
         if not self.decided and self.p_value <= self.level:
             self.decided = True
