@@ -127,9 +127,9 @@ def test_refresh_resumes_exactly(tmp_path):
         other.csrf = c.csrf
         assert cand(other.task().text) == cand(first)
         c.act("choose", {"turn": "1", "choice": "1", "justification": "more natural reply"})
-        r = c.act("send", {"text": "I like sailing on the lake"})  # the reply is made while nobody watches
+        r = c.act("send", {"text": "I like sailing on the lake"})  # the reply is made in the background
         assert r.status_code == 200
-        # wait for it through the server's own long-poll (event-driven: no wall-clock polling here);
+        # wait for it through the server's own long-poll (event-driven, no wall-clock polling);
         # `finished` comes once the reply is stored, whether it ended before or during this watch
         events = c.follow(generation=r.json()["generation"])
         assert events[-1]["event"] == "done"
