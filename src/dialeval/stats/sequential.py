@@ -384,10 +384,10 @@ class SequentialPairTest:
     winner: str | None = None
     stopped_at: int | None = None
     mixing: str = DEFAULT_MIXING
-    _empty: bool = field(default=False, repr=False)
     _lo: float = field(default=0.0, repr=False)
     _hi: float = field(default=1.0, repr=False)
-    # (wins_a, n) after each judgment not yet folded into the running intersection (_lo, _hi)
+    _empty: bool = field(default=False, repr=False)  # the running intersection (_lo, _hi) is empty
+    # (wins_a, n) after each judgment not yet folded into the running intersection
     _pending: list[tuple[int, int]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -403,12 +403,9 @@ class SequentialPairTest:
         if won is None:
             self.ties += 1
             return self
+        self._note_for_interval(self.wins_a + int(won), self.n + 1)
         self.n += 1
         self.wins_a += int(won)
-        if not self._empty:
-            self._pending.append((self.wins_a, self.n))
-            if len(self._pending) >= _FOLD_EVERY:  # bounded memory when `interval` is rarely read
-                self._fold_pending()
         self.p_value = min(self.p_value, always_valid_p(self.wins_a, self.n, 0.5, self.prior, self.mixing))
         if not self.decided and self.p_value <= self.level:
             self.decided = True
@@ -450,6 +447,13 @@ class SequentialPairTest:
         """True once no win rate lies in every confidence sequence so far (see `interval`)."""
         self._fold_pending()
         return self._empty
+
+    def _note_for_interval(self, wins_a: int, n: int) -> None:
+        """Keep the counts after this judgment for the running intersection (see `interval`)."""
+        if not self._empty:
+            self._pending.append((wins_a, n))
+            if len(self._pending) >= _FOLD_EVERY:  # bounded memory when `interval` is rarely read
+                self._fold_pending()
 
     def _fold_pending(self) -> None:
         """Intersect (_lo, _hi) with CS_t for every judgment t since the last fold.
