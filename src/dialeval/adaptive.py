@@ -201,11 +201,11 @@ class AdaptiveState:
                 "a": a, "b": b, "n": t.n, "wins_a": t.wins_a, "wins_b": t.n - t.wins_a, "ties": t.ties,
                 "win_rate_a": None if t.n == 0 else t.wins_a / t.n,
                 "p_always_valid": float(t.p_value), "ci_low": lo, "ci_high": hi,
-                "ci_empty": t.interval_empty,
                 "decided": decided, "winner": t.winner if decided else (
                     (a if closure[i, j] else b) if implied else None),
                 "stopped_at_n": t.stopped_at if decided else None, "implied": implied, "rule": rule,
             })
+            rows[-1]["ci_empty"] = t.interval_empty  # see SequentialPairTest.interval
         return rows
 
 
