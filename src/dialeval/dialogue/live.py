@@ -97,18 +97,24 @@ def clean_message(text: Any, max_chars: int = MAX_MESSAGE_CHARS) -> str:
 
 
 def watch_timeout(value: Any) -> float:
-    """The long-poll wait a `watch` asks for, in seconds: absent or null = WATCH_TIMEOUT_S, a number
-    ≥ 0 is capped at WATCH_TIMEOUT_S; anything else is the client's error (400), never a 500.
+    """The long-poll wait a `watch` asks for, in seconds: absent, null or "" = WATCH_TIMEOUT_S, a
+    number (or a numeric string, as a form sends it) ≥ 0 is capped at WATCH_TIMEOUT_S; anything else
+    (an object, a list, true, NaN, a negative number) is the client's error (400), never a 500.
 
-    >>> watch_timeout(None), watch_timeout(2), watch_timeout(0.5), watch_timeout(600)
+    >>> watch_timeout(None), watch_timeout(2), watch_timeout("0.5"), watch_timeout(600)
     (20.0, 2.0, 0.5, 20.0)
     """
-    if value is None:
+    if value is None or value == "":
         return WATCH_TIMEOUT_S
-    number = value if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+    number = math.nan
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except ValueError:
+            pass
     if not number >= 0:  # NaN fails too
-        raise JudgmentError("timeout must be a number of seconds (0 or more)")
-    return min(WATCH_TIMEOUT_S, float(number))
+        raise JudgmentError("timeout must be a number of seconds.")
+    return min(WATCH_TIMEOUT_S, number)
 
 
 def now_ts() -> float:
