@@ -77,8 +77,9 @@ def test_refused_inputs_store_nothing(acute_app):
     # a plain form post is redirected (303, See Other) to the next task
     assert [h.status_code for h in r.history] == [303] and r.status_code == 200
     assert r.url.path == ann.url("task") and "Comparison 1 of 2" in r.text
-    # an HTML error page for a plain form: that assignment is already submitted
-    r = ann.post(url, {"choice": "1", "justification": "", "request_id": rid()}, json_api=False)
+    # an HTML error page for a browser's plain form post: that assignment is already submitted
+    browser = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+    r = ann.post(url, {"choice": "1", "justification": "", "request_id": rid()}, json_api=False, headers=browser)
     assert r.status_code == 409 and r.headers["content-type"].startswith("text/html")
     assert "already finished" in r.text
     assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == before + 1
