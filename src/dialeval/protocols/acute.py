@@ -15,6 +15,7 @@ conversation pair used least, then the conversations used least; left/right draw
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from typing import Any
 
 from ..errors import JudgmentError
@@ -209,10 +210,7 @@ class AcuteProtocol(Protocol):
             return None
         target = self.options.annotations_per_pair
         group_used = group_load(units, view, _group)
-        mine: dict[tuple, int] = {}
-        for a in history:
-            if a.unit_kind == KIND:
-                mine[_group(a)] = mine.get(_group(a), 0) + 1
+        mine = Counter(_group(a) for a in history if a.unit_kind == KIND)  # this annotator's per group
         groups = {_group(u) for u in candidates}
         groups = {g for g in groups if group_used.get(g, 0) < target}
         if adaptive is not None:
