@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from dialeval.errors import ImportFormatError
+from dialeval.formats.rename import rename_systems
 from dialeval.records import Annotator, Conversation, Dataset, Judgment, Turn, Unit
 
 METHOD = "spot-the-bot"
@@ -46,6 +47,8 @@ QUESTION = "spot-the-bot"
 HUMAN = "human"
 
 #: The paper's short names (001, Table 1), keyed by system_type or system_name of the export.
+#: The PersonaChat domain (``convai2``) calls the huggingface system HF, not GPT: see
+#: :func:`paper_names`.
 PAPER_NAMES: dict[str, str] = {
     "huggingface": "GPT",
     "bert_rank": "BR",
@@ -57,6 +60,18 @@ PAPER_NAMES: dict[str, str] = {
     "lost_in_conversation": "LC",
     "kvmemnn": "KV",
 }
+
+# domains whose huggingface system is the ConvAI2 entry "HF" (paper 001, Dialogue Systems)
+_PERSONACHAT_DOMAINS = {"convai2", "personachat", "persona_chat"}
+
+
+def paper_names(domain: str) -> dict[str, str]:
+    """The paper's short names for one domain (GPT in DailyDialog/Empathetic, HF in PersonaChat)."""
+    names = dict(PAPER_NAMES)
+    if domain.lower() in _PERSONACHAT_DOMAINS:
+        names["huggingface"] = "HF"
+    return names
+
 
 _FEATURES = {"fluency": "fluencyValue", "sensibleness": "sensitivenessValue", "specificity": "specificityValue"}
 _GENERIC_TYPES = {"model", ""}
@@ -308,11 +323,17 @@ def _read_annotations(
     return judgments, list(annotators.values())
 
 
-def read_spot_the_bot(folder: str | Path, domain: str, rename: dict[str, str] | None = None) -> Dataset:
-    """Read one domain of the Spot The Bot export in ``folder`` (e.g. domain ``"dailydialog"``).
+def read_spot_the_bot(
+    folder: str | Path, domain: str, rename: dict[str, str] | None = None, *, use_paper_names: bool = True
+) -> Dataset:
+    """Read one domain of the Spot The Bot export in ``folder`` (``dailydialog``, ``empathetic`` or
+    ``convai2``).
 
-    ``rename`` relabels systems (keys: system_type, system_name or the imported name); pass
-    :data:`PAPER_NAMES` for the paper's short names. ``"human"`` is never renamed.
+    Systems get the paper's short names (:func:`paper_names`: GPT, BR, S2, DR, BL; HF, LC, KV in
+    PersonaChat) unless ``use_paper_names=False``, which keeps the export's ``system_type`` (or, for
+    Blender's generic type ``model``, its ``system_name``). ``rename`` relabels systems on top of
+    that (keys: system_type, system_name or the imported name) and wins over the paper names.
+    ``"human"`` is never renamed.
     """
     folder = Path(folder)
     paths = {kind: folder / f"{kind}-dialogues-full-{domain}.json" for kind in ("sampled", "packed", "annotated")}
@@ -321,12 +342,13 @@ def read_spot_the_bot(folder: str | Path, domain: str, rename: dict[str, str] | 
             raise ImportFormatError(
                 str(path), f"file not found; expected the Spot The Bot export of domain '{domain}' in {folder}"
             )
-    conversations = _read_conversations(paths["sampled"], rename)
+    names = {**(paper_names(domain) if use_paper_names else {}), **(rename or {})}
+    conversations = _read_conversations(paths["sampled"], names or None)
     by_id = {c.id: c for c in conversations}
     units = _read_packages(paths["packed"], set(by_id))
     unit_map = {u.id: u for u in units}
     judgments, annotators = _read_annotations(paths["annotated"], by_id, unit_map)
-    return Dataset(
+    dataset = Dataset(
         method=METHOD,
         conversations=conversations,
         annotators=annotators,
@@ -334,3 +356,6 @@ def read_spot_the_bot(folder: str | Path, domain: str, rename: dict[str, str] | 
         judgments=judgments,
         meta={"domain": domain, "format": "spot-the-bot-mongo", "folder": str(folder)},
     )
+    if rename:  # a rename may also name a paper name (--rename DR=weak-s2s)
+        rename_systems(dataset, {k: v for k, v in rename.items() if k != HUMAN})
+    return dataset
