@@ -33,7 +33,11 @@ def arena_rank(path: Path) -> pd.DataFrame:
     data = PairDataset.from_pandas(pd.read_json(path, lines=True))
     r = BradleyTerry(n_competitors=len(data.competitors)).compute_ratings_and_cis(data, ci_method="sandwich")
     return pd.DataFrame(
-        {"rating": np.asarray(r["ratings"]), "low": np.asarray(r["rating_lower"]), "high": np.asarray(r["rating_upper"])},
+        {
+            "rating": np.asarray(r["ratings"]),
+            "low": np.asarray(r["rating_lower"]),
+            "high": np.asarray(r["rating_upper"]),
+        },
         index=r["competitors"],
     )
 
@@ -58,7 +62,8 @@ def main() -> None:
     }
     for key, value in diff.items():
         print(f"max |dialeval - arena-rank| {key}: {value:.4f} Elo")
-    print(f"seconds: arena-rank {t_theirs:.1f} (fit + sandwich), dialeval {t_ours:.1f} (fit + sandwich + 1000 bootstrap)")
+    print(f"seconds: arena-rank {t_theirs:.1f} (fit + sandwich), "
+          f"dialeval {t_ours:.1f} (fit + sandwich + 1000 bootstrap)")
     with open("/proc/loadavg") as handle:
         print("load average:", handle.read().split()[:3])
     if max(diff.values()) >= 0.5:

@@ -47,7 +47,9 @@ def test_json_list_csv_and_parquet_read_alike(tmp_path):
     (tmp_path / "b.json").write_text(json.dumps(plain), encoding="utf-8")
     pd.DataFrame(plain).to_csv(tmp_path / "b.csv", index=False)
     pd.DataFrame(plain).to_parquet(tmp_path / "b.parquet")
-    values = [[j.value for j in read_arena_battles(tmp_path / f"b.{ext}").judgments] for ext in ("json", "csv", "parquet")]
+    values = [
+        [j.value for j in read_arena_battles(tmp_path / f"b.{ext}").judgments] for ext in ("json", "csv", "parquet")
+    ]
     assert values[0] == values[1] == values[2]
     assert values[0][0] == {"model_a": "gpt-4", "model_b": "vicuna-13b", "winner": "model_a", "turn": 1}
 
