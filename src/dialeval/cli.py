@@ -588,6 +588,10 @@ def import_(
     for new, old in originals.items():
         console.print(f"renamed system {old!r} to {new!r} (a name the store can take)", highlight=False)
     console.print(f"imported into {study}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    for key, what in (("empty_submissions", "empty"), ("partial_submissions", "partial")):
+        if dataset.meta.get(key):
+            console.print(f"{len(dataset.meta[key])} {what} submissions kept without their missing ratings: "
+                          + ", ".join(dataset.meta[key]), highlight=False)
 
 
 @app.command()
