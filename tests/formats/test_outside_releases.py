@@ -14,6 +14,9 @@ DIALEVAL_OUTSIDE_DATA at it (default: ../outside-data beside the repository), la
     parlai/mturk-example/chat_log.jsonl          ParlAI 4f7143a6f~1 parlai/mturk/tasks/acute_eval/example/
     parlai/model_chat/{basic,with_personas_and_buckets}/2020_12_29/20201229_173200_1_live.json
     parlai/model_chat/final_chat_data.json       ParlAI a29567f tests/crowdsourcing/tasks/model_chat/...
+    parlai/wizard_of_wikipedia/chat_example{1,2}.jsonl                ParlAI a29567f projects/wizard_of_wikipedia/
+    parlai/turn_annotations_static/sample_conversations.jsonl         ParlAI a29567f tests/crowdsourcing/tasks/
+                                                                      turn_annotations_static/task_config/
 
 Without them every test here is skipped with that reason (in CI too: the release files are not
 part of the project's data). When DIALEVAL_OUTSIDE_DATA is set explicitly, a missing file fails.
@@ -148,3 +151,17 @@ def test_model_chat_results_folder(tmp_path):
     counts = imported("parlai", folder, tmp_path / "mc")
     assert counts["conversations"] == 3
     assert bot_names(tmp_path / "mc") == {"TransformerGenerator", "Speaker-2"}  # "Speaker 2" made valid
+
+
+@pytest.mark.parametrize(
+    ("relative", "conversations", "bots"),
+    [
+        ("parlai/wizard_of_wikipedia/chat_example1.jsonl", 1, {"model"}),  # acts name `speaker`, not `id`
+        ("parlai/wizard_of_wikipedia/chat_example2.jsonl", 1, {"model"}),
+        ("parlai/turn_annotations_static/sample_conversations.jsonl", 6, {"sample_model"}),
+    ],
+)
+def test_other_parlai_chat_logs(tmp_path, relative, conversations, bots):
+    counts = imported("parlai", outside(relative), tmp_path / "log")
+    assert counts["conversations"] == conversations
+    assert bot_names(tmp_path / "log") == bots

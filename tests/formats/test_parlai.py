@@ -225,3 +225,15 @@ def test_model_chat_results_and_folders(tmp_path):
     assert conv.turns[1].meta["problem_data"]["none_all_good"] is True
     both = read_parlai_conversations(tmp_path)
     assert [c.id for c in both] == ["a/1_live-1", "b/1_live-1"]  # equal file names do not clash
+
+
+def test_older_logs_name_the_speaker_speaker(tmp_path):
+    log = tmp_path / "chat_example1.jsonl"
+    episode = {"assignment_id_hashed": "e5c9", "dialog": [
+        {"speaker": "human_evaluator", "text": "i have never gotten into e-books"},
+        {"speaker": "model", "text": "Same here."},
+    ]}
+    _write_lines(log, [json.dumps(episode)])
+    conv = read_parlai_conversations(log)[0]
+    assert [(t.speaker, t.bot) for t in conv.turns] == [("human", None), ("bot", "model")]
+    assert conv.turns[1].meta["parlai_id"] == "model"

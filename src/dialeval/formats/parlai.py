@@ -23,6 +23,8 @@ Variants of ParlAI's public releases that read too:
   when the sidecar's ``opt.task`` matches the file name.
 - model_chat results (one pretty-printed JSON object per conversation, acts with ``agent_idx``):
   agent 0 is the crowdworker (``human``), agent 1 the bot; per-turn annotations stay in turn.meta.
+- older chat logs whose acts name the speaker ``speaker`` instead of ``id``
+  (``projects/wizard_of_wikipedia/chat_example1.jsonl``).
 - a folder: every ``*.jsonl``/``*.json`` log in it, ids prefixed by the file's path in the folder.
 
 The writer adds three episode-level keys ParlAI ignores (``conversation_id``, ``bots``, ``source``)
@@ -145,6 +147,10 @@ def read_parlai_conversations(
                 where = f"dialog[{i}][{j}]"
                 if not isinstance(act, dict):
                     raise ImportFormatError(str(path), "an act must be a JSON object", line=number, field=where)
+                if "id" not in act and "speaker" in act:
+                    # older ParlAI chat logs (e.g. projects/wizard_of_wikipedia/chat_example*.jsonl)
+                    # name the speaker `speaker`, as the first ACUTE pairings did
+                    act = {"id": act["speaker"], **{k: v for k, v in act.items() if k != "speaker"}}
                 for key in ("id", "text"):
                     if key not in act:
                         raise ImportFormatError(
