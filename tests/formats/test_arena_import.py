@@ -95,3 +95,29 @@ def test_judge_file_of_other_battles_is_refused(tmp_path):
     other = _jsonl(tmp_path / "judge.jsonl", [{"num": 0, "model_a": "x", "model_b": "z", "winner": "tie"}])
     with pytest.raises(ImportFormatError, match="battle 0 is x vs y in the battle file, x vs z here"):
         read_arena_battles(battles, judge_files=[other])
+
+
+def test_cli_import_with_judges_and_report(tmp_path):
+    from typer.testing import CliRunner
+
+    from dialeval.cli import app
+
+    runner = CliRunner()
+    votes = [("x", "y", "model_a"), ("y", "x", "model_b"), ("x", "y", "tie"), ("y", "x", "model_a")]
+    crowd = _jsonl(tmp_path / "crowd.jsonl",
+                   [{"num": k, "model_a": a, "model_b": b, "winner": w} for k, (a, b, w) in enumerate(votes)])
+    judge = _jsonl(tmp_path / "judge-1.jsonl",
+                   [{"num": k, "model_a": a, "model_b": b, "winner": "model_a"} for k, (a, b, _) in enumerate(votes)])
+    study = tmp_path / "arena"
+    result = runner.invoke(app, ["import", "arena", str(crowd), str(study), "--judges", str(judge)])
+    assert result.exit_code == 0, result.output
+    assert "8 judgments" in " ".join(result.output.split())
+    result = runner.invoke(app, ["report", str(study)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((study / "report" / "report.json").read_text())
+    assert report["battles"] == 4  # the judge is not ranked
+    # crowd: x won battles 0, 1 and 2 was a tie, y won 3; the judge always says model_a
+    assert report["judges"]["judge-1"] == {"battles": 4, "agreement_non_tie": 0.6667, "non_tie_battles": 3,
+                                           "share_model_a": 1.0, "share_tie": 0.0}
+    bad = runner.invoke(app, ["import", "dialeval", str(crowd), str(tmp_path / "x"), "--judges", str(judge)])
+    assert bad.exit_code == 2 and "--judges belongs to arena imports" in bad.output
