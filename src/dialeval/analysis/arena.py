@@ -69,7 +69,7 @@ def _matrix(names: list[str], values: np.ndarray, order: list[str], digits: int 
     index = {n: i for i, n in enumerate(names)}
     out: dict[str, Any] = {}
     for row in order:
-        cells = {}
+        cells: dict[str, float | int | None] = {}
         for col in order:
             x = values[index[row], index[col]]
             if row == col or np.isnan(x):

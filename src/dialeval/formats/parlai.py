@@ -207,19 +207,19 @@ def read_parlai_conversations(
                 if turn.bot is not None and turn.bot not in bots:
                     bots.append(turn.bot)
         source = episode.get("source") or ("self-chat" if episode_self_chat else "import")
-        meta: dict[str, Any] = {"context": context}
+        conversation_meta: dict[str, Any] = {"context": context}
         extra = {k: v for k, v in episode.items() if k not in _EPISODE_KEYS}
         if extra:
-            meta["parlai"] = extra
+            conversation_meta["parlai"] = extra
         if sidecar:
-            meta["parlai_metadata"] = sidecar
+            conversation_meta["parlai_metadata"] = sidecar
         conversations.append(
             Conversation(
                 id=str(episode.get("conversation_id", f"{path.stem}-{number}")),
                 bots=[str(b) for b in bots],
                 turns=turns,
                 source=str(source),
-                meta=meta,
+                meta=conversation_meta,
                 error=episode.get("error"),
             )
         )

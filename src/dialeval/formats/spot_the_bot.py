@@ -252,7 +252,7 @@ def _read_packages(path: Path, known: set[str]) -> list[Unit]:
             Unit(
                 id=pid,
                 kind="stb-package",
-                conversation_ids=[s["conversation_id"] for s in segments],
+                conversation_ids=[str(s["conversation_id"]) for s in segments],
                 payload={"segments": segments},
             )
         )
