@@ -12,7 +12,9 @@ How the records look after import (``Dataset.method == "spot-the-bot"``):
 
 - **Conversation**: ``id`` = the Mongo id, ``bots = [entity0, entity1]`` (entity order of the export).
   A bot is named by its ``system_type`` (``huggingface``, ``bert_rank``, ...); the uninformative type
-  ``model`` (Blender) is replaced by its ``system_name`` (``zoo:blender/blender_90M/model``).
+  ``model`` (Blender) is replaced by its ``system_name`` (``zoo:blender/blender_90M/model``). By
+  default these export names become the paper's short names (GPT, BR, S2, DR, BL; HF, LC, KV in
+  the PersonaChat domain ``convai2``).
   Human–human conversations have ``source = "human"`` and ``bots = ["human", "human"]``; bot–bot
   conversations have ``source = "bot-bot"``. Turns alternate entity0, entity1, ... and carry
   ``speaker = "entity0" | "entity1"``, ``bot`` = the system (None for a person) and
