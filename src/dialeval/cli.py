@@ -519,6 +519,33 @@ def dataset_systems(dataset) -> list[str]:
     return dataset_system_names(dataset)
 
 
+def _add_imported_bots(study: Path, systems: list[str], originals: dict[str, str]) -> None:
+    """List systems a later import brings (model2's self-chats after model1's) among the study's bots,
+    so that units are made for them too. A study file written by `dialeval import` is rewritten (it has
+    no comments to lose); a hand-written one is left alone and the user told what to add."""
+    import yaml
+
+    from .config import IMPORTED_BOT, STUDY_FILE
+    from .study import write_study_file
+
+    path = study / STUDY_FILE
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    known = {b.get("name") for b in data.get("bots") or []}
+    missing = [s for s in systems if s not in known]
+    if not missing:
+        return
+    if not data.get("imported_from"):
+        console.print(f"note: {', '.join(missing)} not among the bots of {path}; add them (type: imported) "
+                      "to make units for them", highlight=False)
+        return
+    data["bots"] = list(data.get("bots") or []) + [
+        {"name": s, "type": IMPORTED_BOT, **({"options": {"original_name": originals[s]}} if s in originals else {})}
+        for s in missing
+    ]
+    write_study_file(study, data)
+    console.print(f"added {', '.join(missing)} to the bots of {path}", highlight=False)
+
+
 @app.command("import")
 @friendly
 def import_(
@@ -558,6 +585,7 @@ def import_(
         existing = load_study(study)
         if existing.method != dataset.method:
             raise DialevalError(f"{study} holds a {existing.method} study; this import is {dataset.method}")
+        _add_imported_bots(study, dataset_systems(dataset), originals)
     else:
         systems = dataset_systems(dataset) or ["imported"]
         write_study_file(
