@@ -50,7 +50,7 @@ from .stats import active, sequential
 from .stats.sequential import DEFAULT_PRIOR, SequentialPairTest, bonferroni_alpha
 
 __all__ = ["AdaptiveState", "adaptive_config", "is_filtered", "rule_description", "selection_description",
-           "stopping_section", "study_bots", "study_families", "study_pairs", "study_state"]
+           "stopping_section", "study_bots", "study_families", "study_pairs", "study_session", "study_state"]
 
 
 @dataclass
@@ -65,6 +65,7 @@ class AdaptiveState:
     transitive: bool = True
     families: int = 1  # questions of the study sharing one alpha (Bonferroni over questions x pairs)
     block: int = 10  # most judgments of one annotator on one pair counted as one factor
+    session: int | None = None  # judgments in one annotator's session: their blocks close when it is full
     tests: dict[tuple[str, str], SequentialPairTest] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +74,7 @@ class AdaptiveState:
         if len(self.bots) < 2:
             raise ValueError("adaptive collection needs at least two bots")
         self._index = {b: i for i, b in enumerate(self.bots)}
+        self._given: dict[str, int] = {}
         allowed = self.pairs if self.pairs is not None else [
             (a, b) for i, a in enumerate(self.bots) for b in self.bots[i + 1:]]
         keys = []
@@ -103,6 +105,7 @@ class AdaptiveState:
         transitive: bool | None = None,
         families: int = 1,
         final: bool = False,
+        session: int | None = None,
     ) -> AdaptiveState:
         """State after replaying `outcomes` = [(a, b, winner)] or [(a, b, winner, annotator)] in the
         order they were judged. `winner` is a or b (or 'a'/'b'), or a tie/None. With an annotator id
@@ -111,12 +114,14 @@ class AdaptiveState:
         as independent. Outcomes for pairs outside `pairs` or of a bot against itself (A/A checks)
         are ignored. `prior` and `transitive` default to the config's (``adaptive.prior``,
         ``adaptive.transitive``). `families`: questions sharing the study's alpha. `final`: the
-        collection is over, so close every open annotator block (reports; never the scheduler)."""
+        collection is over, so close every open annotator block (reports; never the scheduler).
+        `session`: judgments one annotator gives in a session (ACUTE: comparisons_per_unit); their
+        blocks close as soon as they have given that many."""
         config = config or AdaptiveConfig()
         st = cls(list(bots), config, [tuple(p) for p in pairs] if pairs is not None else None,
                  float(config.prior if prior is None else prior),
                  bool(config.transitive if transitive is None else transitive), int(families),
-                 int(getattr(config, "annotator_block", 10)))
+                 int(getattr(config, "annotator_block", 10)), session)
         for outcome in outcomes:
             st.update(*outcome)
         if final:
@@ -136,6 +141,10 @@ class AdaptiveState:
         elif winner in ("b", "model_b", "right"):
             winner = b
         test.update(winner, annotator)
+        if annotator is not None and self.session:
+            self._given[annotator] = given = self._given.get(annotator, 0) + 1
+            if given >= self.session:  # the session is over: its blocks enter the tests now
+                self.close_annotator(annotator)
 
     def close_annotator(self, annotator: str) -> None:
         """The annotator's session ended: their open blocks enter the tests now (optional; blocks also
@@ -298,7 +307,19 @@ def study_state(outcomes: Iterable[tuple], method: str, config: Any,
     cfg = adaptive_config(config)
     names = list(bots) if bots is not None else study_bots(method, config)
     return AdaptiveState.from_outcomes(outcomes, names, cfg, pairs=study_pairs(config),
-                                       families=study_families(config), final=final)
+                                       families=study_families(config), final=final,
+                                       session=study_session(method, config))
+
+
+def study_session(method: str, config: Any) -> int | None:
+    """Judgments of one question an annotator gives in one session: ACUTE-Eval's comparisons per
+    unit, PW-Turn's bot turns per conversation (None when unknown)."""
+    protocol = _config_dict(config).get("protocol") or {}
+    if method == "acute":
+        return int(protocol.get("comparisons_per_unit") or 5)
+    if method == "pairwise-turn":
+        return int(protocol.get("bot_turns") or 6)
+    return None
 
 
 def rule_description(state: AdaptiveState, *, enabled: bool = True) -> str:
@@ -352,8 +373,9 @@ def stopping_section(outcomes: Iterable[tuple], method: str, config: Any,
 
     `outcomes` are the kept judgments (a, b, winner[, annotator]) in judgment order. `unfiltered`
     (optional) adds the judgments of annotators filtered out later: a pair decided with them but
-    no longer without them is flagged ``reopened_by_filtering`` (listed under that key too), so
-    filtering after the fact never silently turns a decided pair back into an open one."""
+    no longer without them gets ``reopened_by_filtering: true`` and ``decided_before_filtering``
+    (and is listed under the section's ``reopened_by_filtering``), so filtering after the fact
+    never silently turns a decided pair back into an open one."""
     cfg = adaptive_config(config)
     outcomes = list(outcomes)
     names = list(bots) if bots is not None else study_bots(method, config)
@@ -372,9 +394,8 @@ def stopping_section(outcomes: Iterable[tuple], method: str, config: Any,
                                                                  final=True).stopping_table()}
             for row in table:
                 other = everyone.get((row["a"], row["b"]))
-                flag = bool(other and other["decided"] and not row["decided"])
-                row["reopened_by_filtering"] = flag
-                if flag:
+                if other and other["decided"] and not row["decided"]:
+                    row["reopened_by_filtering"] = True
                     row["decided_before_filtering"] = {"winner": other["winner"], "stopped_at_n": other["stopped_at_n"]}
                     reopened.append((row["a"], row["b"]))
     return {

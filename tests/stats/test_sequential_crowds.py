@@ -110,3 +110,25 @@ def test_one_alpha_for_the_whole_study_across_questions():
               "questions": [{"id": "q1"}, {"id": "q2"}]}
     st = study_state([], "acute", config)
     assert st.level == pytest.approx(0.05 / (3 * 2))
+
+
+def test_filtering_annotators_after_a_decision_is_said_in_the_report():
+    """A pair decided while collecting, no longer decided once an annotator is filtered out: the report's
+    stopping section says so instead of silently showing an open pair."""
+    from dialeval.records import Annotator, Conversation, Dataset, Judgment, Unit
+    from dialeval.report import build_report
+
+    convs = [Conversation("cx", ["x"], []), Conversation("cy", ["y"], [])]
+    annotators, judgments = [], []
+    for k in range(12):  # 12 annotators, one judgment each, all prefer x (8 straight wins decide)
+        who = f"w{k}"
+        annotators.append(Annotator(who, meta={"status": "blocked"} if k < 6 else {}))
+        judgments.append(Judgment(who, "u", "preference", {"winner": "cx", "loser": "cy"}))
+    config = {"name": "t", "bots": [{"name": "x", "type": "eliza"}, {"name": "y", "type": "eliza"}],
+              "adaptive": {"enabled": True}}
+    dataset = Dataset("acute", convs, annotators, [Unit("u", "acute", ["cx", "cy"])], judgments, {"config": config})
+    stop = build_report(dataset, config)["stopping"]
+    (row,) = stop["pairs"]
+    assert not row["decided"] and row["n"] == 6
+    assert row["reopened_by_filtering"] is True and row["decided_before_filtering"]["winner"] == "x"
+    assert stop["reopened_by_filtering"] == [["x", "y"]]
