@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -68,18 +67,30 @@ def _rejection_bounds(ns: np.ndarray, alpha: float) -> np.ndarray:
     return np.where(ns > 0, c, -1).astype(int)
 
 
-@lru_cache(maxsize=32)
-def _bound_table(alpha: float, size: int) -> np.ndarray:
-    """Rejection bounds for n = 0 .. size - 1 (read-only; sizes are powers of two, so a handful of
-    tables serve every call: the power curves ask for the same n thousands of times)."""
-    table = _rejection_bounds(np.arange(size, dtype=float), alpha)
-    table.setflags(write=False)
-    return table
+_UNKNOWN = -2
+_bound_tables: dict[float, np.ndarray] = {}  # alpha -> bound per n (_UNKNOWN where not computed yet)
+
+
+def _lookup_bounds(ns: np.ndarray, alpha: float) -> np.ndarray:
+    """Bounds for integer n >= 0 from a per-alpha table filled on demand: only the n values ever
+    asked for are computed (the power simulations ask for the same few thousand n again and again)."""
+    table = _bound_tables.get(alpha)
+    top = int(ns.max())
+    if table is None or top >= table.size:
+        size = 1 << max(top + 1, 1024).bit_length()
+        grown = np.full(size, _UNKNOWN, dtype=np.int64)
+        if table is not None:
+            grown[: table.size] = table
+        _bound_tables[alpha] = table = grown
+    missing = np.unique(ns[table[ns] == _UNKNOWN])
+    if missing.size:
+        table[missing] = _rejection_bounds(missing.astype(float), alpha)
+    return table[ns]
 
 
 def binomial_rejection_bound(n, alpha: float = 0.05):
     """Largest k with two-sided binomial-test p(k of n, 0.5) < alpha (-1 when none): the test
-    rejects when wins <= c or wins >= n - c. Vectorised over n; looked up in a cached table."""
+    rejects when wins <= c or wins >= n - c. Vectorised over n; cached per n and alpha."""
     ns = np.asarray(n)
     if ns.size == 0:
         return np.zeros(ns.shape, dtype=int)
@@ -88,12 +99,10 @@ def binomial_rejection_bound(n, alpha: float = 0.05):
             c = _rejection_bounds(ns.astype(float), alpha)
             return int(c) if c.ndim == 0 else c
         ns = ns.astype(np.int64)
-    top = int(ns.max())
-    if top > 50_000_000:  # beyond any study: compute directly rather than cache a huge table
+    if int(ns.max()) > 50_000_000:  # beyond any study: compute directly rather than keep a huge table
         c = _rejection_bounds(ns.astype(float), alpha)
     else:
-        c = _bound_table(float(alpha), 1 << max(top + 1, 1024).bit_length())[np.maximum(ns, 0)]
-        c = np.where(ns > 0, c, -1)
+        c = np.where(ns > 0, _lookup_bounds(np.maximum(ns, 0), float(alpha)), -1).astype(int)
     return int(c) if c.ndim == 0 else c
 
 
