@@ -42,6 +42,14 @@ bots; the false-positive rate is the share of studies in which any difference wa
 the adaptive rule and for the naive rule (a fixed-size binomial test after every judgment), both
 also computed exactly by dynamic programming.
 
+**Baselines beyond the per-pair design** (issue 14): `pooled_bt_accuracy` is the strongest standard
+fixed design (the same n per pair, one pooled Bradley–Terry fit, Wald tests at alpha/m,
+transitivity), matched to the same accuracy target; uniform allocation over the open pairs with the
+same stopping is the `uniform` rule. `paid` counts every judgment handed out in a batch (the
+crowd pays the whole batch), `judgments` only those up to each pair's crossing. `crowd=(sd, r)`
+simulates annotators with their own win rate (p + N(0, sd)), r consecutive judgments each, and the
+annotator-level test; `aa_crowd_rates` gives the A/A rates of both tests with such annotators.
+
 >>> from dialeval.bench.adaptive import run_adaptive_benchmark
 >>> out = run_adaptive_benchmark(quick=True)        # seconds; repeats=200 for the full run
 >>> sorted(k for k in out if k.endswith("judgments"))
