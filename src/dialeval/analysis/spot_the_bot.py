@@ -212,7 +212,13 @@ def _survival_parts(dataset_frame: pd.DataFrame) -> tuple[dict[str, Any], list[d
         bots = surv[surv["system"] != HUMAN]
         cf = cox_features(bots[["system", "lower", "upper", *STB_FEATURES]])
         cox = [
-            {"system": r["system"], "feature": r["feature"], "coef": _num(r["coef"]), "p": _num(r["p"])}
+            {
+                "system": r["system"],
+                "feature": r["feature"],
+                "coef": _num(r["coef"]),
+                "robust_se": _num(r["robust_se"]),
+                "p": _num(r["p"]),
+            }
             for r in cf.to_dict("records")
         ]
     except Exception as exc:  # noqa: BLE001 - a failing helper must not lose the rest of the report
