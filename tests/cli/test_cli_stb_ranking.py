@@ -1,0 +1,39 @@
+"""Spot The Bot through the CLI as the README shows it: the released ranking procedure, its clusters
+and their seed stability in the report a user opens."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from dialeval.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_empathetic_report_shows_published_clusters_with_seed_stability(tmp_path, shared_data):
+    folder = tmp_path / "stb-ed"
+    stb = shared_data("spot-the-bot")
+    imported = invoke("import", "spot-the-bot", stb, "--domain", "empathetic", "--paper-names", folder)
+    assert imported.exit_code == 0, imported.output
+    reported = invoke("report", folder)
+    assert reported.exit_code == 0, reported.output
+
+    report = json.loads((folder / "report" / "report.json").read_text(encoding="utf-8"))
+    assert report["settings"]["matches"] == "annotation" and report["settings"]["n_samples"] == 5000
+    assert report["settings"]["statistic"] == "win_share" and report["settings"]["rank_range"] == "released"
+    # paper 001 Table 1, Empathetic Dialogues: BL > {BR, GPT} > S2 > DR
+    assert report["clusters"] == [["BL"], ["BR", "GPT"], ["S2"], ["DR"]]
+    seeds = report["seed_stability"]
+    assert seeds["seeds"] == 20 and 0.4 <= seeds["share"] <= 0.8  # 12 of 20 seeds with this code
+    shares = {s["name"]: s["cluster_seed_share"] for s in report["systems"]}
+    assert shares["BL"] == shares["S2"] == shares["DR"] == 1.0
+    assert shares["BR"] == shares["GPT"] == seeds["share"]
+    # the reader sees the share beside each system's cluster in the page
+    html = (folder / "report" / "index.html").read_text(encoding="utf-8")
+    assert "cluster_seed_share" in html and "Seed stability" in html
