@@ -635,6 +635,12 @@ def compare(
         table.add_row(str(s["name"]), f"{s['a']:.3f}", f"{s['b']:.3f}")
     console.print(table)
     console.print(f"Pearson r = {result.get('pearson')}, Spearman rho = {result.get('spearman')}")
+    if result.get("criteria"):  # direct assessment: paper 002 Table 3's r row, one per criterion
+        criteria = Table("criterion", "Pearson r", "Spearman rho", "n", title="self-replication per criterion")
+        fmt = lambda r: "" if r is None else f"{r:.3f}"  # noqa: E731
+        for name, c in result["criteria"].items():
+            criteria.add_row(name, fmt(c.get("pearson")), fmt(c.get("spearman")), str(c.get("n")))
+        console.print(criteria)
     if json_path:
         json_path.write_text(json_lib.dumps(result, indent=2), encoding="utf-8")
         console.print(f"wrote {json_path}")
