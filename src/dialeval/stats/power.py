@@ -86,9 +86,10 @@ _BOUNDS_CAP = 1_000_000
 
 def _bounds_for(ns: np.ndarray, alpha: float) -> np.ndarray:
     top = int(ns.max()) if ns.size else 0
-    if ns.size < 64 or top > _BOUNDS_CAP or (ns.size and int(ns.min()) < 0):
-        return np.atleast_1d(binomial_rejection_bound(ns, alpha))
     table = _BOUNDS.get(alpha)
+    dense = ns.size >= 64 and 8 * ns.size >= top  # a scan of every n, not a sparse grid
+    if (not dense and (table is None or table.size <= top)) or top > _BOUNDS_CAP or int(ns.min(initial=0)) < 0:
+        return np.atleast_1d(binomial_rejection_bound(ns, alpha))
     if table is None or table.size <= top:
         size = min(_BOUNDS_CAP + 1, max(top + 1, 2 * (0 if table is None else table.size), 4096))
         table = np.atleast_1d(binomial_rejection_bound(np.arange(size), alpha))
@@ -273,8 +274,15 @@ def pairwise_time_to_significance(
         decisive = np.maximum(np.round(np.asarray(n) * (1 - tie_share)).astype(int), 0)
         return binomial_power(float(win_rate), decisive, alpha)
 
-    n_need, n_stable = smallest_n(closed_power, power, n_max)
-    ns = _with_sizes(n_grid(n_max), n_need, n_stable)
+    grid = n_grid(n_max)
+    closed = closed_power(grid)
+    # every n is tried unless the target is far out of reach on the whole grid (win rate ~0.5):
+    # the power's dips between grid steps are far smaller than this margin
+    if closed.max() < power - 0.1:
+        n_need, n_stable = None, None
+    else:
+        n_need, n_stable = smallest_n(closed_power, power, n_max)
+    ns = _with_sizes(grid, n_need, n_stable)
     closed = closed_power(ns)
     curve = pd.DataFrame({"n": ns, "power": closed})
     if outcomes is not None and n_sim > 0:
