@@ -8,6 +8,7 @@ import json
 from typer.testing import CliRunner
 
 from dialeval.cli import app
+from tests.stats.test_cox_robust import R_PUBLISHED
 
 runner = CliRunner()
 
@@ -34,6 +35,11 @@ def test_empathetic_report_shows_published_clusters_with_seed_stability(tmp_path
     shares = {s["name"]: s["cluster_seed_share"] for s in report["systems"]}
     assert shares["BL"] == shares["S2"] == shares["DR"] == 1.0
     assert shares["BR"] == shares["GPT"] == seeds["share"]
+    # Cox models in the report: R coxph(..., ties = "efron", robust = TRUE) p-values within 1e-3
+    cox = {(c["system"], c["feature"]): c for c in report["cox"]}
+    assert set(cox) == set(R_PUBLISHED["empathetic"])
+    for key, (_coef, robust_se, p) in R_PUBLISHED["empathetic"].items():
+        assert abs(cox[key]["p"] - p) < 1e-3 and abs(cox[key]["robust_se"] - robust_se) < 1e-5, key
     # the reader sees the share beside each system's cluster in the page
     html = (folder / "report" / "index.html").read_text(encoding="utf-8")
     assert "cluster_seed_share" in html and "Seed stability" in html
