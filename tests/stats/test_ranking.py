@@ -133,4 +133,4 @@ def test_multinomial_bootstrap_has_the_distribution_of_drawing_matches():
     for j in range(4):
         f = np.bincount(fast[:, j], minlength=5)[1:] / 4000
         s = np.bincount(slow[:, j], minlength=5)[1:] / 4000
-        assert np.abs(f - s).max() < 0.035  # 4 sd of a difference of two shares of 4000
+        assert np.abs(f - s).max() < 0.045  # 4 sd of a difference of two shares of 4000 (sd <= 0.0112)
