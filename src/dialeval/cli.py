@@ -472,7 +472,9 @@ def read_import(fmt: str, path: Path, domain: str | None, renames: dict[str, str
 
         if not domain:
             raise DialevalError("spot-the-bot imports need --domain (e.g. dailydialog or empathetic)")
-        return read_spot_the_bot(path, domain, rename=renames or None)
+        from .textclean import clean_dataset
+
+        return clean_dataset(read_spot_the_bot(path, domain, rename=renames or None), str(path))
     elif fmt == "parlai":
         from .formats.parlai import read_parlai_conversations
 
@@ -495,7 +497,9 @@ def read_import(fmt: str, path: Path, domain: str | None, renames: dict[str, str
         from .formats.rename import rename_systems
 
         rename_systems(dataset, renames)
-    return dataset
+    from .textclean import clean_dataset
+
+    return clean_dataset(dataset, str(path))
 
 
 def dataset_systems(dataset) -> list[str]:
@@ -519,6 +523,9 @@ def import_(
     paper_names: bool = typer.Option(
         False, "--paper-names", help="spot-the-bot: use the paper's short names (GPT, BR, S2, DR, BL)"
     ),
+    max_text_chars: int | None = typer.Option(
+        None, "--max-text-chars", min=1, help="longest text accepted (default 20000 or $DIALEVAL_MAX_TEXT_CHARS)"
+    ),
 ) -> None:
     """Import a published or outside data set into a study folder.
 
@@ -530,6 +537,10 @@ def import_(
     from .study import open_study, write_study_file
 
     renames = _parse_renames(rename)
+    if max_text_chars is not None:
+        from .textclean import set_import_text_limit
+
+        set_import_text_limit(max_text_chars)
     if paper_names:
         from .formats.spot_the_bot import PAPER_NAMES
 

@@ -90,6 +90,20 @@ class Outcome:
 
 
 @dataclass
+class Completion:
+    """Where an annotator stands against the method's definition of a complete session.
+
+    state: "complete" (the quota is done, or some work is done and nothing more is left for them),
+    "incomplete" (work is waiting for them), "nothing-left" (no work done and none left: no code),
+    "failed" (blocked, e.g. the practice failed)."""
+
+    state: str
+    done: int
+    quota: int
+    reason: str = ""
+
+
+@dataclass
 class AdminSummary:
     """What the admin page shows for a method: progress rows and live headline numbers."""
 
@@ -153,6 +167,9 @@ class Protocol:
     template: ClassVar[str] = ""  # Jinja template of the task page
     title: ClassVar[str] = ""  # human name shown on the start page
     rate_limited_actions: ClassVar[frozenset[str]] = frozenset()  # e.g. {"send"} for chat messages
+    # What a complete session is: `session_quota()` submitted assignments of these unit kinds
+    # (practice excluded), or fewer when the pool holds nothing more for this annotator.
+    work_kinds: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, study: StudyContext):
         self.study = study
@@ -199,6 +216,29 @@ class Protocol:
     def admin_summary(self) -> AdminSummary:
         """Progress per bot / pair and live headline numbers for the admin page."""
         return AdminSummary()
+
+    def session_quota(self) -> int:
+        """Units of work (assignments of `work_kinds`) in one annotator's complete session."""
+        return int(self.config.annotation.units_per_annotator)
+
+    def work_done(self, annotator: AnnotatorInfo) -> int:
+        """Submitted assignments of `work_kinds` (an assignment ended by a failed practice is no work)."""
+        history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
+        return sum(1 for a in history if a.unit_kind in self.work_kinds and a.status == "submitted"
+                   and a.state.get("ended") != "onboarding_failed")
+
+    def completion(self, annotator: AnnotatorInfo, more_work: bool) -> Completion:
+        """The annotator's completion; `more_work`: the scheduler still has a unit for them."""
+        quota, done = self.session_quota(), self.work_done(annotator)
+        if annotator.status == "blocked":
+            return Completion("failed", done, quota, "blocked")
+        if done >= quota:
+            return Completion("complete", done, quota, "all the work of a session is done")
+        if more_work:
+            return Completion("incomplete", done, quota, "work is waiting")
+        if done:
+            return Completion("complete", done, quota, "no more work for this annotator")
+        return Completion("nothing-left", done, quota, "no work was left for this annotator")
 
     # -- helpers for subclasses -------------------------------------------------------------------
     def expire_minutes(self) -> float:

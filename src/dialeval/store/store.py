@@ -18,6 +18,7 @@ from . import migrations
 from .engine import check_connection, database_url, make_engine
 from .schema import (
     AnnotatorRow,
+    AssignmentRow,
     BotRow,
     ConversationRow,
     EventRow,
@@ -403,6 +404,17 @@ class Store:
             ann_ext = {r.id: r.external_id for r in ann_rows}
             unit_rows = list(s.scalars(select(UnitRow).where(UnitRow.study_id == study_id).order_by(UnitRow.id)))
             unit_ext = {r.id: r.external_id for r in unit_rows}
+            from .work import EXCLUDED_ASSIGNMENT_STATUSES  # judgments of unfinished work: kept, not counted
+
+            excluded = {
+                aid: EXCLUDED_ASSIGNMENT_STATUSES[status]
+                for aid, status in s.execute(
+                    select(AssignmentRow.id, AssignmentRow.status).where(
+                        AssignmentRow.study_id == study_id,
+                        AssignmentRow.status.in_(tuple(EXCLUDED_ASSIGNMENT_STATUSES)),
+                    )
+                )
+            }
             judgments = [
                 Judgment(
                     annotator_id=ann_ext[j.annotator_id],
@@ -414,7 +426,8 @@ class Store:
                     elapsed_s=j.elapsed_s,
                     created_at=j.created_at,
                     shown_order=j.shown_order,
-                    meta={**(j.meta or {}), "judgment_id": j.id, "assignment_id": j.assignment_id},
+                    meta={**(j.meta or {}), "judgment_id": j.id, "assignment_id": j.assignment_id,
+                          **({"excluded": excluded[j.assignment_id]} if j.assignment_id in excluded else {})},
                 )
                 for j in s.scalars(select(JudgmentRow).where(JudgmentRow.study_id == study_id).order_by(JudgmentRow.id))
             ]
