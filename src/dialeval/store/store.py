@@ -68,7 +68,29 @@ class Store:
             yield session
 
     # -- studies and bots -------------------------------------------------------------------
-    def ensure_study(self, name: str, method: str, config: dict[str, Any] | None = None) -> Study:
+    def ensure_study(self, name: str, method: str, config: dict[str, Any] | None = None,
+                     uid: str | None = None) -> Study:
+        """The study row of that name (made when new). With `uid` (the folder's stable id, kept in the
+        row's config as ``study_uid``) the row is found by it first, so a changed `name:` renames the
+        study instead of starting an empty one."""
+        if uid is not None:
+            config = {**(config or {}), "study_uid": uid}
+            with self.session() as s:
+                by_uid = next((st for st in s.scalars(select(Study)) if (st.config or {}).get("study_uid") == uid),
+                              None)
+                if by_uid is not None and by_uid.name != name:
+                    if s.scalar(select(Study).where(Study.name == name)) is not None:
+                        raise StoreError(f"cannot rename study '{by_uid.name}' to '{name}': this database "
+                                         f"already holds another study of that name")
+                    s.add(EventRow(study_id=by_uid.id, kind="study-renamed",
+                                   payload={"from": by_uid.name, "to": name}))
+                    by_uid.name = name
+                elif by_uid is None:
+                    other = s.scalar(select(Study).where(Study.name == name))
+                    other_uid = (other.config or {}).get("study_uid") if other is not None else None
+                    if other_uid and other_uid != uid:
+                        raise StoreError(f"this database already holds a study named '{name}' from another "
+                                         f"study folder; give this one another name")
         with self.session() as s:
             study = s.scalar(select(Study).where(Study.name == name))
             if study is None:
