@@ -108,6 +108,18 @@ def run_hook_blocking(fn, *args):
         return pool.submit(lambda: asyncio.run(fn(*args))).result()
 
 
+def partition_last_cookie(response: Response) -> None:
+    """Add the CHIPS `Partitioned` attribute to the cookie just set (Python < 3.14's http.cookies,
+    which Starlette uses, cannot write it), so the cookie is kept in a cross-site iframe where
+    third-party cookies are blocked."""
+    for i in range(len(response.raw_headers) - 1, -1, -1):
+        name, value = response.raw_headers[i]
+        if name == b"set-cookie":
+            if b"partitioned" not in value.lower():
+                response.raw_headers[i] = (name, value + b"; Partitioned")
+            return
+
+
 def make_environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(HERE / "templates")),
@@ -238,7 +250,9 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         secure = embedded_or_https(request)
         response.set_cookie(IDENTITY_COOKIE, value, max_age=COOKIE_MAX_AGE,
                             path=f"/s/{served.slug}", httponly=True, secure=secure,
-                            samesite="none" if secure else "lax", partitioned=secure)
+                            samesite="none" if secure else "lax")
+        if secure:
+            partition_last_cookie(response)
         request.state.session_token = value
         return value
 
