@@ -161,9 +161,12 @@ def test_done_page_sends_back_until_the_session_is_complete(browser_page, tmp_pa
         page.click("button:has-text('Start')")
         page.check("#agree")
         page.click("button:has-text('Continue')")
+        page.wait_for_selector("#begin")
+        page.goto(server.url + "/s/acute-test/done")  # a code right after consent? no: the instructions
+        assert page.url.endswith("/instructions") and page.locator("#completion-code").count() == 0
         page.click("#begin")
         page.wait_for_selector("text=Comparison 1 of 2")
-        page.goto(server.url + "/s/acute-test/done")  # a code for nothing? no: the task again
+        page.goto(server.url + "/s/acute-test/done")  # nor in the middle: the task again
         assert page.url.endswith("/task") and page.locator("#completion-code").count() == 0
         for n in (1, 2):
             page.wait_for_selector(f"text=Comparison {n} of 2")
