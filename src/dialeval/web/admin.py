@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.concurrency import run_in_threadpool
 
 from ..store import work
+from ..textclean import clean_text
 from .auth import ADMIN_COOKIE, token_matches
 from .csrf import CSRF_FIELD, csrf_token, csrf_valid, same_origin
 
@@ -101,7 +102,8 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
     async def conversation(request: Request, slug: str, conversation_id: str):
         served = get_served(slug)
         admin_nonce(request, served)
-        conv = await run_in_threadpool(served.ctx.store.get_conversation, served.ctx.study_id, conversation_id)
+        conv = await run_in_threadpool(served.ctx.store.get_conversation, served.ctx.study_id,
+                                       clean_text(conversation_id))  # no NUL towards PostgreSQL
         return render(request, "admin_conversation.html", study=served.ctx, conversation=conv)
 
     @app.get("/s/{slug}/admin/export.csv")

@@ -648,7 +648,8 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
 
     from .admin import add_admin_routes
 
-    add_admin_routes(app, studies, render=render, get_served=get_served, read_form=read_form, WebError=WebError)
+    add_admin_routes(app, studies, render=render, get_served=get_served, read_form=read_clean_form,
+                     WebError=WebError)
     return app
 
 
