@@ -166,6 +166,7 @@ def test_done_page_sends_back_until_the_session_is_complete(browser_page, tmp_pa
         assert page.url.endswith("/instructions") and page.locator("#completion-code").count() == 0
         page.click("#begin")
         page.wait_for_selector("text=Comparison 1 of 2")
+        assert "sid=" not in page.url  # a top-level tab keeps its cookie; no session token in its URLs
         page.goto(server.url + "/s/acute-test/done")  # nor in the middle: the task again
         assert page.url.endswith("/task") and page.locator("#completion-code").count() == 0
         for n in (1, 2):

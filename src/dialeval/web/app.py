@@ -253,7 +253,10 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
                             samesite="none" if secure else "lax")
         if secure:
             partition_last_cookie(response)
-        request.state.session_token = value
+        # The token rides in the URLs only where a cookie may be dropped: in a frame (browsers that do
+        # not send Sec-Fetch-Dest are treated alike); a top-level tab keeps its cookie.
+        if request.headers.get("sec-fetch-dest", "iframe") in ("iframe", "frame", "embed", "object"):
+            request.state.session_token = value
         return value
 
     async def read_form(request: Request) -> dict[str, Any]:
