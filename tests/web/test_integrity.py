@@ -409,3 +409,31 @@ def test_a_renamed_study_keeps_its_data(tmp_path):
         assert server.store.counts(server.study_id)["judgments"] == 1
         late = Visitor(server)
         assert late.enter().url.path.endswith("/task")  # a new annotator gets work, not a free code
+
+
+def test_analysis_never_counts_excluded_judgments(tmp_path):
+    """The report of a data set with flagged judgments equals the report without them, plus a count."""
+    from dataclasses import replace
+
+    from dialeval.analysis import analyze
+    from dialeval.records import Annotator, Judgment
+
+    folder = make_acute_study(tmp_path / "a", onboarding=False)
+    with LiveServer([folder]) as server:  # builds the units
+        dataset = server.store.load_dataset(server.study_id)
+    units = [u for u in dataset.units if u.kind == "acute"][:12]
+    judgments = []
+    for i, u in enumerate(units):
+        w = 0 if i % 3 else 1
+        bots = u.payload["speakers_to_eval"]
+        judgments.append(Judgment(annotator_id="a1", unit_id=u.id, question="preference",
+                                  value={"winner": u.conversation_ids[w], "loser": u.conversation_ids[1 - w]},
+                                  meta={"winner_bot": bots[w], "loser_bot": bots[1 - w]}))
+    people = [Annotator("a1", "link", {}), Annotator("a2", "link", {})]
+    dataset = replace(dataset, judgments=judgments, annotators=people)
+    twice = [replace(j, annotator_id="a2", meta={**j.meta, "excluded": "assignment expired unfinished"})
+             for j in judgments]
+    plain = analyze(dataset)
+    flagged = analyze(replace(dataset, judgments=judgments + twice))
+    assert flagged.pop("excluded_judgments") == {"n": 12, "reasons": {"assignment expired unfinished": 12}}
+    assert json.dumps(flagged, default=str, sort_keys=True) == json.dumps(plain, default=str, sort_keys=True)
