@@ -62,7 +62,7 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
         summary = None
         if served.protocol is not None:
             summary = await run_in_threadpool(served.protocol.admin_summary)
-        completions = {r["id"]: r for r in await run_in_threadpool(completion_rows, served)}
+        completions = {r["id"]: r for r in await run_in_threadpool(completion_rows, served, annotators)}
         for a in annotators:
             a["completion"] = completions.get(a["id"], {})
         return render(request, "admin.html", study=served.ctx, counts=counts, statuses=statuses,
@@ -218,11 +218,13 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
         return Response(buf.getvalue(), media_type="text/csv",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
-    def completion_rows(served) -> list[dict]:
+    def completion_rows(served, annotators: list[dict] | None = None) -> list[dict]:
         """One row per annotator: completion state, the code they were shown, a suggested decision."""
         rec = served.ctx.config.recruitment
         out = []
-        for a in work.list_annotators(served.ctx.store, served.ctx.study_id):
+        if annotators is None:
+            annotators = work.list_annotators(served.ctx.store, served.ctx.study_id)
+        for a in annotators:
             meta = a.get("meta") or {}
             state = completion_state(a, meta)
             code = None

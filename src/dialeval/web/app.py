@@ -198,29 +198,33 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
             raise WebError(404, "There is no such study here.")
         return served
 
-    def session_value(request: Request) -> tuple[str | None, bool]:
-        """The signed session: the cookie, else the token carried by the page (header or ?sid=) for
-        browsers that keep no cookie in a cross-site iframe. (value, came from the token)."""
+    def session_values(request: Request) -> list[tuple[str, bool]]:
+        """The signed session: the cookie, then the token carried by the page (header or ?sid=) for
+        browsers that keep no cookie in a cross-site iframe. [(value, came from the token)]."""
+        out = []
         cookie = request.cookies.get(IDENTITY_COOKIE)
         if cookie:
-            return cookie, False
+            out.append((cookie, False))
         token = request.headers.get(SESSION_HEADER) or request.query_params.get(SESSION_PARAM)
-        return (token, True) if token else (None, False)
+        if token and token != cookie:
+            out.append((token, True))
+        return out
 
     def identity(request: Request, served: ServedStudy) -> tuple[Identity, AnnotatorInfo] | None:
-        value, from_token = session_value(request)
-        ident = served.signer.read_identity(value)
-        if ident is None:
-            return None
-        annotator = work.get_annotator(served.ctx.store, ident.annotator_id)
-        if annotator is None or annotator.study_id != served.ctx.study_id:
-            return None
-        bound = annotator.meta.get("session_nonce")
-        if bound and bound != ident.nonce:  # the id was moved to another browser: this one is signed out
-            return None
-        if from_token:
-            request.state.session_token = value  # carried on in every link and redirect (see url_for)
-        return ident, annotator
+        for value, from_token in session_values(request):
+            ident = served.signer.read_identity(value)
+            if ident is None:
+                continue
+            annotator = work.get_annotator(served.ctx.store, ident.annotator_id)
+            if annotator is None or annotator.study_id != served.ctx.study_id:
+                continue
+            bound = annotator.meta.get("session_nonce")
+            if bound and bound != ident.nonce:  # the id was moved to another browser: this one is signed out
+                continue
+            if from_token:
+                request.state.session_token = value  # carried on in every link and redirect (see url_for)
+            return ident, annotator
+        return None
 
     def require_identity(request: Request, served: ServedStudy) -> tuple[Identity, AnnotatorInfo]:
         found = identity(request, served)
