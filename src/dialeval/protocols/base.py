@@ -8,10 +8,14 @@ imports it lazily by method id. Its annotator page is one Jinja template in
 How the web app drives a protocol (web/app.py; the app itself never writes SQL)
 --------------------------------------------------------------------------------
 1. Entry, consent and instructions are the framework's. Then ``GET /s/<slug>/task``:
-   - the framework finds the annotator's open assignment (``work.open_assignment``), else calls
+   - the framework finds the annotator's unfinished assignment (``work.resume_assignment``: an
+     open one, or their expired one when nobody took its unit since), else calls
      ``protocol.assign(annotator)``, which picks a unit under ``store.locked(study_id)`` with the
      helpers of ``protocols/scheduling.py`` and returns an :class:`AssignmentInfo` (or None: no
-     more work for this annotator -> the done page with the completion code / MTurk submit).
+     more work for this annotator -> the done page). The done page gives the completion code /
+     Prolific redirect / MTurk submit only when ``protocol.completion(annotator, ...)`` says the
+     session is complete: ``session_quota()`` submitted assignments of ``work_kinds``, or some work
+     and nothing more for them; otherwise it sends them back to the task or says nothing is left.
    - it renders ``protocol.template`` with ``protocol.render(annotator, assignment)`` merged into
      the framework context below.
 2. Every form or fetch() of the page posts to ``POST /s/<slug>/a/<assignment_id>/<action>``
