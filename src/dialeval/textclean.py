@@ -90,8 +90,13 @@ def clean_dataset(dataset: Any, source: str) -> Any:
             turn.text = clean_text(turn.text)
             if turn.candidates:
                 turn.candidates = clean_value(turn.candidates)
-    for j in dataset.judgments:
+    for k, j in enumerate(dataset.judgments):
         if isinstance(j.justification, str):
+            if len(j.justification) > limit:
+                raise ImportFormatError(source, f"judgment {k + 1} (annotator '{j.annotator_id}'): a "
+                                                f"justification of {len(j.justification):,} characters is longer "
+                                                f"than the limit of {limit:,} (--max-text-chars or "
+                                                f"${IMPORT_LIMIT_ENV})")
             j.justification = clean_text(j.justification)
         j.value = clean_value(j.value)
     return dataset
