@@ -537,15 +537,14 @@ def import_(
     from .study import open_study, write_study_file
 
     renames = _parse_renames(rename)
-    if max_text_chars is not None:
-        from .textclean import set_import_text_limit
-
-        set_import_text_limit(max_text_chars)
     if paper_names:
         from .formats.spot_the_bot import PAPER_NAMES
 
         renames = {**PAPER_NAMES, **renames}
-    dataset = read_import(fmt, path, domain, renames, method)
+    from .textclean import import_text_limit_of
+
+    with import_text_limit_of(max_text_chars):
+        dataset = read_import(fmt, path, domain, renames, method)
     if (study / STUDY_FILE).exists():
         existing = load_study(study)
         if existing.method != dataset.method:

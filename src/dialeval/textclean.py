@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .errors import ImportFormatError
@@ -59,6 +61,19 @@ def set_import_text_limit(chars: int | None) -> None:
     """Set (or with None reset) the import limit for this process (the import command's --max-text-chars)."""
     global _import_limit
     _import_limit = chars
+
+
+@contextmanager
+def import_text_limit_of(chars: int | None) -> Iterator[None]:
+    """Use `chars` (None: the default) as the import limit inside the block, then restore it."""
+    global _import_limit
+    before = _import_limit
+    if chars is not None:
+        _import_limit = chars
+    try:
+        yield
+    finally:
+        _import_limit = before
 
 
 def clean_imported(obj: Any, path: str, line: int | None = None, field: str = "") -> Any:
