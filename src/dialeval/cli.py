@@ -483,7 +483,10 @@ def read_import(
 
         if not domain:
             raise DialevalError("spot-the-bot imports need --domain (dailydialog, empathetic or convai2)")
-        return read_spot_the_bot(path, domain, rename=renames or None, use_paper_names=paper_names)
+        from .textclean import clean_dataset
+
+        return clean_dataset(read_spot_the_bot(path, domain, rename=renames or None, use_paper_names=paper_names),
+                             str(path))
     elif fmt == "parlai":
         from .formats.parlai import read_parlai_conversations
 
@@ -510,7 +513,9 @@ def read_import(
         from .formats.rename import rename_systems
 
         rename_systems(dataset, renames)
-    return dataset
+    from .textclean import clean_dataset
+
+    return clean_dataset(dataset, str(path))
 
 
 def dataset_systems(dataset) -> list[str]:
@@ -563,6 +568,9 @@ def import_(
     judges: list[Path] = typer.Option(
         [], "--judges", help="arena: a judge's verdicts on the same battles, one file per judge (repeatable)"
     ),
+    max_text_chars: int | None = typer.Option(
+        None, "--max-text-chars", min=1, help="longest text accepted (default 20000 or $DIALEVAL_MAX_TEXT_CHARS)"
+    ),
 ) -> None:
     """Import a published or outside data set into a study folder.
 
@@ -579,7 +587,10 @@ def import_(
     from .study import open_study, write_study_file
 
     renames = _parse_renames(rename)
-    dataset = read_import(fmt, path, domain, renames, method, paper_names=paper_names, judges=judges)
+    from .textclean import import_text_limit_of
+
+    with import_text_limit_of(max_text_chars):
+        dataset = read_import(fmt, path, domain, renames, method, paper_names=paper_names, judges=judges)
     originals = make_names_safe(dataset)
     if (study / STUDY_FILE).exists():
         existing = load_study(study)

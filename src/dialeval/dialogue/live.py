@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..bots.base import Bot, BotContext, ChatMessage
 from ..errors import BotError, JudgmentError, StoreError
 from ..records import Conversation, Turn
+from ..textclean import clean_text
 
 if TYPE_CHECKING:
     from ..config import StudyConfig
@@ -181,7 +182,8 @@ def find_generation(key: str) -> Generation | None:
 
 def start_generation(key: str, bots: Sequence[Bot], history: list[ChatMessage], context: BotContext,
                      on_complete: OnComplete,
-                     on_error: Callable[[str], Awaitable[None]] | None = None) -> tuple[Generation, bool]:
+                     on_error: Callable[[str], Awaitable[None]] | None = None,
+                     max_chars: int | None = None) -> tuple[Generation, bool]:
     """Ask every bot of `bots` for its reply to `history`, concurrently, in a task of its own.
 
     Returns (generation, started). A generation already running under `key` is returned instead of
@@ -205,7 +207,10 @@ def start_generation(key: str, bots: Sequence[Bot], history: list[ChatMessage], 
         await gen.emit({"event": "start", "slots": gen.slots})
         try:
             await asyncio.gather(*(one(i, b) for i, b in enumerate(bots)))
-            texts = [t.strip() for t in gen.texts]
+            # control characters out and the length bounded before a reply is stored (textclean.py)
+            texts = [clean_text(t).strip() for t in gen.texts]
+            if max_chars is not None:
+                texts = [t if len(t) <= max_chars else t[:max_chars].rstrip() + " …" for t in texts]
             for bot, text in zip(bots, texts):
                 if not text:
                     raise BotError(bot.name, "malformed", "the reply was empty")
@@ -313,7 +318,7 @@ class LiveProtocol:
     # -- actions shared by the live methods --------------------------------------------------------
     async def act_send(self, annotator, assignment, data: dict[str, Any]) -> dict[str, Any]:
         """Store the annotator's message, then ask the bot(s). Idempotent per request_id."""
-        text = clean_message(data.get("text"))
+        text = clean_message(data.get("text"), self.config.limits.message_chars)
         request_id = data.get("request_id")
         state = await _to_thread(self.fresh_state, assignment)
         conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
@@ -338,6 +343,7 @@ class LiveProtocol:
 
     async def act_watch(self, annotator, assignment, data: dict[str, Any]) -> dict[str, Any]:
         """Long-poll: the events of the running generation after `cursor`."""
+        timeout = watch_timeout(data.get("timeout"))
         try:
             cursor = max(0, int(data.get("cursor") or 0))
         except (TypeError, ValueError):
@@ -387,7 +393,8 @@ class LiveProtocol:
             state.pop("bot_error", None)
             state["generating"] = {"at": now_ts(), "turns": len(conv.turns)}
             await _to_thread(self.save_state, assignment, state)
-        gen, started = start_generation(key, bots, history, context, on_complete, on_error)
+        gen, started = start_generation(key, bots, history, context, on_complete, on_error,
+                                        max_chars=self.config.limits.bot_reply_chars)
         return {"started": started, "slots": gen.slots, "cursor": 0, "generation": key}
 
     def _complete(self, annotator, assignment, conv: Conversation, names: list[str], texts: list[str]) -> None:

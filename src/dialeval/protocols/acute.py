@@ -78,6 +78,11 @@ class AcuteProtocol(Protocol):
     template = "acute.html"
     title = "ACUTE-Eval (PW-Dialog)"
 
+    work_kinds = ("acute",)  # a complete session: session_quota() of these
+
+    def session_quota(self) -> int:
+        return int(self.options.comparisons_per_unit)
+
     # -- questions ---------------------------------------------------------------------------------
     def questions(self) -> list[Question]:
         out = []
@@ -260,7 +265,15 @@ class AcuteProtocol(Protocol):
 
     def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
         q = self.question(assignment.payload["question"])
+        notice = None
+        if assignment.unit_kind == ONBOARDING_KIND:
+            _passed, tries = self.onboarding_state(
+                work.annotator_assignments(self.store, self.study.study_id, annotator.id))
+            if tries:
+                notice = (f"That practice answer was not right. Read both conversations again: "
+                          f"practice try {tries + 1} of {self.config.onboarding.tries}.")
         return {
+            "notice": notice,
             "sides": self._sides(assignment),
             "question": q,
             "choices": [q.choice.replace("{n}", str(n)) for n in (1, 2)],

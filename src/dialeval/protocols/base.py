@@ -8,10 +8,14 @@ imports it lazily by method id. Its annotator page is one Jinja template in
 How the web app drives a protocol (web/app.py; the app itself never writes SQL)
 --------------------------------------------------------------------------------
 1. Entry, consent and instructions are the framework's. Then ``GET /s/<slug>/task``:
-   - the framework finds the annotator's open assignment (``work.open_assignment``), else calls
+   - the framework finds the annotator's unfinished assignment (``work.resume_assignment``: an
+     open one, or their expired one when nobody took its unit since), else calls
      ``protocol.assign(annotator)``, which picks a unit under ``store.locked(study_id)`` with the
      helpers of ``protocols/scheduling.py`` and returns an :class:`AssignmentInfo` (or None: no
-     more work for this annotator -> the done page with the completion code / MTurk submit).
+     more work for this annotator -> the done page). The done page gives the completion code /
+     Prolific redirect / MTurk submit only when ``protocol.completion(annotator, ...)`` says the
+     session is complete: ``session_quota()`` submitted assignments of ``work_kinds``, or some work
+     and nothing more for them; otherwise it sends them back to the task or says nothing is left.
    - it renders ``protocol.template`` with ``protocol.render(annotator, assignment)`` merged into
      the framework context below.
 2. Every form or fetch() of the page posts to ``POST /s/<slug>/a/<assignment_id>/<action>``
@@ -90,6 +94,20 @@ class Outcome:
 
 
 @dataclass
+class Completion:
+    """Where an annotator stands against the method's definition of a complete session.
+
+    state: "complete" (the quota is done, or some work is done and nothing more is left for them),
+    "incomplete" (work is waiting for them), "nothing-left" (no work done and none left: no code),
+    "failed" (blocked, e.g. the practice failed)."""
+
+    state: str
+    done: int
+    quota: int
+    reason: str = ""
+
+
+@dataclass
 class AdminSummary:
     """What the admin page shows for a method: progress rows and live headline numbers."""
 
@@ -153,6 +171,9 @@ class Protocol:
     template: ClassVar[str] = ""  # Jinja template of the task page
     title: ClassVar[str] = ""  # human name shown on the start page
     rate_limited_actions: ClassVar[frozenset[str]] = frozenset()  # e.g. {"send"} for chat messages
+    # What a complete session is: `session_quota()` submitted assignments of these unit kinds
+    # (practice excluded), or fewer when the pool holds nothing more for this annotator.
+    work_kinds: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, study: StudyContext):
         self.study = study
@@ -199,6 +220,29 @@ class Protocol:
     def admin_summary(self) -> AdminSummary:
         """Progress per bot / pair and live headline numbers for the admin page."""
         return AdminSummary()
+
+    def session_quota(self) -> int:
+        """Units of work (assignments of `work_kinds`) in one annotator's complete session."""
+        return int(self.config.annotation.units_per_annotator)
+
+    def work_done(self, annotator: AnnotatorInfo) -> int:
+        """Submitted assignments of `work_kinds` (an assignment ended by a failed practice is no work)."""
+        history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
+        return sum(1 for a in history if a.unit_kind in self.work_kinds and a.status == "submitted"
+                   and a.state.get("ended") != "onboarding_failed")
+
+    def completion(self, annotator: AnnotatorInfo, more_work: bool) -> Completion:
+        """The annotator's completion; `more_work`: the scheduler still has a unit for them."""
+        quota, done = self.session_quota(), self.work_done(annotator)
+        if annotator.status == "blocked":
+            return Completion("failed", done, quota, "blocked")
+        if done >= quota:
+            return Completion("complete", done, quota, "all the work of a session is done")
+        if more_work:
+            return Completion("incomplete", done, quota, "work is waiting")
+        if done:
+            return Completion("complete", done, quota, "no more work for this annotator")
+        return Completion("nothing-left", done, quota, "no work was left for this annotator")
 
     # -- helpers for subclasses -------------------------------------------------------------------
     def expire_minutes(self) -> float:

@@ -80,9 +80,15 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
     method = "direct-assessment"
     template = "direct_assessment.html"
     title = "Direct Assessment of live conversations"
+
+    work_kinds = ("da-hit",)  # a complete session: session_quota() of these
+
     fixed_opener = False
     # Paper 000's "greeting first" filter assumes the fixed "Hi!" opener; here nothing precedes it.
     skipped_message_checks = ("greeting_first",)
+
+    def session_quota(self) -> int:
+        return int(self.options.hits_per_annotator)
 
     def ordinary_bots(self) -> list[str]:
         return [b.name for b in self.config.bots if b.type != "imported" and b.name != self.options.qc_bot]

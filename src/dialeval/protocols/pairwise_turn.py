@@ -36,6 +36,8 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
     template = "pairwise_turn.html"
     title = "Pairwise per-turn comparison (PW-Turn)"
 
+    work_kinds = ("pw-turn",)  # a complete session: session_quota() of these
+
     # -- questions and units -----------------------------------------------------------------------
     def questions(self) -> list[Question]:
         out = []

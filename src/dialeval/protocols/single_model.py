@@ -31,6 +31,8 @@ class SingleModelProtocol(LiveProtocol, Protocol):
     template = "single_model.html"
     title = "Single-model per-turn and per-dialogue ratings (SM-Turn, SM-Dialog)"
 
+    work_kinds = ("sm-chat",)  # a complete session: session_quota() of these
+
     def bots(self) -> list[str]:
         return [b.name for b in self.config.bots if b.type != "imported"]
 

@@ -53,6 +53,11 @@ class SpotTheBotProtocol(Protocol):
     template = "spot_the_bot.html"
     title = "Spot The Bot"
 
+    work_kinds = ("stb-package",)  # a complete session: session_quota() of these
+
+    def session_quota(self) -> int:
+        return int(self.options.packages_per_annotator)
+
     # -- units -------------------------------------------------------------------------------------
     def prepare(self) -> int:
         sid = self.study.study_id

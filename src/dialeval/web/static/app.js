@@ -5,6 +5,16 @@
     var m = document.querySelector('meta[name="csrf-token"]');
     return m ? m.getAttribute("content") : "";
   }
+  // A browser that keeps no cookie in a cross-site iframe is identified by the page's token.
+  function session() {
+    var m = document.querySelector('meta[name="dialeval-session"]');
+    return m ? m.getAttribute("content") : "";
+  }
+  function headers(extra) {
+    var h = Object.assign({ "Accept": "application/json", "X-CSRF-Token": csrf() }, extra || {});
+    if (session()) h["X-Dialeval-Session"] = session();
+    return h;
+  }
   function requestId() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID().replace(/-/g, "");
     return String(Date.now()) + Math.random().toString(16).slice(2);
@@ -14,7 +24,7 @@
     if (!data.request_id) data.request_id = requestId();
     return fetch(url, {
       method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRF-Token": csrf() },
+      headers: headers({ "Content-Type": "application/json" }),
       body: JSON.stringify(data)
     }).then(function (r) {
       return r.json().catch(function () { return { ok: false, error: "Unexpected answer from the server (" + r.status + ")." }; })
@@ -42,7 +52,7 @@
     var body = new FormData(form);
     fetch(form.action, {
       method: "POST", credentials: "same-origin", body: body,
-      headers: { "Accept": "application/json", "X-CSRF-Token": csrf() }
+      headers: headers()
     }).then(function (r) {
       return r.json().catch(function () { return { ok: false, error: "Unexpected answer from the server (" + r.status + ")." }; })
         .then(function (j) { j.status = r.status; return j; });
