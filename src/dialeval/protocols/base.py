@@ -89,6 +89,25 @@ class Outcome:
     redirect: str | None = None  # where a browser form post goes next (default: the task page)
 
 
+def session_progress(label: str, done: float, total: float, *, detail: str | None = None,
+                     minutes_left: float | None = None) -> dict[str, Any]:
+    """What the sticky header shows: where the annotator is in the whole session.
+
+    `label` names the big step ("Comparison 3 of 10"), `detail` the small one ("response 2 of 6"),
+    `done`/`total` fill the bar, `minutes_left` is a rough estimate (rounded up, at least 1).
+    """
+    out: dict[str, Any] = {"label": label, "done": done, "total": max(total, 1), "detail": detail}
+    if minutes_left is not None:
+        out["minutes_left"] = max(1, int(-(-minutes_left // 1)))
+    return out
+
+
+def submitted_count(store: Any, study_id: int, annotator_id: int, kind: str) -> int:
+    """How many units of this kind the annotator has finished in this study."""
+    history = work.annotator_assignments(store, study_id, annotator_id)
+    return sum(1 for a in history if a.unit_kind == kind and a.status == "submitted")
+
+
 @dataclass
 class AdminSummary:
     """What the admin page shows for a method: progress rows and live headline numbers."""
