@@ -379,7 +379,7 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         context = await call(protocol.render, annotator, assignment)
         progress = await call(protocol.progress, annotator, assignment)
         base = page_context(served, ident, annotator)
-        return render(request, protocol.template, assignment=assignment, progress=progress,
+        return render(request, protocol.template, assignment=assignment, progress=progress, show_howto=True,
                       action_url=lambda action: served.ctx.url(f"a/{assignment.id}/{action}"),
                       new_request_id=lambda: uuid.uuid4().hex, **base, **context)
 
