@@ -266,7 +266,7 @@ def test_spot_the_bot_whole_session(live_server, new_page, tmp_path, device):
 # -- live chats, streamed from the loopback OpenAI-compatible server ----------------------------------
 
 def openai_bot(name: str, url: str) -> dict:
-    return {"name": name, "type": "openai", "options": {"base_url": url, "model": name, "retries": 0}}
+    return {"name": name, "type": "openai", "options": {"base_url": str(url), "model": name, "retries": 0}}
 
 
 def streamed_reply_seen(page) -> bool:
@@ -408,8 +408,10 @@ def test_direct_assessment_whole_session(live_server, new_page, tmp_path, device
             page.click("#topic-form button[type=submit]")
             page.wait_for_selector("#composer textarea")
             assert_accessible(page, f"direct-assessment chat {position}")
+            a = assignment_of(folder, page.get_attribute("#live", "data-send-url"))
+            streaming_bot = a.shown_order[a.state["index"]] == "alpha"  # the degraded QC bot answers in one piece
             for text in ("I baked a sourdough loaf this morning", "The crust came out dark and crunchy"):
-                if page.locator("#transcript .msg.bot").count() and position == 1:
+                if streaming_bot:
                     say(page, text, url, ttft)
                 else:
                     before = page.locator("#transcript .msg.bot").count()
@@ -439,8 +441,7 @@ def test_direct_assessment_whole_session(live_server, new_page, tmp_path, device
             if position == 1:
                 wait_next(page, before)
         done_page(page)
-        if ttft:
-            report_ttft(ttft, f"direct-assessment/{device}")
+        report_ttft(ttft, f"direct-assessment/{device}")
 
 
 def test_untouched_slider_refused_by_the_server(tmp_path):

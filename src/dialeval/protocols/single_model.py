@@ -114,8 +114,11 @@ class SingleModelProtocol(LiveProtocol, Protocol):
         total = min(self.config.annotation.units_per_annotator, max(1, len(self.bots())))
         k = min(submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1, total)
         left = (turns - done) + (total - k) * turns
+        stage = self.stage(conv, assignment.state) if conv else "chat"
+        current = done if stage in ("check", "final") else done + 1  # the message being rated, or the next one
+        detail = "rate the conversation" if stage == "final" else f"Partner message {min(current, turns)} of {turns}"
         return session_progress(f"Conversation {k} of {total}", (k - 1) * turns + done, total * turns,
-                                detail=f"Partner message {min(done + 1, turns)} of {turns}",
+                                detail=detail,
                                 minutes_left=left * MINUTES_PER_MESSAGE + (total - k + 1))
 
     # -- actions ----------------------------------------------------------------------------------------

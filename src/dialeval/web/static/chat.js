@@ -328,7 +328,11 @@
     var errorShown = errorBox && !errorBox.hidden;
     if (root.dataset.stage === "waiting" && !errorShown && !following) askReply(root);
     var choose = root.querySelector("#choose-form, #rate-form, #final-form, #da-rate-form");
-    if (choose && window.innerWidth > 700) choose.scrollIntoView({ block: "end" });
+    // On a laptop the question and its answers open on screen: the form's end at the bottom, or,
+    // when the form is taller than the window, its top just under the sticky header.
+    if (choose && window.innerWidth > 700) {
+      choose.scrollIntoView({ block: choose.offsetHeight > window.innerHeight * 0.75 ? "start" : "end" });
+    }
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
