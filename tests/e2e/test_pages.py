@@ -386,6 +386,24 @@ def test_single_model_whole_session(live_server, new_page, tmp_path, device):
         report_ttft(ttft, f"single-model/{device}")
 
 
+def swipe(page, element, dx: int, dy: int) -> float:
+    """A finger put on `element` and moved by (10*dx, 10*dy) px (DevTools touch events, as a phone sends)."""
+    element.scroll_into_view_if_needed()
+    box = element.bounding_box()
+    x, y = box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2
+    before = page.evaluate("window.scrollY")
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+    for step in range(1, 11):
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchMove",
+                                              "touchPoints": [{"x": x + dx * step, "y": y + dy * step}]})
+        page.wait_for_timeout(16)
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    page.wait_for_timeout(300)
+    cdp.detach()
+    return page.evaluate("window.scrollY") - before
+
+
 def test_direct_assessment_whole_session(live_server, new_page, tmp_path, device):
     with start_fake_openai(word_delay=0.05) as url:
         bots = [openai_bot("alpha", url), {"name": "qc", "type": "degraded", "options": {"seed": 7}}]
@@ -424,6 +442,11 @@ def test_direct_assessment_whole_session(live_server, new_page, tmp_path, device
             check_task_page(page, device, f"direct-assessment rating {position}", "#da-rate-form [data-slider]")
             sliders = page.locator("#da-rate-form [data-slider]").all()
             assert len(sliders) == 7
+            if device == "phone":  # a vertical swipe that starts on a slider scrolls the page, not the slider
+                assert swipe(page, sliders[2], 1, -25) > 0  # the page scrolled
+                assert page.locator("#da-rate-form .da-item.untouched").count() == 7
+                swipe(page, sliders[2], 12, 0)  # a sideways drag does move it
+                assert page.locator("#da-rate-form .da-item.untouched").count() == 6
             # an untouched slider is refused (the value 50 it shows is not an answer)
             for slider in sliders[:-1]:
                 slider.fill("70")

@@ -322,6 +322,28 @@
       }
       slider.addEventListener("input", moved);
       slider.addEventListener("change", moved);
+      // A finger that lands on a slider jumps its thumb at once; when the gesture then turns out to
+      // be a vertical scroll (touch-action: pan-y makes the browser cancel the pointer), undo that.
+      var before = null;
+      slider.addEventListener("pointerdown", function (e) {
+        if (e.pointerType !== "touch") return;
+        before = { value: slider.value, hidden: hidden ? hidden.value : "", untouched: item && item.classList.contains("untouched"),
+                   label: label ? label.textContent : "" };
+      });
+      slider.addEventListener("pointercancel", function () {
+        if (!before) return;
+        slider.value = before.value;
+        if (hidden) hidden.value = before.hidden;
+        if (item && before.untouched) {
+          item.classList.add("untouched");
+          slider.setAttribute("aria-valuetext", "not moved yet");
+        }
+        if (label) label.textContent = before.label;
+        before = null;
+        var form = slider.form;
+        if (form && helpers().saveDraft) helpers().saveDraft(form);
+      });
+      slider.addEventListener("pointerup", function () { before = null; });
     });
 
     var errorBox = root.querySelector("#bot-error");
