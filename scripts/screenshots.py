@@ -212,6 +212,7 @@ def single_model(page, base: str, folder: Path, out: Path) -> None:
         page.wait_for_selector("#live")
         if assignment(folder, aid_from(page.get_attribute("#live", "data-send-url"))).payload["bot"] == "retrieval":
             break
+        page.goto("about:blank")  # leave the chat page (its script would reload it) before forgetting the annotator
         page.context.clear_cookies()
     else:
         raise RuntimeError("the retrieval bot was never assigned in single-model")
@@ -289,6 +290,7 @@ def direct_assessment(page, base: str, folder: Path, out: Path) -> None:
                                  strict=False):
             slider.fill(str(value))
         if bot == "retrieval":
+            page.evaluate("document.querySelector('#da-rate-form').scrollIntoView({block: 'start'})")
             shoot(page, out / "direct-assessment.png")
             return
         page.click("#da-rate-form button[type=submit]")
