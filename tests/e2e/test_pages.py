@@ -278,7 +278,7 @@ def streamed_reply_seen(page) -> bool:
     return any(len([n for n in ns if n > 0]) >= 3 for ns in lengths.values())
 
 
-def say(page, text: str, fake, ttft: list[float]) -> None:
+def say(page, text: str, fake, ttft: list[float], typing: bool = False) -> None:
     """Type a message, keep it over a refresh, send it, and wait for the reply to have streamed."""
     page.fill("#composer textarea", text)
     page.reload()
@@ -287,6 +287,8 @@ def say(page, text: str, fake, ttft: list[float]) -> None:
     page.evaluate("window.__slotLog = []; window.dialevalFirstChunkAt = 0")
     sent = len(fake.state.first_chunk_at)
     page.click("#composer button")
+    if typing:  # the server waits before its first word: the page says the partner is typing
+        page.wait_for_selector("#waiting [data-slot].typing:has-text('typing')", state="visible", timeout=5000)
     page.wait_for_selector("#live:not([data-stage=waiting]):not([data-stage=chat]), #composer textarea:not([disabled])",
                            timeout=20000)
     page.wait_for_function("window.dialevalFirstChunkAt > 0 || !document.querySelector('[data-slot]')", timeout=20000)
@@ -351,7 +353,7 @@ def test_pairwise_turn_whole_session(live_server, new_page, tmp_path, device):
 
 
 def test_single_model_whole_session(live_server, new_page, tmp_path, device):
-    with start_fake_openai(word_delay=0.05) as url:
+    with start_fake_openai(word_delay=0.05, delay=0.4) as url:
         folder = make_live_study(tmp_path / "sm", "single-model", [openai_bot("alpha", url)],
                                  protocol={"bot_turns": 2}, name="sm-pages", annotation={"units_per_annotator": 1})
         server = live_server([folder])
@@ -370,7 +372,7 @@ def test_single_model_whole_session(live_server, new_page, tmp_path, device):
             if turn == 1:
                 break
             page.wait_for_selector("#composer textarea:not([disabled])")
-            say(page, "Tell me about the best trip you ever made", url, ttft)
+            say(page, "Tell me about the best trip you ever made", url, ttft, typing=True)
         page.wait_for_selector("#final-form")
         check_task_page(page, device, "single-model final", "#final-form .scale label")
         for fieldset in page.locator("#final-form fieldset").all():  # the 1-5 scale is one row on any width
@@ -489,5 +491,30 @@ def test_untouched_slider_refused_by_the_server(tmp_path):
             r = client.act("rate", {"position": "1", **moved, "topic": "50"})
             assert r.status_code == 200, r.text
             assert len(work.list_judgments(server.store, server.study_id, question="ratings")) == 1
+        finally:
+            client.close()
+
+
+def test_study_file_instructions_replace_ours(tmp_path):
+    """pages.instructions in the study file is what the instructions page and the How-to dialog show."""
+    import yaml
+
+    folder = make_live_study(tmp_path / "sm", "single-model", ["repeat"], name="sm-custom")
+    data = yaml.safe_load((folder / "study.yaml").read_text())
+    data["pages"] = {"instructions": "Talk about <b>gardening</b> only.\nBe kind."}
+    (folder / "study.yaml").write_text(yaml.safe_dump(data))
+    with LiveServer([folder]) as server:
+        client = LiveClient(server)
+        try:
+            client.http.get(client.url())
+            r = client.http.post(client.url("start"), data={})
+            client.csrf = re.search(r'name="csrf" value="([^"]+)"', r.text).group(1)
+            r = client.http.post(client.url("consent"), data={"csrf": client.csrf, "agree": "yes"})
+            assert "Talk about &lt;b&gt;gardening&lt;/b&gt; only." in r.text  # escaped, never HTML
+            assert "worked example" not in r.text.lower()
+            client.http.post(client.url("instructions"), data={"csrf": client.csrf})
+            task = client.task().text
+            dialog = task[task.index('<dialog id="howto"'):]
+            assert "gardening" in dialog and "worked example" not in dialog.lower()
         finally:
             client.close()
