@@ -203,6 +203,12 @@ def test_acute_two_tabs_network_failure_and_back_button(live_server, new_page, t
     page = new_page("laptop")
     enter(page, f"{server.url}/s/acute-tabs/")
     page.wait_for_selector("#answer")
+    # keyboard focus is always visible
+    page.locator("#answer input[name=choice]").first.focus()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Shift+Tab")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("none", ""), outline
     # a second tab of the same task: both are told
     other = page.context.new_page()
     other.goto(page.url)
@@ -355,23 +361,36 @@ def test_pairwise_turn_whole_session(live_server, new_page, tmp_path, device):
 def test_single_model_whole_session(live_server, new_page, tmp_path, device):
     with start_fake_openai(word_delay=0.05, delay=0.4) as url:
         folder = make_live_study(tmp_path / "sm", "single-model", [openai_bot("alpha", url)],
-                                 protocol={"bot_turns": 2}, name="sm-pages", annotation={"units_per_annotator": 1})
+                                 protocol={"bot_turns": 3}, name="sm-pages", annotation={"units_per_annotator": 1})
         server = live_server([folder])
         page = new_page(device)
         enter(page, f"{server.url}/s/sm-pages/")
         ttft: list[float] = []
-        for turn in range(2):
+        for turn in range(3):
             page.wait_for_selector("#rate-form", timeout=20000)
             progress = check_task_page(page, device, f"single-model check {turn}", "#rate-form .checks label")
-            assert "Conversation 1 of 1" in progress and f"Partner message {turn + 1} of 2" in progress, progress
+            assert "Conversation 1 of 1" in progress and f"Partner message {turn + 1} of 3" in progress, progress
             page.check("#rate-form input[value=engaging]")
             page.reload()
             page.wait_for_selector("#rate-form")
             assert page.locator("#rate-form input[value=engaging]").is_checked()
             page.click("#rate-form button[type=submit]")
-            if turn == 1:
+            if turn == 2:
                 break
             page.wait_for_selector("#composer textarea:not([disabled])")
+            if turn == 0 and device == "laptop":
+                # offline: the message stays, a plain message and a retry that then sends it once
+                page.context.set_offline(True)
+                page.fill("#composer textarea", "Are you still there?")
+                page.click("#composer button")
+                retry = page.locator("#live [data-error] button:has-text('Try again')")
+                retry.wait_for()
+                error = page.locator("#live [data-error]").first.inner_text()
+                assert "could not reach the server" in error and "Failed to fetch" not in error, error
+                assert page.input_value("#composer textarea") == "Are you still there?"
+                page.context.set_offline(False)
+                retry.click()
+                continue
             say(page, "Tell me about the best trip you ever made", url, ttft, typing=True)
         page.wait_for_selector("#final-form")
         check_task_page(page, device, "single-model final", "#final-form .scale label")
@@ -385,6 +404,12 @@ def test_single_model_whole_session(live_server, new_page, tmp_path, device):
         assert page.locator("#final-form input[name=humanlike][value='4']").is_checked()
         page.click("#final-form button[type=submit]")
         done_page(page)
+        study = open_study(folder)
+        try:  # the message sent by the retry is stored once
+            conv = study.store.load_dataset(study.id).conversations[0]
+            assert sum(t.text == "Are you still there?" for t in conv.turns) == (1 if device == "laptop" else 0)
+        finally:
+            study.close()
         report_ttft(ttft, f"single-model/{device}")
 
 
