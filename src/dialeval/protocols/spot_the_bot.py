@@ -152,6 +152,9 @@ class SpotTheBotProtocol(Protocol):
             "labels": LABELS,
             "features": STB_FEATURES,
             "total": len(assignment.shown_order or []),
+            # the last segment's button says whether another package follows
+            "last_package": submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1
+            >= self.options.packages_per_annotator,
         }
 
     def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
