@@ -174,6 +174,7 @@
   function follow(root, cursor, generation) {
     following = true;
     post(root.dataset.watchUrl, { cursor: String(cursor || 0), generation: generation || "" }).then(function (res) {
+      showError(null, "");
       var events = res.events || [];
       var ended = false;
       for (var i = 0; i < events.length && !ended; i++) {
@@ -186,7 +187,9 @@
     }).catch(function (err) {
       following = false;
       if (err.status === 409 || err.status === 403) { refresh(); return; }
-      setTimeout(function () { follow(root, cursor, generation); }, 1500);  // a network hiccup: keep following
+      // a network hiccup: say so, and keep following (the reply is being written on the server anyway)
+      if (err.network) showError(null, "The connection was lost; reconnecting… Your conversation is kept.");
+      setTimeout(function () { follow(root, cursor, generation); }, 1500);
     });
   }
 
