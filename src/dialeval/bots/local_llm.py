@@ -183,11 +183,10 @@ class LocalLLMBot(Bot):
 
         worker = threading.Thread(target=run, name=f"local-llm-{self.name}", daemon=True)
         worker.start()
-        sentinel = object()
         pending, started = "", False
         while True:
-            piece = await asyncio.to_thread(next, streamer, sentinel)
-            if piece is sentinel:
+            piece: str | None = await asyncio.to_thread(next, streamer, None)
+            if piece is None:
                 break
             if not started:
                 piece = piece.lstrip()
