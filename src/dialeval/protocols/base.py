@@ -42,7 +42,9 @@ Template context given to every task page (besides what ``render`` returns):
                  in each form (base.html also has ``<meta name="csrf-token">`` for fetch()).
     action_url   function: action_url("submit") -> "/s/<slug>/a/<assignment id>/submit"
     new_request_id  function returning a fresh uuid for ``<input type="hidden" name="request_id">``
-    progress     ``protocol.progress(annotator, assignment)`` (dict done/total/label) or None
+    progress     ``protocol.progress(annotator, assignment)``: ``session_progress(...)`` (label, detail,
+                 done/total for the bar, minutes_left) for the sticky header, or None
+    show_howto   True: the header's "How to" button opens the instructions in a dialog
 static/app.js (ours) posts every ``<form data-ajax>`` with fetch, shows a refused input's message
 in the form's ``[data-error]`` element (textContent, never innerHTML) and follows ``redirect``.
 It also exposes ``window.dialeval.post(url, dataObject) -> Promise<json>`` (adds csrf and a
@@ -212,7 +214,7 @@ class Protocol:
         raise NotImplementedError
 
     def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
-        """{"done": n, "total": m, "label": "..."} for the progress bar, or None."""
+        """Where the annotator is in the whole session (``session_progress``), or None."""
         return None
 
     def admin_summary(self) -> AdminSummary:
