@@ -145,7 +145,12 @@ class DirectAssessmentOptions(_Strict):
     hits_per_annotator: int = Field(1, ge=1)
 
 
+class ArenaOptions(_Strict):
+    """Arena battles are imported, not collected (yet): no protocol options."""
+
+
 PROTOCOL_OPTIONS: dict[str, type[BaseModel]] = {
+    "arena": ArenaOptions,
     "acute": AcuteOptions,
     "pairwise-turn": PairwiseTurnOptions,
     "single-model": SingleModelOptions,
@@ -156,7 +161,8 @@ PROTOCOL_OPTIONS: dict[str, type[BaseModel]] = {
 
 class StudyConfig(_Strict):
     name: str = Field(min_length=1, max_length=200)
-    method: Literal["acute", "pairwise-turn", "single-model", "spot-the-bot", "direct-assessment"]
+    # "arena": imported Chatbot Arena battles (analysis only; no annotation pages yet)
+    method: Literal["acute", "pairwise-turn", "single-model", "spot-the-bot", "direct-assessment", "arena"]
     description: str = ""
     seed: int = 0
     database: str | None = None  # None: dialeval.db in the study folder (or $DIALEVAL_DATABASE_URL)
