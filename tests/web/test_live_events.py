@@ -8,8 +8,10 @@ import json
 import time
 
 import httpx
+import pytest
 
 from tests.bots.fake_openai_server import start_fake_openai
+from tests.conftest import in_ci
 
 from .test_live_support import LiveClient, LiveServer, make_live_study
 
@@ -63,3 +65,31 @@ def test_reply_streams_word_by_word_and_ends_with_done(tmp_path):
                 assert httpx.get(server.url + "/healthz").status_code == 200
             finally:
                 client.close()
+
+
+@pytest.mark.llm
+def test_local_model_reply_streams_token_by_token(tmp_path):
+    """The bundled SmolLM2 bot's reply reaches the page's event stream in several pieces."""
+    from dialeval.bots import local_llm
+
+    if local_llm.missing_requirements():
+        message = f"extra 'llm' not installed: {local_llm.missing_requirements()}"
+        if in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    bot = {"name": "small", "type": "local-llm", "options": {"max_new_tokens": 16, "seed": 2}}
+    folder = make_live_study(tmp_path / "sm", "single-model", [bot], name="sm-llm")
+    with LiveServer([folder]) as server:
+        client = LiveClient(server)
+        try:
+            client.enter()
+            client.task()
+            started = client.act("reply").json()
+            events = read_events(client, started["generation"])
+            chunks = [e["text"] for _, e, _ in events if e["event"] == "chunk"]
+            assert len(chunks) >= 3, chunks
+            assert events[-1][1]["event"] == "done"
+            conv = server.store.get_conversation(server.study_id, f"live-{client.assignment_id}")
+            assert conv.turns[-1].text == "".join(chunks).strip()
+        finally:
+            client.close()
