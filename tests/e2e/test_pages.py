@@ -322,7 +322,7 @@ def report_ttft(ttft: list[float], where: str) -> None:
 def test_pairwise_turn_whole_session(live_server, new_page, tmp_path, device):
     with start_fake_openai(word_delay=0.05) as url:
         folder = make_live_study(tmp_path / "pw", "pairwise-turn", [openai_bot("alpha", url), openai_bot("beta", url)],
-                                 protocol={"bot_turns": 2}, name="pw-pages",
+                                 protocol={"bot_turns": 3}, name="pw-pages",
                                  annotation={"units_per_annotator": 1})
         server = live_server([folder])
         page = new_page(device)
@@ -338,12 +338,10 @@ def test_pairwise_turn_whole_session(live_server, new_page, tmp_path, device):
             page.check(f"input[name=step{k}][value='{order.index(step.good)}']")
         page.click("button:has-text('Check my answers')")
         ttft: list[float] = []
-        for turn in range(2):
+        for turn in range(3):
             page.wait_for_selector("#choose-form", timeout=20000)
-            if turn == 0:  # the fixed "Hi!" was answered by both bots
-                pass
             progress = check_task_page(page, device, f"pairwise-turn choice {turn}", "#choose-form .candidate")
-            assert f"Response {turn + 1} of 2" in progress and "Conversation 1 of 1" in progress
+            assert f"Response {turn + 1} of 3" in progress and "Conversation 1 of 1" in progress
             if device == "phone":  # the persona is one tap away in the sticky header
                 page.click(".persona-quick summary")
                 assert page.locator(".persona-quick ul").is_visible()
@@ -355,11 +353,17 @@ def test_pairwise_turn_whole_session(live_server, new_page, tmp_path, device):
             assert page.locator("input[name=choice][value='1']").is_checked()
             assert page.input_value("#justification") == "it answers what I said"
             page.click("#choose-form button[type=submit]")
-            if turn == 1:
+            if turn == 2:
                 break
             page.wait_for_selector("#composer textarea:not([disabled])")
             say(page, "I like hiking in the mountains with my dog", url, ttft)
         done_page(page)
+        study = open_study(folder)
+        try:  # one judgment per turn, each with the justification typed (and kept over the refresh)
+            judged = [j for j in study.store.load_dataset(study.id).judgments if j.question != "onboarding"]
+            assert len(judged) == 3 and all(j.justification == "it answers what I said" for j in judged)
+        finally:
+            study.close()
         report_ttft(ttft, f"pairwise-turn/{device}")
 
 
