@@ -220,7 +220,6 @@ def test_acute_two_tabs_network_failure_and_back_button(live_server, new_page, t
     other.wait_for_selector("#other-tab:visible")
     page.wait_for_selector("#other-tab:visible")
     assert "another tab" in page.locator("#other-tab").inner_text()
-    other.close()
     # offline: a plain message and a retry, nothing lost
     page.check("input[name=choice][value='2']")
     page.fill("#justification", "the second one is better")
@@ -235,6 +234,19 @@ def test_acute_two_tabs_network_failure_and_back_button(live_server, new_page, t
     error.locator("button:has-text('Try again')").click()
     wait_next(page, before)
     assert "Comparison 2 of 2" in page.locator("#progress").inner_text()
+    # the other tab still shows the first comparison: its different answer is refused, and it says so
+    other.check("input[name=choice][value='1']")
+    other.fill("#justification", "the first one, says the other tab")
+    other.click("#submit")
+    other.wait_for_selector("#answer [data-error]:has-text('another tab')")
+    other.wait_for_function("document.querySelector('#progress').innerText.includes('Comparison 2 of 2')")
+    other.close()
+    study = open_study(folder)
+    try:
+        texts = [j.justification for j in study.store.load_dataset(study.id).judgments]
+        assert texts == ["the second one is better"], texts  # the first answer, stored once
+    finally:
+        study.close()
     # back: the instructions page offers the way back to the task, not a fresh start
     page.go_back()
     page.wait_for_load_state()
