@@ -373,6 +373,25 @@ class LiveProtocol:
         await asyncio.sleep(0.5)
         return {"events": [], "cursor": cursor, "finished": False}
 
+    async def event_stream(self, annotator, assignment, generation: str | None, cursor: int):
+        """The events of a generation after `cursor`, as they happen: (event, new cursor) pairs.
+
+        Server-Sent Events read this (web/app.py ``/events``): a chunk reaches the page as soon as
+        the bot produced it. Ends after "done" or "error"; yields (None, cursor) as a keep-alive.
+        """
+        while True:
+            data = {"generation": generation or "", "cursor": str(cursor), "timeout": "15"}
+            res = await self.act_watch(annotator, assignment, data)
+            for i, event in enumerate(res["events"]):
+                yield event, cursor + i + 1  # each event's id: a reconnect resumes right after it
+            cursor = res["cursor"]
+            if res["finished"]:
+                if not any(e.get("event") in ("done", "error", "idle") for e in res["events"]):
+                    yield {"event": "done"}, cursor
+                return
+            if not res["events"]:
+                yield None, cursor
+
     async def _start(self, annotator, assignment, conv: Conversation, state: dict[str, Any]) -> dict[str, Any]:
         names = self.chat_bots(assignment, state)
         bots = [self.study.bot(n) for n in names]

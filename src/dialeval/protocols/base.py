@@ -46,7 +46,9 @@ Template context given to every task page (besides what ``render`` returns):
                  in each form (base.html also has ``<meta name="csrf-token">`` for fetch()).
     action_url   function: action_url("submit") -> "/s/<slug>/a/<assignment id>/submit"
     new_request_id  function returning a fresh uuid for ``<input type="hidden" name="request_id">``
-    progress     ``protocol.progress(annotator, assignment)`` (dict done/total/label) or None
+    progress     ``protocol.progress(annotator, assignment)``: ``session_progress(...)`` (label, detail,
+                 done/total for the bar, minutes_left) for the sticky header, or None
+    show_howto   True: the header's "How to" button opens the instructions in a dialog
 static/app.js (ours) posts every ``<form data-ajax>`` with fetch, shows a refused input's message
 in the form's ``[data-error]`` element (textContent, never innerHTML) and follows ``redirect``.
 It also exposes ``window.dialeval.post(url, dataObject) -> Promise<json>`` (adds csrf and a
@@ -91,6 +93,25 @@ class Outcome:
     done: bool = False
     data: dict[str, Any] = field(default_factory=dict)  # extra JSON for fetch() callers
     redirect: str | None = None  # where a browser form post goes next (default: the task page)
+
+
+def session_progress(label: str, done: float, total: float, *, detail: str | None = None,
+                     minutes_left: float | None = None) -> dict[str, Any]:
+    """What the sticky header shows: where the annotator is in the whole session.
+
+    `label` names the big step ("Comparison 3 of 10"), `detail` the small one ("response 2 of 6"),
+    `done`/`total` fill the bar, `minutes_left` is a rough estimate (rounded up, at least 1).
+    """
+    out: dict[str, Any] = {"label": label, "done": done, "total": max(total, 1), "detail": detail}
+    if minutes_left is not None:
+        out["minutes_left"] = max(1, int(-(-minutes_left // 1)))
+    return out
+
+
+def submitted_count(store: Any, study_id: int, annotator_id: int, kind: str) -> int:
+    """How many units of this kind the annotator has finished in this study."""
+    history = work.annotator_assignments(store, study_id, annotator_id)
+    return sum(1 for a in history if a.unit_kind == kind and a.status == "submitted")
 
 
 @dataclass
@@ -214,7 +235,7 @@ class Protocol:
         raise NotImplementedError
 
     def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
-        """{"done": n, "total": m, "label": "..."} for the progress bar, or None."""
+        """Where the annotator is in the whole session (``session_progress``), or None."""
         return None
 
     def admin_summary(self) -> AdminSummary:

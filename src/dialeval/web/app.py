@@ -22,7 +22,7 @@ from urllib.parse import urlencode
 
 import jinja2
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -538,7 +538,7 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         context = await call(protocol.render, annotator, assignment)
         progress = await call(protocol.progress, annotator, assignment)
         base = page_context(served, ident, annotator)
-        page = {"assignment": assignment, "progress": progress, "notice": notice,
+        page = {"assignment": assignment, "progress": progress, "notice": notice, "show_howto": True,
                 "action_url": lambda action: url_for(request, served, f"a/{assignment.id}/{action}"),
                 "new_request_id": lambda: uuid.uuid4().hex, **base}
         page.update({k: v for k, v in context.items() if k != "notice" or v})
@@ -593,6 +593,33 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         if annotator.platform == "prolific":
             return {"url": entry_mod.PROLIFIC_SUBMISSIONS, "label": "Return the study on Prolific"}
         return None
+
+    @app.get("/s/{slug}/a/{assignment_id}/events")
+    async def events(request: Request, slug: str, assignment_id: int, generation: str = "", cursor: int = 0):
+        """A live reply as Server-Sent Events: each chunk is sent as soon as the bot produced it."""
+        served = get_served(slug)
+        _ident, annotator = await run_in_threadpool(require_identity, request, served)
+        protocol = served.protocol
+        if protocol is None or not hasattr(protocol, "event_stream"):
+            raise WebError(404, "This page has no live replies.")
+        assignment = await run_in_threadpool(work.get_assignment, served.ctx.store, assignment_id)
+        if assignment is None or assignment.study_id != served.ctx.study_id:
+            raise WebError(404, "There is no such task.")
+        if assignment.annotator_id != annotator.id:
+            raise WebError(403, "This task belongs to somebody else.")
+        last = request.headers.get("last-event-id", "")
+        start = int(last) if last.isdigit() else max(0, cursor)
+
+        async def stream():
+            yield "retry: 1500\n\n"
+            async for event, position in protocol.event_stream(annotator, assignment, generation, start):
+                if event is None:
+                    yield ": keep-alive\n\n"
+                else:
+                    yield f"id: {position}\ndata: {json.dumps(event)}\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
     @app.get("/s/{slug}/done", response_class=HTMLResponse)
     async def done(request: Request, slug: str):
