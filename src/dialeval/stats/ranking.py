@@ -152,7 +152,7 @@ def bootstrap_ranks(
         flat = (np.arange(r)[:, None] * g + idx).ravel()
         counts = np.bincount(flat, minlength=r * g).reshape(r, g).astype(float)[:, member]
         out.append(ranks_from_scores(_statistic(counts, ia, ib, outcome, len(systems), statistic)))
-    return systems, np.vstack(out)
+    return list(systems), np.vstack(out)
 
 
 def _bootstrap_kinds(ia, ib, outcome, n_systems, n_bootstrap, n_samples, seed, statistic, batch) -> np.ndarray:
