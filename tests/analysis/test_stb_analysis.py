@@ -15,12 +15,12 @@ from dialeval.analysis.spot_the_bot import (
     complete_packages,
     survival_frame,
 )
-from dialeval.formats.spot_the_bot import PAPER_NAMES, read_spot_the_bot
+from dialeval.formats.spot_the_bot import read_spot_the_bot
 
 
 @cache
 def _dataset(folder: str, domain: str):
-    return read_spot_the_bot(folder, domain, rename=PAPER_NAMES)
+    return read_spot_the_bot(folder, domain)
 
 
 @cache

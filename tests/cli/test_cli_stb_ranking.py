@@ -19,8 +19,8 @@ def invoke(*args):
 
 def test_empathetic_report_shows_published_clusters_with_seed_stability(tmp_path, shared_data):
     folder = tmp_path / "stb-ed"
-    stb = shared_data("spot-the-bot")
-    imported = invoke("import", "spot-the-bot", stb, "--domain", "empathetic", "--paper-names", folder)
+    # as the README prints it: the paper's short names are the default, no --rename needed
+    imported = invoke("import", "spot-the-bot", shared_data("spot-the-bot"), "--domain", "empathetic", folder)
     assert imported.exit_code == 0, imported.output
     reported = invoke("report", folder)
     assert reported.exit_code == 0, reported.output

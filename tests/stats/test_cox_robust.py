@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from dialeval.analysis.spot_the_bot import survival_frame
-from dialeval.formats.spot_the_bot import PAPER_NAMES, read_spot_the_bot
+from dialeval.formats.spot_the_bot import read_spot_the_bot
 from dialeval.stats import survival as sv
 
 # A small hand-made data set with ties among deaths and deaths tied with censorings at every time.
@@ -148,7 +148,7 @@ FLIPPED = [("BR", "fluency"), ("DR", "fluency"), ("DR", "specificity"), ("GPT", 
 
 @cache
 def _cox(folder: str, domain: str) -> pd.DataFrame:
-    frame = survival_frame(read_spot_the_bot(folder, domain, rename=PAPER_NAMES))
+    frame = survival_frame(read_spot_the_bot(folder, domain))
     return sv.cox_features(frame).set_index(["system", "feature"])
 
 

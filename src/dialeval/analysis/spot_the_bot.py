@@ -149,12 +149,17 @@ def _num(x: Any) -> Any:
 # with p = int(rep * 0.995)): one match per annotation, 1000 resamples of 5000 matches drawn with
 # replacement, systems ranked by win share (wins / matches played, draws played), the released
 # rank-range rule (see dialeval.stats.ranking), overlapping ranges clustered.
-RELEASED = {
-    "matches": "annotation",
-    "n_bootstrap": 1000,
-    "n_samples": 5000,
-    "statistic": "win_share",
-    "rank_range": "released",
+RELEASED_MATCHES = "annotation"
+RELEASED_N_BOOTSTRAP = 1000
+RELEASED_N_SAMPLES: int | None = 5000
+RELEASED_STATISTIC: ranking.Statistic = "win_share"
+RELEASED_RANK_RANGE: ranking.RankRangeRule = "released"
+RELEASED: dict[str, Any] = {
+    "matches": RELEASED_MATCHES,
+    "n_bootstrap": RELEASED_N_BOOTSTRAP,
+    "n_samples": RELEASED_N_SAMPLES,
+    "statistic": RELEASED_STATISTIC,
+    "rank_range": RELEASED_RANK_RANGE,
 }
 MATCHES = ("annotation", "annotation-blocks", "conversation")
 SEED_STABILITY_SEEDS = 20
@@ -184,10 +189,10 @@ def _ranking_of(
     frame: pd.DataFrame,
     n_bootstrap: int,
     seed: int,
-    statistic: str,
+    statistic: ranking.Statistic,
     n_samples: int | None,
     matches: str,
-    rank_range: str = "released",
+    rank_range: ranking.RankRangeRule = "released",
 ) -> pd.DataFrame:
     m = ranking_matches(frame, matches)
     groups = m["group"] if matches == "annotation-blocks" else None
@@ -205,7 +210,12 @@ def _ranking_of(
 
 
 def _cluster_fn(
-    n_bootstrap: int, seed: int, statistic: str, n_samples: int | None, matches: str, rank_range: str = "released"
+    n_bootstrap: int,
+    seed: int,
+    statistic: ranking.Statistic,
+    n_samples: int | None,
+    matches: str,
+    rank_range: ranking.RankRangeRule = "released",
 ):
     def rank_fn(frame: pd.DataFrame) -> list[list[str]]:
         table = _ranking_of(frame, n_bootstrap, seed, statistic, n_samples, matches, rank_range)
@@ -218,11 +228,11 @@ def seed_stability(
     bots: pd.DataFrame,
     reported: list[list[str]],
     seeds: Sequence[int] = tuple(range(SEED_STABILITY_SEEDS)),
-    n_bootstrap: int = RELEASED["n_bootstrap"],
-    statistic: str = RELEASED["statistic"],
-    n_samples: int | None = RELEASED["n_samples"],
-    matches: str = RELEASED["matches"],
-    rank_range: str = RELEASED["rank_range"],
+    n_bootstrap: int = RELEASED_N_BOOTSTRAP,
+    statistic: ranking.Statistic = RELEASED_STATISTIC,
+    n_samples: int | None = RELEASED_N_SAMPLES,
+    matches: str = RELEASED_MATCHES,
+    rank_range: ranking.RankRangeRule = RELEASED_RANK_RANGE,
 ) -> dict[str, Any]:
     """How firm the reported clusters are: the clustering redone with each bootstrap seed of ``seeds``
     (default 0..19) on the same data and settings.
@@ -314,12 +324,12 @@ def _survival_parts(dataset_frame: pd.DataFrame) -> tuple[dict[str, Any], list[d
 
 def analyze_spot_the_bot(
     dataset: Dataset,
-    n_bootstrap: int = RELEASED["n_bootstrap"],
+    n_bootstrap: int = RELEASED_N_BOOTSTRAP,
     seed: int = 0,
-    statistic: str = RELEASED["statistic"],
-    matches: str = RELEASED["matches"],
-    n_samples: int | None = RELEASED["n_samples"],
-    rank_range: str = RELEASED["rank_range"],
+    statistic: ranking.Statistic = RELEASED_STATISTIC,
+    matches: str = RELEASED_MATCHES,
+    n_samples: int | None = RELEASED_N_SAMPLES,
+    rank_range: ranking.RankRangeRule = RELEASED_RANK_RANGE,
     incomplete_packages: str = "keep",
     seed_stability_seeds: int = SEED_STABILITY_SEEDS,
     trueskill_shuffles: int = 5,
@@ -497,13 +507,13 @@ def subsample_stability_report(
     bots: pd.DataFrame,
     sizes: Sequence[int] = STABILITY_SIZES,
     n_repeats: int = 50,
-    n_bootstrap: int = RELEASED["n_bootstrap"],
+    n_bootstrap: int = RELEASED_N_BOOTSTRAP,
     seed: int = 0,
-    statistic: str = RELEASED["statistic"],
-    n_samples: int | None = RELEASED["n_samples"],
-    matches: str = RELEASED["matches"],
+    statistic: ranking.Statistic = RELEASED_STATISTIC,
+    n_samples: int | None = RELEASED_N_SAMPLES,
+    matches: str = RELEASED_MATCHES,
     reference: list[list[str]] | None = None,
-    rank_range: str = "released",
+    rank_range: ranking.RankRangeRule = "released",
 ) -> dict[str, Any]:
     """Subsampling stability of the clustering of the bot–bot frame ``bots`` (see
     :func:`analyze_spot_the_bot`): ``{"reference": full-data clusters, "conversations_per_pair":

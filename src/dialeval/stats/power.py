@@ -596,13 +596,20 @@ def mann_whitney_pairs_time_to_significance(
     """:func:`mann_whitney_time_to_significance` for each pair (a, b) (H1: a > b) of the named
     samples, sharing the resampled draws between pairs (see :func:`simulate_mann_whitney_power_pairs`)."""
     ns = _mw_grid(n_max, points)
-    aucs, approx, upto, exact = {}, {}, {}, {}
+    aucs: dict[tuple[str, str], float] = {}
+    approx: dict[tuple[str, str], np.ndarray] = {}
+    upto: dict[tuple[str, str], int] = {}
+    exact: dict[tuple[str, str], int | None] = {}
+
+    def approx_power(auc: float) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda n: mann_whitney_power(auc, n, alpha)
+
     for pr in pairs:
         aucs[pr] = common_language_effect(samples[pr[0]], samples[pr[1]])
         approx[pr] = mann_whitney_power(aucs[pr], ns, alpha)
-        auc = aucs[pr]
-        exact[pr] = smallest_n(lambda n, auc=auc: mann_whitney_power(auc, n, alpha), power, n_max, n_min=2)[0]
-        upto[pr] = min(n_max, 4 * exact[pr]) if exact[pr] else n_max
+        first = smallest_n(approx_power(aucs[pr]), power, n_max, n_min=2)[0]
+        exact[pr] = first
+        upto[pr] = min(n_max, 4 * first) if first else n_max
     if n_sim > 0:
         sims = simulate_mann_whitney_power_pairs(samples, pairs, ns, n_sim, alpha, seed, n_upto=upto)
     else:

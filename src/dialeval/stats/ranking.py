@@ -137,7 +137,9 @@ def bootstrap_ranks(
     if m == 0:
         raise ValueError("no matches to bootstrap")
     if groups is None:
-        return systems, _bootstrap_kinds(ia, ib, outcome, len(systems), n_bootstrap, n_samples, seed, statistic, batch)
+        return list(systems), _bootstrap_kinds(
+            ia, ib, outcome, len(systems), n_bootstrap, n_samples, seed, statistic, batch
+        )
     labels = list(groups)
     if len(labels) != m:
         raise ValueError("groups must have one label per match")
