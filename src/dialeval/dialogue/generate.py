@@ -224,13 +224,14 @@ async def _run_interleaved(todo: list[tuple[str, list[str]]], run, limits: dict[
         return all(open_per_bot[b] < 2 * limits.get(b, math.inf) for b in key)
 
     while order or running:
-        for _ in range(len(order)):
-            if len(running) >= window:
-                break
+        misses = 0  # lanes looked at in a row that could not open one more conversation
+        while order and len(running) < window and misses < len(order):
             key = order[0]
             order.rotate(-1)
             if not admissible(key):
+                misses += 1
                 continue
+            misses = 0
             item = lanes[key].popleft()
             if not lanes[key]:
                 order.remove(key)
