@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3)
     args = parser.parse_args()
     for concurrency, bots in ((16, 4), (64, 8)):
-        conversations = max(4, 30 * concurrency // bots // (2 * args.turns))
+        conversations = max(4, 120 * concurrency // bots // (2 * args.turns))  # ~12 s of ideal work
         r = run(concurrency, bots, args.latency, args.turns, conversations)
         with open("/proc/loadavg") as f:
             r["loadavg"] = f.read().split()[:3]

@@ -75,6 +75,7 @@ class AdaptiveState:
             raise ValueError("adaptive collection needs at least two bots")
         self._index = {b: i for i, b in enumerate(self.bots)}
         self._given: dict[str, int] = {}
+        self._judged: dict[str, set[tuple[str, str]]] = {}  # annotator -> pairs with a block
         allowed = self.pairs if self.pairs is not None else [
             (a, b) for i, a in enumerate(self.bots) for b in self.bots[i + 1:]]
         keys = []
@@ -141,16 +142,18 @@ class AdaptiveState:
         elif winner in ("b", "model_b", "right"):
             winner = b
         test.update(winner, annotator)
-        if annotator is not None and self.session:
-            self._given[annotator] = given = self._given.get(annotator, 0) + 1
-            if given >= self.session:  # the session is over: its blocks enter the tests now
-                self.close_annotator(annotator)
+        if annotator is not None:
+            self._judged.setdefault(annotator, set()).add(key)
+            if self.session:
+                self._given[annotator] = given = self._given.get(annotator, 0) + 1
+                if given >= self.session:  # the session is over: its blocks enter the tests now
+                    self.close_annotator(annotator)
 
     def close_annotator(self, annotator: str) -> None:
         """The annotator's session ended: their open blocks enter the tests now (optional; blocks also
         close by size and by idleness, see stats.sequential)."""
-        for t in self.tests.values():
-            t.close_annotator(annotator)
+        for key in self._judged.pop(annotator, ()):  # only the pairs they judged (an arena has thousands)
+            self.tests[key].close_annotator(annotator)
 
     def close_all(self) -> None:
         for t in self.tests.values():
