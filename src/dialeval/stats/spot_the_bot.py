@@ -161,7 +161,10 @@ def label_agreement(frame: pd.DataFrame, n_annotations: int = 2) -> pd.DataFrame
         by = f.groupby(keys, sort=False, dropna=False)
         for e in (0, 1):
             system = by[f"system{e}"].transform("first").to_numpy()
-            agree = (by[f"label{e}"].transform(lambda x: x.nunique(dropna=False)).to_numpy() == 1).astype(int)
+            # distinct labels per segment, a missing label counting as one more label (as set() does)
+            labels = f[f"label{e}"].astype(object).where(f[f"label{e}"].notna(), "\x00missing")
+            distinct = labels.groupby([f[k] for k in keys], sort=False, dropna=False).transform("nunique")
+            agree = (distinct.to_numpy() == 1).astype(int)
             for (sys_, label), a in zip(zip(system, f[f"label{e}"].to_numpy()), agree):
                 tally = tallies.setdefault((sys_, label), [0, 0])
                 tally[0] += int(a)
