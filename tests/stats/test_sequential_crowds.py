@@ -132,3 +132,25 @@ def test_filtering_annotators_after_a_decision_is_said_in_the_report():
     assert not row["decided"] and row["n"] == 6
     assert row["reopened_by_filtering"] is True and row["decided_before_filtering"]["winner"] == "x"
     assert stop["reopened_by_filtering"] == [["x", "y"]]
+
+
+def test_report_p_values_are_always_valid_when_collection_stopped_adaptively():
+    from dialeval.records import Annotator, Conversation, Dataset, Judgment, Unit
+    from dialeval.report import build_report
+
+    convs = [Conversation("cx", ["x"], []), Conversation("cy", ["y"], [])]
+    annotators = [Annotator(f"w{k}") for k in range(30)]
+    pick = [("cx", "cy") if k % 3 else ("cy", "cx") for k in range(30)]  # x wins 20 of 30
+    judgments = [Judgment(f"w{k}", "u", "preference", {"winner": w, "loser": l_}) for k, (w, l_) in enumerate(pick)]
+    config = {"name": "t", "bots": [{"name": "x", "type": "eliza"}, {"name": "y", "type": "eliza"}]}
+    for enabled in (True, False):
+        cfg = {**config, "adaptive": {"enabled": enabled}}
+        data = Dataset("acute", convs, annotators, [Unit("u", "acute", ["cx", "cy"])], judgments, {"config": cfg})
+        report = build_report(data, cfg)
+        (m,) = report["matchups"]
+        (row,) = report["stopping"]["pairs"]
+        if enabled:  # the stopping test's p, not the fixed-size binomial one (20 of 30: p = 0.099)
+            assert m["p"] == row["p_always_valid"] and m["e_value"] == row["e_value"]
+            assert m["p_fixed_n"] < m["p"] and "always-valid" in report["p_values"]
+        else:
+            assert "p_fixed_n" not in m and "p_values" not in report

@@ -287,6 +287,26 @@ def _stopping(dataset: Dataset, method: str, outcomes: list[tuple], unfiltered: 
     return stopping_section(outcomes, method, config or {}, bots=bots, unfiltered=unfiltered)
 
 
+def _anytime_valid_p(section: dict) -> None:
+    """When collection stopped adaptively, a fixed-size binomial p is not valid (the sample size
+    depended on the data): each matchup's `p` becomes the always-valid p-value of the stopping test
+    (with its e-value); the binomial one stays as `p_fixed_n`. No change otherwise."""
+    stop = section.get("stopping") or {}
+    if not stop.get("used_for_stopping"):
+        return
+    rows = {frozenset((r["a"], r["b"])): r for r in stop.get("pairs", [])}
+    for m in section.get("matchups", []):
+        row = rows.get(frozenset((m["a"], m["b"])))
+        if row is None:
+            continue
+        m["p_fixed_n"] = m.get("p")
+        m["p"] = row["p_always_valid"]
+        m["e_value"] = row.get("e_value")
+        m["stars"] = pw.stars(m["p"])
+    section["p_values"] = ("always-valid (collection stopped adaptively; the stopping test's p-value, "
+                           "see stopping); p_fixed_n is the fixed-size binomial p, not valid here")
+
+
 def _unfiltered_outcomes(dataset: Dataset) -> dict[str, list[tuple]]:
     """Per question, (winner, loser, winner, annotator) of every non-onboarding judgment, those of
     filtered annotators included (what the scheduler saw before they were filtered)."""
@@ -340,6 +360,7 @@ def analyze_acute(
     for q, g in df.groupby("question", sort=True):
         outcomes = list(zip(g["winner"], g["loser"], g["winner"], g["annotator"]))
         by_q[q]["stopping"] = _stopping(dataset, "acute", outcomes, everyone.get(q))
+        _anytime_valid_p(by_q[q])
     main = df["question"].value_counts().sort_index().idxmax()
     items = df.assign(item=[tuple(sorted((w, l_))) for w, l_ in zip(df["winner_conv"], df["loser_conv"])])
     qa = pw.question_agreement(items, question="question", item="item", choice="winner_conv")
