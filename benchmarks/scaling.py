@@ -3,7 +3,8 @@
 Targets (issue 14, part 1), each the full `build_report` (every statistic of the method; no HTML):
 - Direct Assessment, 100,000 ratings: < 30 s;
 - ACUTE-Eval, 1,000,000 judgments among 100 bots: < 60 s and < 2 GB;
-- Spot The Bot, 100,000 annotated segments: < 30 s.
+- Spot The Bot, 100,000 annotated segments: < 30 s;
+- arena battles (Bradley-Terry leaderboard of the arena method), 1,000,000 among 100 models: < 60 s, < 2 GB.
 
 Each case runs in its own child process so peak memory (ru_maxrss) is that case's alone.
 Data: DA and ACUTE are synthetic `Dataset`s (seeded); Spot The Bot tiles the published DailyDialog
@@ -96,6 +97,29 @@ def acute_dataset(judgments: int, bots: int = 100, seed: int = 0, per_unit: int 
     return Dataset("acute", convs, annotators, units, out, {"study": "scaling-acute"})
 
 
+def arena_dataset(battles: int, bots: int = 100, seed: int = 0, tie_share: float = 0.1):
+    """Chatbot-Arena-style battles (the importers' arena method): 100 models, Bradley-Terry outcomes,
+    10% ties, 20 votes per voter."""
+    from dialeval.records import Annotator, Dataset, Judgment
+
+    rng = np.random.default_rng(seed)
+    names = [f"model{k:03d}" for k in range(bots)]
+    theta = rng.normal(0, 1, bots)
+    ia = rng.integers(0, bots, battles)
+    ib = (ia + rng.integers(1, bots, battles)) % bots
+    a_wins = rng.random(battles) < 1 / (1 + np.exp(-(theta[ia] - theta[ib])))
+    tie = rng.random(battles) < tie_share
+    annotators = [Annotator(f"v{k:06d}") for k in range(-(-battles // 20))]
+    judgments = [
+        Judgment(f"v{k // 20:06d}", None, "battle",
+                 {"model_a": names[ia[k]], "model_b": names[ib[k]],
+                  "winner": "tie" if tie[k] else ("model_a" if a_wins[k] else "model_b"), "turn": 1},
+                 meta={"battle": f"b{k}"})
+        for k in range(battles)
+    ]
+    return Dataset("arena", [], annotators, [], judgments, {"study": "scaling-arena"})
+
+
 def stb_dataset(segments: int, shared: Path = SHARED):
     """The published Spot The Bot DailyDialog set tiled with fresh ids to about `segments` annotated segments."""
     from dataclasses import replace
@@ -127,6 +151,7 @@ CASES = {
     "da": ("Direct Assessment", 100_000, da_dataset, 30.0, None),
     "acute": ("ACUTE-Eval, 100 bots", 1_000_000, acute_dataset, 60.0, 2.0),
     "stb": ("Spot The Bot", 100_000, stb_dataset, 30.0, None),
+    "arena": ("Arena battles, 100 models", 1_000_000, arena_dataset, 60.0, 2.0),
 }
 
 
