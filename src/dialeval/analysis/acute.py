@@ -177,7 +177,7 @@ def acute_frame(
     """One row per kept judgment: question, annotator, unit, winner/loser conversation and bot,
     first_conv (shown first), elapsed_s, created_at, justification."""
     units = {u.id: u for u in dataset.units}
-    conv_bot = _conversation_bot(dataset)
+    conv_bot: dict[Any, str] = _conversation_bot(dataset)
     kept, onboarding, summary = _split_judgments(dataset, exclude_annotators)
     unit_speakers: dict[str | None, dict] = {}
     rows, unmapped = [], 0

@@ -142,6 +142,7 @@ class _Stream:
                 self.side = 1 if up[t] else -1
 
     def _ensure_crowd(self, n: int) -> None:
+        assert self.crowd is not None
         sd, r, level, prior, mixing = self.crowd
         n = min(n, len(self.hi) - 1)
         while self.stop is None and len(self.cum) < n:
@@ -380,7 +381,8 @@ def _matched_fixed_n(accuracy, target: float, target_hi: float, cap: int, reps: 
     interpolation (as for the per-pair uniform design)."""
     grid = np.unique(np.round(np.geomspace(4, max(64, int(cap)), 40)).astype(int))
     curve = np.maximum.accumulate([accuracy(int(n), reps, seed + 7919 * k) for k, n in enumerate(grid)])
-    return matched_uniform_n(grid, curve, target), matched_uniform_n(grid, curve, target_hi)
+    return (matched_uniform_n(grid.tolist(), curve.tolist(), target),
+            matched_uniform_n(grid.tolist(), curve.tolist(), target_hi))
 
 
 def uniform_accuracy_curve(scenario: Scenario, grid: Sequence[int], alpha: float = 0.05, reps: int = 4000,
@@ -578,7 +580,7 @@ def aa_crowd_rates(repeats: int = 4000, seed: int = 0, alpha: float = 0.05, n_ma
     `per_annotator` consecutive judgments each), up to `n_max` judgments: false-positive rates of
     the per-judgment test and of the annotator-level test on the same judgments, with 95%
     Clopper-Pearson intervals."""
-    out = {"sd": sd, "n_max": n_max, "repeats": repeats}
+    out: dict[str, object] = {"sd": sd, "n_max": n_max, "repeats": repeats}
     lo, hi = decision_bounds(n_max, alpha, prior, mixing)
     ns = np.arange(1, n_max + 1)
     for r in per_annotator:

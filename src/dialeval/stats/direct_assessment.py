@@ -122,8 +122,11 @@ def qc_test(
     constant = ~(no_qc | no_ord) & ~(spread.to_numpy() > 0)
     p = np.where(no_qc | no_ord | constant, 1.0, p)
     passed = p < alpha
-    reason = np.where(no_qc, "no QC ratings", np.where(no_ord, "no ordinary-bot ratings", np.where(
-        constant, "constant scores", np.where(passed, None, f"QC bot not rated lower (p >= {alpha:g})"))))
+    reason = [
+        "no QC ratings" if a else "no ordinary-bot ratings" if b else "constant scores" if c else
+        None if ok else f"QC bot not rated lower (p >= {alpha:g})"
+        for a, b, c, ok in zip(no_qc, no_ord, constant, passed)
+    ]
     out = pd.DataFrame({"annotator": annotators, "p": p.astype(float), "n_qc": n_qc.to_numpy(),
                         "n_ordinary": n_ord.to_numpy(), "passed": passed.astype(bool), "reason": reason},
                        columns=columns)
@@ -214,10 +217,10 @@ def rater_agreement(z_ratings: pd.DataFrame, unit: str = "unit", column: str = "
         if not dup[k]:
             groups.setdefault(key, []).append(k)
     parts = []
-    for members in groups.values():
-        if len(members) < 2:
+    for listed in groups.values():
+        if len(listed) < 2:
             continue
-        members = np.asarray(members)
+        members = np.asarray(listed)
         size = bounds[members[0] + 1] - bounds[members[0]]
         X = np.stack([values[bounds[k]:bounds[k] + size] for k in members])  # units x systems
         parts.append(_group_correlations(X, members, first_annotator, units, max_pairs))
@@ -253,7 +256,7 @@ def _group_correlations(X: np.ndarray, members: np.ndarray, annotators: np.ndarr
             norm = top * np.linalg.norm(centred / top, axis=1, keepdims=True)
             unit_vec = centred / norm
         sel = both & ok_row[ia] & ok_row[ib]
-        r[sel] = np.vecdot(unit_vec[ia[sel]], unit_vec[ib[sel]], axis=-1)
+        r[sel] = np.vecdot(unit_vec[ia[sel]], unit_vec[ib[sel]])  # over the last axis
         n[sel] = X.shape[1]
     for k in np.flatnonzero(~both):  # rows with gaps: align on the systems both rated
         xa, xb = X[ia[k]], X[ib[k]]
