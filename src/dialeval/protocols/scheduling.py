@@ -48,9 +48,12 @@ class SchedulingView:
     history: list[AssignmentInfo]  # the annotator's assignments (submitted and open; not expired)
     load: dict[int, dict[str, int]]  # unit id -> {"submitted": n, "assigned": m}
     rng: random.Random
+    store: Any = None
 
     def units(self, kind: str | None = None) -> list[UnitInfo]:
-        return work.list_units(self.session, self.study_id, kind)
+        if self.store is None:
+            return work.list_units(self.session, self.study_id, kind)
+        return work.units_cached(self.session, self.store, self.study_id, kind)
 
     def used(self, unit_id: int) -> int:
         """Submitted + open assignments of a unit (expired ones returned to the pool)."""
@@ -79,7 +82,8 @@ def assign_locked(protocol, annotator: AnnotatorInfo,
             if a.is_open:  # another request of the same annotator got here first
                 return a
         view = SchedulingView(session=session, study_id=study_id, annotator=annotator, history=history,
-                              load=work.unit_load(session, study_id), rng=protocol.study.fresh_rng())
+                              load=work.unit_load(session, study_id), rng=protocol.study.fresh_rng(),
+                              store=store)
         choice = choose(view)
         if choice is None:
             return None

@@ -42,10 +42,18 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
-def _sqlite_begin_immediate(conn) -> None:
-    # Take the write lock at BEGIN so two workers never both read-then-write the same rows
-    # (the scheduler relies on it); pysqlite's own deferred BEGIN is switched off below.
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
+READ_ONLY = "dialeval_read_only"  # execution option of Store.read() sessions
+
+
+def _sqlite_begin(conn) -> None:
+    # A writing transaction takes the write lock at BEGIN so two workers never both read-then-write
+    # the same rows (the scheduler relies on it); pysqlite's own deferred BEGIN is switched off
+    # below. A read-only one (Store.read) begins deferred: in WAL mode readers never wait for the
+    # writer, so page views and lookups do not queue behind every commit.
+    if conn.get_execution_options().get(READ_ONLY):
+        conn.exec_driver_sql("BEGIN")
+    else:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def make_engine(url: str) -> Engine:
@@ -54,14 +62,15 @@ def make_engine(url: str) -> Engine:
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
+                               pool_size=20, max_overflow=20)
         event.listen(engine, "connect", _sqlite_pragmas)
 
         @event.listens_for(engine, "connect")
         def _no_pysqlite_begin(dbapi_connection, _record):
             dbapi_connection.isolation_level = None
 
-        event.listen(engine, "begin", _sqlite_begin_immediate)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     if url.startswith("postgresql"):
         try:

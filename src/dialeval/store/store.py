@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,10 +14,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .. import __version__
-from ..errors import StoreError
+from ..errors import StoreBusy, StoreError
 from ..records import Annotator, Conversation, Dataset, Judgment, Turn, Unit
 from . import migrations
-from .engine import check_connection, database_url, make_engine
+from .engine import READ_ONLY, check_connection, database_url, make_engine
 from .schema import (
     AnnotatorRow,
     BotRow,
@@ -28,6 +30,9 @@ from .schema import (
 )
 
 
+WRITER_WAIT_S = 30.0
+
+
 class Store:
     def __init__(self, url: str):
         self.url = url
@@ -36,6 +41,14 @@ class Store:
         with self.engine.begin() as conn:
             self.migrated_from = migrations.upgrade(conn, __version__)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._writer = threading.RLock() if self.engine.dialect.name == "sqlite" else None
+        self._writer_depth = 0
+        self._writer_file = None
+        db_file = self.engine.url.database if self._writer is not None else None
+        if db_file and db_file != ":memory:":
+            self._writer_file = open(f"{db_file}-writer.lock", "a+b")  # noqa: SIM115 - kept open for flock
+        self._read_sessions = sessionmaker(self.engine.execution_options(**{READ_ONLY: True}),
+                                           expire_on_commit=False)
 
     @classmethod
     def for_study_dir(cls, study_dir: str | Path, configured_url: str | None = None) -> Store:
@@ -47,11 +60,47 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+        if self._writer_file is not None:
+            self._writer_file.close()
+            self._writer_file = None
 
     @contextmanager
     def session(self) -> Iterator[Session]:
         """A transaction: committed when the block ends, rolled back on an error."""
-        with self._sessions() as session, session.begin():
+        with self._writer_turn(), self._sessions() as session, session.begin():
+            yield session
+
+    @contextmanager
+    def _writer_turn(self) -> Iterator[None]:
+        # SQLite lets one writer in at a time and makes the others poll with growing sleeps (its
+        # busy handler, up to 100 ms): with many waiting threads and processes the file sits idle
+        # between commits and commits per second collapse. Writers therefore queue instead: the
+        # threads of a process on a lock (bounded wait -> StoreBusy -> 503), the processes on an
+        # flock of a file beside the database (the kernel wakes the next one at once; released
+        # when a process dies). Re-entrant: a nested write in one thread behaves as before.
+        if self._writer is None:
+            yield
+            return
+        if not self._writer.acquire(timeout=WRITER_WAIT_S):
+            raise StoreBusy(f"the database stayed busy for {WRITER_WAIT_S:g} s")
+        outer = self._writer_depth == 0
+        try:
+            if outer and self._writer_file is not None:
+                fcntl.flock(self._writer_file, fcntl.LOCK_EX)
+            self._writer_depth += 1
+            try:
+                yield
+            finally:
+                self._writer_depth -= 1
+                if outer and self._writer_file is not None:
+                    fcntl.flock(self._writer_file, fcntl.LOCK_UN)
+        finally:
+            self._writer.release()
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A read-only transaction (one consistent snapshot; on SQLite it takes no write lock)."""
+        with self._read_sessions() as session, session.begin():
             yield session
 
     @contextmanager
@@ -82,7 +131,7 @@ class Store:
             return study
 
     def get_study(self, name: str | None = None) -> Study:
-        with self.session() as s:
+        with self.read() as s:
             if name is None:
                 studies = s.scalars(select(Study)).all()
                 if len(studies) != 1:
@@ -94,7 +143,7 @@ class Store:
             return study
 
     def list_studies(self) -> list[Study]:
-        with self.session() as s:
+        with self.read() as s:
             return list(s.scalars(select(Study).order_by(Study.id)))
 
     def upsert_bot(self, study_id: int, name: str, type: str, config: dict[str, Any]) -> None:
@@ -108,7 +157,7 @@ class Store:
     # -- conversations ------------------------------------------------------------------------
     def conversation_status(self, study_id: int) -> dict[str, str | None]:
         """external id -> error (None when the conversation is complete)."""
-        with self.session() as s:
+        with self.read() as s:
             rows = s.execute(
                 select(ConversationRow.external_id, ConversationRow.error).where(ConversationRow.study_id == study_id)
             )
@@ -139,7 +188,7 @@ class Store:
             return row.id
 
     def get_conversation(self, study_id: int, external_id: str) -> Conversation:
-        with self.session() as s:
+        with self.read() as s:
             row = s.scalar(
                 select(ConversationRow).where(
                     ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
@@ -278,7 +327,7 @@ class Store:
             s.add(EventRow(study_id=study_id, kind=kind, annotator_id=annotator_id, payload=payload or {}))
 
     def counts(self, study_id: int) -> dict[str, int]:
-        with self.session() as s:
+        with self.read() as s:
 
             def n(model) -> int:
                 return int(s.scalar(select(func.count()).select_from(model).where(model.study_id == study_id)))
@@ -378,7 +427,7 @@ class Store:
 
     def load_dataset(self, study_id: int) -> Dataset:
         """The whole study as records, the input of analysis and export."""
-        with self.session() as s:
+        with self.read() as s:
             study = s.get(Study, study_id)
             if study is None:
                 raise StoreError(f"no study #{study_id}")

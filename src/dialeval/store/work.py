@@ -117,7 +117,7 @@ def _assignment(row: AssignmentRow, unit: UnitRow) -> AssignmentInfo:
 
 # -- annotators ----------------------------------------------------------------------------------
 def get_annotator(store, annotator_id: int) -> AnnotatorInfo | None:
-    with store.session() as s:
+    with store.read() as s:
         row = s.get(AnnotatorRow, annotator_id)
         return _annotator(row) if row is not None else None
 
@@ -135,7 +135,7 @@ def update_annotator_meta(store, annotator_id: int, **meta: Any) -> None:
 
 def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
     """The admin table: one dict per annotator with counts, time spent and QC status."""
-    with store.session() as s:
+    with store.read() as s:
         rows = list(s.scalars(select(AnnotatorRow).where(AnnotatorRow.study_id == study_id).order_by(AnnotatorRow.id)))
         stats = {
             a: (n, el, first, last)
@@ -182,7 +182,7 @@ def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
 
 
 def annotator_justifications(store, study_id: int, annotator_id: int) -> list[str | None]:
-    with store.session() as s:
+    with store.read() as s:
         return list(
             s.scalars(
                 select(JudgmentRow.justification)
@@ -201,7 +201,7 @@ def annotator_live_messages(store, study_id: int, annotator_id: int) -> list[lis
 
     Seed turns and turns with meta {"fixed": true} (the fixed "Hi!") are left out.
     """
-    with store.session() as s:
+    with store.read() as s:
         convs = [
             c
             for c in s.scalars(
@@ -222,7 +222,7 @@ def annotator_live_messages(store, study_id: int, annotator_id: int) -> list[lis
 
 # -- conversations -------------------------------------------------------------------------------
 def conversation_row_id(store, study_id: int, external_id: str) -> int | None:
-    with store.session() as s:
+    with store.read() as s:
         return s.scalar(
             select(ConversationRow.id).where(
                 ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
@@ -232,7 +232,7 @@ def conversation_row_id(store, study_id: int, external_id: str) -> int | None:
 
 def list_conversations(store, study_id: int, source: str | None = None) -> list[dict[str, Any]]:
     """Id, source, bots, turn count and error of every conversation (the admin browser, unit building)."""
-    with store.session() as s:
+    with store.read() as s:
         counts = dict(
             s.execute(
                 select(TurnRow.conversation_id, func.count())
@@ -277,12 +277,29 @@ def list_units(session_or_store, study_id: int, kind: str | None = None) -> list
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
-    with session_or_store.session() as s:
+    with session_or_store.read() as s:
         return run(s)
 
 
+def units_cached(session: Session, store, study_id: int, kind: str | None = None) -> list[UnitInfo]:
+    """The study's units, read once per process and again only when units were added.
+
+    Units are never changed after they are stored (only added: live methods make them on demand),
+    so (count, highest id) tells whether the copy kept on the store is still complete.
+    """
+    mark = tuple(session.execute(
+        select(func.count(), func.max(UnitRow.id)).where(UnitRow.study_id == study_id)).one())
+    cache = store.__dict__.setdefault("_unit_cache", {})
+    hit = cache.get((study_id, kind))
+    if hit is not None and hit[0] == mark:
+        return hit[1]
+    units = list_units(session, study_id, kind)
+    cache[(study_id, kind)] = (mark, units)
+    return units
+
+
 def count_units(store, study_id: int, kind: str | None = None) -> int:
-    with store.session() as s:
+    with store.read() as s:
         q = select(func.count()).select_from(UnitRow).where(UnitRow.study_id == study_id)
         if kind is not None:
             q = q.where(UnitRow.kind == kind)
@@ -339,7 +356,7 @@ def annotator_assignments(
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
-    with session_or_store.session() as s:
+    with session_or_store.read() as s:
         return run(s)
 
 
@@ -377,7 +394,7 @@ def create_assignment(
 
 
 def get_assignment(store, assignment_id: int) -> AssignmentInfo | None:
-    with store.session() as s:
+    with store.read() as s:
         row = s.get(AssignmentRow, assignment_id)
         if row is None:
             return None
@@ -387,7 +404,7 @@ def get_assignment(store, assignment_id: int) -> AssignmentInfo | None:
 def open_assignment(store, study_id: int, annotator_id: int, now: datetime | None = None) -> AssignmentInfo | None:
     """The annotator's unfinished, unexpired assignment (the oldest), if any."""
     now = now or utcnow()
-    with store.session() as s:
+    with store.read() as s:
         q = (
             select(AssignmentRow, UnitRow)
             .join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
@@ -436,7 +453,7 @@ def submit_assignment(store, assignment_id: int, state: dict | None = None) -> N
 
 
 def assignment_status_counts(store, study_id: int) -> dict[str, int]:
-    with store.session() as s:
+    with store.read() as s:
         return {
             status: int(n)
             for status, n in s.execute(
@@ -449,7 +466,7 @@ def assignment_status_counts(store, study_id: int) -> dict[str, int]:
 
 # -- judgments -----------------------------------------------------------------------------------
 def judgment_exists(store, annotator_id: int, request_id: str) -> bool:
-    with store.session() as s:
+    with store.read() as s:
         return (
             s.scalar(
                 select(JudgmentRow.id).where(
@@ -514,7 +531,7 @@ def list_judgments(
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
-    with session_or_store.session() as s:
+    with session_or_store.read() as s:
         return run(s)
 
 
@@ -611,5 +628,5 @@ def list_events(session_or_store, study_id: int, kind: str | None = None) -> lis
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
-    with session_or_store.session() as s:
+    with session_or_store.read() as s:
         return run(s)
