@@ -29,7 +29,6 @@ from .schema import (
     UnitRow,
 )
 
-
 WRITER_WAIT_S = 30.0
 
 

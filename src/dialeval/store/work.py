@@ -578,9 +578,10 @@ class ScoredJudgment:
 
 
 def scheduling_judgments(
-    session: Session, study_id: int, exclude_questions: tuple[str, ...] = ()
+    session: Session, study_id: int, exclude_questions: tuple[str, ...] = (), after_id: int = 0
 ) -> list[ScoredJudgment]:
-    """The study's judgments in the order they were made (judgment id), without the texts."""
+    """The study's judgments in the order they were made (judgment id), without the texts;
+    with `after_id`, only those stored after that judgment (the scheduler feeds them incrementally)."""
     q = (
         select(
             JudgmentRow.id,
@@ -591,7 +592,7 @@ def scheduling_judgments(
             AnnotatorRow.meta,
         )
         .join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
-        .where(JudgmentRow.study_id == study_id)
+        .where(JudgmentRow.study_id == study_id, JudgmentRow.id > after_id)
     )
     if exclude_questions:
         q = q.where(JudgmentRow.question.not_in(exclude_questions))
@@ -599,6 +600,14 @@ def scheduling_judgments(
         ScoredJudgment(jid, question, value, dict(meta or {}), status, dict(ameta or {}))
         for jid, question, value, meta, status, ameta in session.execute(q.order_by(JudgmentRow.id))
     ]
+
+
+def annotator_status_mark(session: Session, study_id: int) -> tuple:
+    """How many annotators of the study have each status: changes when anyone is flagged or blocked."""
+    return tuple(sorted(
+        (status, int(n)) for status, n in session.execute(
+            select(AnnotatorRow.status, func.count()).where(AnnotatorRow.study_id == study_id)
+            .group_by(AnnotatorRow.status))))
 
 
 def count_assignments(session: Session, study_id: int) -> int:
