@@ -209,6 +209,12 @@ def serve(
     port: int = typer.Option(8000, "--port"),
     workers: int = typer.Option(1, "--workers", help="stateless worker processes sharing the database"),
     open_browser: bool = typer.Option(False, "--open/--no-browser", help="open the start page in a browser"),
+    db_connections: int | None = typer.Option(
+        None, "--db-connections", min=1,
+        help="database connections this server may open in all, shared by the workers "
+             "(default: PostgreSQL's max_connections minus a reserve)"),
+    access_log: bool = typer.Option(False, "--access-log",
+                                    help="one line per request on stderr: method, path, status, ms, hashed annotator"),
 ) -> None:
     """Serve studies to annotators; prints the annotator, Prolific, MTurk and admin links.
 
@@ -223,6 +229,8 @@ def serve(
         workers=workers,
         open_browser=open_browser,
         print_fn=lambda text: console.print(text, highlight=False, markup=False, soft_wrap=True),
+        db_connections=db_connections,
+        access_log=access_log,
     )
 
 

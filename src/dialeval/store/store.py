@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import fcntl
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from .schema import (
     ConversationRow,
     EventRow,
     JudgmentRow,
+    RateBucketRow,
+    SecretRow,
     Study,
     TurnRow,
     UnitRow,
@@ -38,6 +41,8 @@ class Store:
         self.engine: Engine = make_engine(url)
         check_connection(self.engine)
         with self.engine.begin() as conn:
+            if self.engine.dialect.name == "postgresql":  # workers and hosts start at once: one migrates
+                conn.execute(text("SELECT pg_advisory_xact_lock(6999999)"))
             self.migrated_from = migrations.upgrade(conn, __version__)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._writer = threading.RLock() if self.engine.dialect.name == "sqlite" else None
@@ -56,6 +61,11 @@ class Store:
     @property
     def is_postgres(self) -> bool:
         return self.engine.dialect.name == "postgresql"
+
+    def ping(self) -> None:
+        """One query on the database (raises when it cannot be reached)."""
+        with self.engine.connect() as c:
+            c.execute(text("SELECT 1"))
 
     def close(self) -> None:
         self.engine.dispose()
@@ -213,6 +223,52 @@ class Store:
             )
             s.add(_turn_rows(conv_id, [turn], start=idx)[0])
             return int(idx)
+
+    # -- values shared by every process and host -------------------------------------------------
+    def study_secret(self, study_id: int, name: str, make: Callable[[], str]) -> str:
+        """The study's secret `name`; the first process to ask stores `make()`, every later one
+        (any worker, any host) reads that same value."""
+        for _attempt in range(2):
+            with self.read() as s:
+                row = s.get(SecretRow, (study_id, name))
+                if row is not None:
+                    return row.value
+            try:
+                with self.session() as s:
+                    if s.get(SecretRow, (study_id, name)) is None:
+                        s.add(SecretRow(study_id=study_id, name=name, value=make()))
+            except IntegrityError:
+                continue  # another process stored it first: read theirs
+        with self.read() as s:
+            row = s.get(SecretRow, (study_id, name))
+            if row is None:
+                raise StoreError(f"could not store the study's {name}")
+            return row.value
+
+    def take_token(self, key: str, rate: float, burst: float, cost: float = 1.0,
+                   now: float | None = None) -> tuple[bool, float]:
+        """Token bucket `key` in the database (so every worker and host counts the same bucket):
+        (allowed, seconds until one more token)."""
+        now = time.time() if now is None else now
+        for _attempt in range(3):
+            try:
+                with self.session() as s:
+                    q = select(RateBucketRow).where(RateBucketRow.key == key)
+                    if self.is_postgres:
+                        q = q.with_for_update()
+                    row = s.scalar(q)
+                    if row is None:
+                        row = RateBucketRow(key=key, tokens=float(burst), updated=now)
+                        s.add(row)
+                    tokens = min(float(burst), row.tokens + max(0.0, now - row.updated) * rate)
+                    allowed = tokens >= cost
+                    if allowed:
+                        tokens -= cost
+                    row.tokens, row.updated = tokens, now
+                return allowed, (0.0 if allowed else max(0.0, (cost - tokens) / rate))
+            except IntegrityError:
+                continue  # two first requests of one key raced to insert it
+        raise StoreBusy(f"rate limit bucket {key!r} is contended")
 
     # -- annotators, judgments, events ------------------------------------------------------------
     def get_or_create_annotator(

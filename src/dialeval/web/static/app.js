@@ -45,10 +45,15 @@
       headers: { "Accept": "application/json", "X-CSRF-Token": csrf() }
     }).then(function (r) {
       return r.json().catch(function () { return { ok: false, error: "Unexpected answer from the server (" + r.status + ")." }; })
-        .then(function (j) { j.status = r.status; return j; });
+        .then(function (j) { j.status = r.status; j.retryAfter = Number(r.headers.get("Retry-After")) || 2; return j; });
     }).then(function (j) {
       if (j.ok) { window.location.assign(j.redirect || window.location.href); return; }
       if (j.status === 409) { window.location.reload(); return; }
+      if (j.status === 503) {  // busy: the same answer (same request id) is sent again, never twice stored
+        showError(form, "The study is busy; your answer is sent again in " + j.retryAfter + " s.");
+        setTimeout(function () { form.dataset.busy = "0"; form.requestSubmit ? form.requestSubmit() : submitAjax(form, { preventDefault: function () {} }); }, 1000 * j.retryAfter);
+        return;
+      }
       showError(form, j.error || "Something went wrong.");
       form.dataset.busy = "0";
       buttons.forEach(function (b) { b.disabled = false; });
