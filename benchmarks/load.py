@@ -305,9 +305,9 @@ async def one_annotator(client: httpx.AsyncClient, slug: str, res: LoadResult, s
 
 
 async def crowd(base_url: str, slug: str, annotators: int, seconds: float, think: tuple[float, float] | None,
-                seed: int = 1) -> LoadResult:
+                seed: int = 1, res: LoadResult | None = None) -> LoadResult:
     """N annotators working for `seconds`; a finished annotator is replaced by a new one."""
-    res = LoadResult()
+    res = res if res is not None else LoadResult()
     stop_at = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=2, max_keepalive_connections=2)
 
@@ -331,8 +331,9 @@ async def crowd(base_url: str, slug: str, annotators: int, seconds: float, think
 
 
 def run_load(base_url: str, slug: str, annotators: int, seconds: float, think: tuple[float, float] | None = None,
-             during=None) -> LoadResult:
-    """Run the crowd (in its own event loop); `during(elapsed)` is polled every 0.25 s from another thread."""
+             during=None, res: LoadResult | None = None) -> LoadResult:
+    """Run the crowd (in its own event loop); `during(elapsed)` is polled every 0.25 s from another
+    thread (it may read `res`, which fills while the crowd works)."""
     import threading
 
     done = threading.Event()
@@ -343,7 +344,7 @@ def run_load(base_url: str, slug: str, annotators: int, seconds: float, think: t
                 during(time.monotonic() - t0)
         threading.Thread(target=poll, daemon=True).start()
     try:
-        return asyncio.run(crowd(base_url, slug, annotators, seconds, think))
+        return asyncio.run(crowd(base_url, slug, annotators, seconds, think, res=res))
     finally:
         done.set()
 
