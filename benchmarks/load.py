@@ -112,9 +112,17 @@ class Host:
     log: Path
 
     def worker_pids(self) -> list[int]:
-        """The uvicorn worker processes (children of the serve process)."""
+        """The uvicorn worker processes (children of the serve process, not multiprocessing's
+        resource tracker)."""
         out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.process.pid)], capture_output=True, text=True)
-        return [int(p) for p in out.stdout.split()]
+        pids = []
+        for p in out.stdout.split():
+            try:
+                if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text(errors="replace"):
+                    pids.append(int(p))
+            except OSError:
+                continue
+        return pids
 
 
 def dialeval_cmd() -> list[str]:
@@ -419,6 +427,19 @@ def commit_rate(database_url: str, seconds: float = 2.0) -> float:
         engine.dispose()
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of these processes so far (those still alive)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -478,9 +499,12 @@ def run_one(args, annotators: int, workdir: Path) -> dict:
                     events.append(f"kill -9 worker {pids[0]} at {elapsed:.1f} s")
 
         load_before = loadavg()
+        server_pids = [p for h in hosts for p in [h.process.pid, *h.worker_pids()]]  # workers: 1 = in-process
+        cpu_before = cpu_seconds(server_pids)
         res = run_load(base, "load-test", annotators, args.seconds,
                        tuple(args.think) if args.think else None, during=during)
         load_after = loadavg()
+        cpu_used = cpu_seconds(server_pids) - cpu_before  # killed workers' time is not counted
         restart = None
         if args.kill_worker is not None and args.hosts == 1:
             kill_host(hosts[0])  # then the whole server, and a restart on the same data
@@ -502,6 +526,7 @@ def run_one(args, annotators: int, workdir: Path) -> dict:
             "submit p99": pct(res.submit_ms, 0.99),
             "task p50": statistics.median(res.task_ms) if res.task_ms else float("nan"),
             "task p99": pct(res.task_ms, 0.99),
+            "server CPU ms/judgment": 1000 * cpu_used / max(1, n),
             "5xx": sum(v for k, v in res.statuses.items() if k >= 500),
             "500": res.statuses.get(500, 0), "resets": res.statuses.get(0, 0),
             "acknowledged": n, "checks": "ok" if checks else "FAIL",
@@ -515,7 +540,7 @@ def run_one(args, annotators: int, workdir: Path) -> dict:
 
 
 COLUMNS = ["db", "hosts", "workers", "annotators", "pace", "judgments/s", "commit/s", "ratio", "submit p50",
-           "submit p99", "task p50", "task p99", "5xx", "acknowledged", "checks", "load"]
+           "submit p99", "task p50", "task p99", "server CPU ms/judgment", "5xx", "acknowledged", "checks", "load"]
 
 
 def fmt(v) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -43,7 +44,7 @@ def drive_with_kill(folder, db_url):
     try:
         def during(elapsed: float) -> None:
             if elapsed >= 1.5 and not killed:
-                pids = [p for p in host.worker_pids() if "spawn_main" in open(f"/proc/{p}/cmdline").read()]
+                pids = host.worker_pids()
                 os.kill(pids[-1], signal.SIGKILL)
                 killed.append(pids[-1])
 
@@ -52,7 +53,9 @@ def drive_with_kill(folder, db_url):
         deadline = time.monotonic() + 30  # the supervisor respawns the worker; wait for it to log its start
         while time.monotonic() < deadline and host.log.read_text().count("Started server process") < 3:
             time.sleep(0.2)
-        children = host.worker_pids()
+        ps = subprocess.run(["ps", "-o", "pid=", "--ppid", str(host.process.pid)], capture_output=True, text=True)
+        children = [int(p) for p in ps.stdout.split()]  # workers and multiprocessing's resource tracker
+        assert len(children) >= 2
         # SIGTERM: requests in flight finish, then every process of the server is gone
         host.process.send_signal(signal.SIGTERM)
         host.process.wait(timeout=30)

@@ -47,6 +47,7 @@ class Store:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._writer = threading.RLock() if self.engine.dialect.name == "sqlite" else None
         self._writer_depth = 0
+        self._study_turns: dict[int, threading.RLock] = {}
         self._writer_file = None
         db_file = self.engine.url.database if self._writer is not None else None
         if db_file and db_file != ":memory:":
@@ -118,11 +119,22 @@ class Store:
 
         SQLite takes the whole-file lock at BEGIN IMMEDIATE (see engine.py); PostgreSQL takes a
         transaction-scoped advisory lock keyed by the study, so other studies are not blocked.
+        On PostgreSQL the threads of one process first queue on a lock of their own, so that
+        waiting for the study costs no pooled connection (other pages keep theirs).
         """
-        with self.session() as session:
-            if self.is_postgres:
+        if not self.is_postgres:
+            with self.session() as session:
+                yield session
+            return
+        turn = self._study_turns.setdefault(study_id, threading.RLock())
+        if not turn.acquire(timeout=WRITER_WAIT_S):
+            raise StoreBusy(f"the study stayed locked for {WRITER_WAIT_S:g} s")
+        try:
+            with self.session() as session:
                 session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 7_000_000 + study_id})
-            yield session
+                yield session
+        finally:
+            turn.release()
 
     # -- studies and bots -------------------------------------------------------------------
     def ensure_study(self, name: str, method: str, config: dict[str, Any] | None = None) -> Study:
