@@ -373,7 +373,8 @@ def demo(
             for error in result.errors[:5]:
                 err_console.print(f"  {method}: {error}", highlight=False, markup=False, soft_wrap=True)
     if not no_serve:
-        serve(folders, host=host, port=port, workers=workers, open_browser=not no_browser)
+        serve(folders, host=host, port=port, workers=workers, open_browser=not no_browser, db_connections=None,
+              access_log=False)
 
 
 @app.command()
