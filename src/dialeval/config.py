@@ -63,7 +63,6 @@ class OnboardingConfig(_Strict):
 
 class AnnotationConfig(_Strict):
     units_per_annotator: int = Field(5, ge=1)
-    annotations_per_unit: int = Field(1, ge=1)
     expire_minutes: float = Field(30, gt=0)
     require_justification: bool = True
     min_justification_words: int = Field(2, ge=0)
@@ -78,7 +77,6 @@ class QualityConfig(_Strict):
 class RecruitmentConfig(_Strict):
     platform: Literal["link", "prolific", "mturk", "volunteer"] = "link"
     completion_code: str | None = None
-    mturk_sandbox: bool = True
 
 
 class PagesConfig(_Strict):
@@ -145,7 +143,12 @@ class DirectAssessmentOptions(_Strict):
     hits_per_annotator: int = Field(1, ge=1)
 
 
+class ArenaOptions(_Strict):
+    """Arena battles are imported, not collected (yet): no protocol options."""
+
+
 PROTOCOL_OPTIONS: dict[str, type[BaseModel]] = {
+    "arena": ArenaOptions,
     "acute": AcuteOptions,
     "pairwise-turn": PairwiseTurnOptions,
     "single-model": SingleModelOptions,
@@ -156,7 +159,8 @@ PROTOCOL_OPTIONS: dict[str, type[BaseModel]] = {
 
 class StudyConfig(_Strict):
     name: str = Field(min_length=1, max_length=200)
-    method: Literal["acute", "pairwise-turn", "single-model", "spot-the-bot", "direct-assessment"]
+    # "arena": imported Chatbot Arena battles (analysis only; no annotation pages yet)
+    method: Literal["acute", "pairwise-turn", "single-model", "spot-the-bot", "direct-assessment", "arena"]
     description: str = ""
     seed: int = 0
     database: str | None = None  # None: dialeval.db in the study folder (or $DIALEVAL_DATABASE_URL)

@@ -122,9 +122,9 @@ def parse_expectations(texts: Sequence[str]) -> dict[tuple[str, str], float]:
     return out
 
 
-def _normalise(expectations: Mapping) -> dict[tuple[str, str], float]:
+def _normalise(expectations: Mapping | Sequence[str] | str) -> dict[tuple[str, str], float]:
     if isinstance(expectations, str):
-        expectations = [expectations]
+        return parse_expectations([expectations])
     if not isinstance(expectations, Mapping):
         return parse_expectations(list(expectations))
     out = {}
@@ -379,7 +379,7 @@ def _ranking(
         n_pair = None if n_pair is None else math.ceil(n_pair)
         total = None if n_pair is None else K * n_pair
         unit = "conversations per bot"
-    out = {
+    out: dict[str, Any] = {
         "bots_best_first": order,
         "model": (
             "Bradley-Terry strengths fitted to the expectations"

@@ -90,13 +90,56 @@ def test_agreement_best_and_worst(shared_data):
 
 
 def test_report_is_json_and_complete(shared_data):
-    rep = report(shared_data, "dailydialog")
+    ds = _dataset(str(shared_data("spot-the-bot")), "dailydialog")
+    rep = analyze_spot_the_bot(ds, n_bootstrap=200, seed=0, survival=True, stability=True,
+                               stability_sizes=(5, 40), stability_repeats=3, tts_n_sim=200)
     text = json.dumps(rep, allow_nan=False)
     assert json.loads(text)["method"] == "spot-the-bot"
     for key in ("systems", "win_rates", "survival", "cox", "agreement", "feature_alpha", "time", "stability"):
         assert key in rep
     assert len(rep["win_rates"]) == 12  # 4 systems: 6 pairs in both directions
     assert {"name", "n", "score", "rank_range", "cluster", "trueskill"} <= set(rep["systems"][0])
+    bots = {"GPT", "BR", "S2", "DR"}
+    # survival was computed, not replaced by a note: a curve per system (humans too), each a
+    # step function that starts at S(0) = 1 and never rises
+    assert "note" not in rep["survival"]
+    curves = rep["survival"]["curves"]
+    assert set(curves) == bots | {"human"}
+    for pts in curves.values():
+        assert pts[0] == [0.0, 1.0] and len(pts) > 2
+        times, surv = [t for t, _ in pts], [s for _, s in pts]
+        assert times == sorted(times) and all(0 <= b <= a <= 1 for a, b in zip(surv, surv[1:]))
+    # humans survive longest: the bots are spotted sooner
+    assert min(curves["human"][-1][1], 1) > max(curves[b][-1][1] for b in bots)
+    logrank = rep["survival"]["logrank"]
+    assert {frozenset((x["a"], x["b"])) for x in logrank} == {
+        frozenset((a, b)) for a in bots | {"human"} for b in bots | {"human"} if a < b
+    }
+    for x in logrank:
+        assert 0 <= x["p"] <= x["p_adjusted"] <= 1 and x["statistic"] >= 0
+        assert x["p_adjusted"] == pytest.approx(min(1.0, 10 * x["p"]))  # Bonferroni over 10 pairs
+    assert {(c["system"], c["feature"]) for c in rep["cox"]} == {
+        (b, f) for b in bots for f in ("fluency", "sensibleness", "specificity")
+    }
+    assert all(c["coef"] is not None and math.isfinite(c["coef"]) and 0 <= c["p"] <= 1 for c in rep["cox"])
+    assert all(c["note"] == "" for c in rep["cox"])  # every fit converged: no reason to give
+    stability = rep["stability"]
+    assert sorted(x["left_out"] for x in stability["leave_one_out"]) == sorted(bots)
+    assert stability["all_same"] == all(x["same"] for x in stability["leave_one_out"])
+    assert [x["k"] for x in stability["subsample"]] == [5, 40]
+    assert stability["reference"] == rep["clusters"]
+
+
+def test_a_failing_survival_analysis_raises_instead_of_becoming_a_note(shared_data, monkeypatch):
+    import dialeval.stats.survival as survival
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("bug in the survival module")
+
+    monkeypatch.setattr(survival, "pairwise_logrank", broken)
+    ds = _dataset(str(shared_data("spot-the-bot")), "dailydialog")
+    with pytest.raises(RuntimeError, match="bug in the survival module"):
+        analyze_spot_the_bot(ds, n_bootstrap=50, seed=0, survival=True, stability=False, tts=False)
 
 
 def test_survival_frame(shared_data):
@@ -116,7 +159,6 @@ def test_survival_frame(shared_data):
 
 
 def test_survival_and_stability_sections(shared_data):
-    pytest.importorskip("dialeval.stats.survival")
     ds = _dataset(str(shared_data("spot-the-bot")), "empathetic")
     rep = analyze_spot_the_bot(ds, n_bootstrap=300, seed=0, survival=True, stability=True,
                                stability_sizes=(5, 44), stability_repeats=4)

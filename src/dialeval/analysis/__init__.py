@@ -18,6 +18,7 @@ ANALYSES = {
     "single-model": ("single_model", "analyze_single_model"),
     "spot-the-bot": ("spot_the_bot", "analyze_spot_the_bot"),
     "direct-assessment": ("direct_assessment", "analyze_direct_assessment"),
+    "arena": ("arena", "analyze_arena"),
 }
 
 

@@ -7,7 +7,8 @@ Entry point: :func:`analyze_spot_the_bot`. The frames it builds are public too:
   "spotted" event in exchanges and the feature covariates of that entity.
 
 Survival (Turnbull curves, generalized log-rank test, Cox models) comes from
-``dialeval.stats.survival`` when it is importable; otherwise those parts stay empty with a note.
+``dialeval.stats.survival``; an error there raises (it is never turned into a note). A Cox row
+whose coefficient could not be estimated carries the documented reason in ``note``.
 """
 
 from __future__ import annotations
@@ -187,36 +188,34 @@ def _cluster_fn(n_bootstrap: int, seed: int, statistic: str, n_samples: int | No
 
 
 def _survival_parts(dataset_frame: pd.DataFrame) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    try:
-        from dialeval.stats.survival import cox_features, pairwise_logrank, turnbull_curves
-    except ImportError as exc:
-        note = f"dialeval.stats.survival is not available ({exc}); survival analysis skipped"
-        return {"curves": {}, "logrank": [], "note": note}, []
+    # local import: survival loads lifelines, which the rest of the report does not need.
+    # No try/except: a failing survival analysis is a bug and must not ship as a note.
+    from dialeval.stats.survival import cox_features, pairwise_logrank, turnbull_curves
+
     surv = survival_frame(dataset_frame, include_human=True)
     survival: dict[str, Any] = {"curves": {}, "logrank": []}
-    cox: list[dict[str, Any]] = []
-    try:
-        curves = turnbull_curves(surv[["system", "lower", "upper"]])
-        survival["curves"] = {s: [[_num(k), _num(v)] for k, v in pts] for s, pts in curves.items()}
-        lr = pairwise_logrank(surv[["system", "lower", "upper"]])
-        survival["logrank"] = [
-            {
-                "a": r["a"],
-                "b": r["b"],
-                "statistic": _num(r.get("statistic")),
-                "p": _num(r["p"]),
-                "p_adjusted": _num(r["p_adjusted"]),
-            }
-            for r in lr.to_dict("records")
-        ]
-        bots = surv[surv["system"] != HUMAN]
-        cf = cox_features(bots[["system", "lower", "upper", *STB_FEATURES]])
-        cox = [
-            {"system": r["system"], "feature": r["feature"], "coef": _num(r["coef"]), "p": _num(r["p"])}
-            for r in cf.to_dict("records")
-        ]
-    except Exception as exc:  # noqa: BLE001 - a failing helper must not lose the rest of the report
-        survival["note"] = f"survival analysis failed: {type(exc).__name__}: {exc}"
+    curves = turnbull_curves(surv[["system", "lower", "upper"]])
+    survival["curves"] = {s: [[_num(k), _num(v)] for k, v in pts] for s, pts in curves.items()}
+    lr = pairwise_logrank(surv[["system", "lower", "upper"]])
+    survival["logrank"] = [
+        {
+            "a": r["a"],
+            "b": r["b"],
+            "statistic": _num(r.get("statistic")),
+            "p": _num(r["p"]),
+            "p_adjusted": _num(r["p_adjusted"]),
+        }
+        for r in lr.to_dict("records")
+    ]
+    bots = surv[surv["system"] != HUMAN]
+    cf = cox_features(bots[["system", "lower", "upper", *STB_FEATURES]])
+    # `note` is cox_features' documented reason for a NaN coefficient (no spotted events, a
+    # constant covariate, a fit that did not converge); empty when the fit is fine
+    cox = [
+        {"system": r["system"], "feature": r["feature"], "coef": _num(r["coef"]), "p": _num(r["p"]),
+         "note": r["note"]}
+        for r in cf.to_dict("records")
+    ]
     return survival, cox
 
 

@@ -31,15 +31,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..bots.base import Bot, BotContext, ChatMessage
 from ..errors import BotError, JudgmentError, StoreError
 from ..records import Conversation, Turn
+
+if TYPE_CHECKING:
+    from ..config import StudyConfig
+    from ..protocols.base import AssignmentInfo, StudyContext
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +94,27 @@ def clean_message(text: Any, max_chars: int = MAX_MESSAGE_CHARS) -> str:
     if len(text) > max_chars:
         raise JudgmentError(f"A message can have at most {max_chars} characters.")
     return text
+
+
+def watch_timeout(value: Any) -> float:
+    """The long-poll wait a `watch` asks for, in seconds: absent, null or "" = WATCH_TIMEOUT_S, a
+    number (or a numeric string, as a form sends it) ≥ 0 is capped at WATCH_TIMEOUT_S; anything else
+    (an object, a list, true, NaN, a negative number) is the client's error (400), never a 500.
+
+    >>> watch_timeout(None), watch_timeout(2), watch_timeout("0.5"), watch_timeout(600)
+    (20.0, 2.0, 0.5, 20.0)
+    """
+    if value is None or value == "":
+        return WATCH_TIMEOUT_S
+    number = math.nan
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except ValueError:
+            pass
+    if not number >= 0:  # NaN fails too
+        raise JudgmentError("timeout must be a number of seconds.")
+    return min(WATCH_TIMEOUT_S, number)
 
 
 def now_ts() -> float:
@@ -230,6 +256,22 @@ class LiveProtocol:
     rate_limited_actions: ClassVar[frozenset[str]] = frozenset({"send", "reply"})
     fixed_opener: ClassVar[bool] = True  # PW-Turn and SM start with options.first_message
 
+    if TYPE_CHECKING:  # for the type checker only: what protocols.base.Protocol and the subclass provide
+        study: StudyContext
+
+        @property
+        def store(self) -> Any: ...
+        @property
+        def config(self) -> StudyConfig: ...
+        @property
+        def options(self) -> Any: ...
+        def save_state(self, assignment: AssignmentInfo, state: dict[str, Any]) -> None: ...
+        def check_live_messages(self, annotator_id: int) -> list[str]: ...
+        def chat_bots(self, assignment, state) -> list[str]: ...
+        def can_send(self, conv, state) -> str | None: ...
+        def store_replies(self, annotator, assignment, conv, state, names, texts) -> None: ...
+        def current_conversation_id(self, assignment, state) -> str: ...
+
     # -- conversations --------------------------------------------------------------------------
     def fresh_state(self, assignment) -> dict[str, Any]:
         from ..store import work
@@ -300,6 +342,7 @@ class LiveProtocol:
             cursor = max(0, int(data.get("cursor") or 0))
         except (TypeError, ValueError):
             cursor = 0
+        timeout = watch_timeout(data.get("timeout"))
         state = await _to_thread(self.fresh_state, assignment)
         conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
         if conv is None:
@@ -309,7 +352,6 @@ class LiveProtocol:
             key = self.generation_key(conv)
         gen = find_generation(key)
         if gen is not None:
-            timeout = min(WATCH_TIMEOUT_S, float(data.get("timeout") or WATCH_TIMEOUT_S))
             events, cursor, finished = await gen.wait_events(cursor, timeout)
             return {"events": events, "cursor": cursor, "finished": finished}
         # Not running here: finished (stored), failed (error in the state), or run by another worker.

@@ -26,6 +26,7 @@ READERS: dict[str, str] = {
     # the lead adds, once those modules exist:
     "dialogue-eval": "dialeval.formats.dialogue_eval:read_dialogue_eval_csv",
     "spot-the-bot": "dialeval.formats.spot_the_bot:read_spot_the_bot",
+    "arena": "dialeval.formats.arena:read_arena_battles",
 }
 
 WRITERS: dict[str, str] = {

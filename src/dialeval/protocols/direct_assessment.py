@@ -240,7 +240,9 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         if state.get("stage") != "chat":
             raise JudgmentError("There is no chat to finish.")
         conv = self.load_conversation(self.current_conversation_id(assignment, state))
-        inputs = len(human_messages(conv, skip_fixed=False)) if conv else 0
+        if conv is None:
+            raise JudgmentError("There is no chat to finish.")
+        inputs = len(human_messages(conv, skip_fixed=False))
         need = self.options.min_inputs
         if inputs < need:
             raise JudgmentError(f"Please keep chatting: at least {need} messages are needed "

@@ -99,7 +99,7 @@ def least_loaded(candidates: Iterable[Hashable], load: Mapping[Hashable, float] 
     candidates = list(candidates)
     if not candidates:
         return None
-    key = load if callable(load) else (lambda c: load.get(c, 0))  # type: ignore[union-attr]
+    key = load if callable(load) else (lambda c: load.get(c, 0))
     keyed = [(key(c), c) for c in candidates]
     best = min(k for k, _ in keyed)
     return rng.choice([c for k, c in keyed if k == best])

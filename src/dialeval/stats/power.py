@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import stats as sps
 
 __all__ = [
@@ -70,7 +71,7 @@ def binomial_rejection_bound(n, alpha: float = 0.05):
     return int(c) if c.ndim == 0 else c
 
 
-def binomial_power(win_rate: float, n: Sequence[int] | int, alpha: float = 0.05) -> np.ndarray:
+def binomial_power(win_rate: float, n: ArrayLike, alpha: float = 0.05) -> np.ndarray:
     """Exact probability that a two-sided binomial test of n votes is significant when the true
     win rate is `win_rate`."""
     ns = np.atleast_1d(np.asarray(n, dtype=int))
@@ -79,7 +80,7 @@ def binomial_power(win_rate: float, n: Sequence[int] | int, alpha: float = 0.05)
     return np.where(c >= 0, pw, 0.0)
 
 
-def ttest_power(effect_size: float, n_per_group: Sequence[int] | int, alpha: float = 0.05) -> np.ndarray:
+def ttest_power(effect_size: float, n_per_group: ArrayLike, alpha: float = 0.05) -> np.ndarray:
     """Power of the two-sided pooled two-sample t-test with n per group and Cohen's d `effect_size`."""
     ns = np.atleast_1d(np.asarray(n_per_group, dtype=float))
     df = 2 * ns - 2
@@ -99,7 +100,7 @@ def cohens_d(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def simulate_binomial_power(
-    outcomes: Sequence[float], n: Sequence[int], n_sim: int = 1000, alpha: float = 0.05, seed: int | None = 0
+    outcomes: ArrayLike, n: ArrayLike, n_sim: int = 1000, alpha: float = 0.05, seed: int | None = 0
 ) -> np.ndarray:
     """Share of resampled studies of n votes that reach p < alpha. `outcomes` are 1 (win), 0
     (loss) or 0.5 (tie; dropped from the test, as in the analysis)."""
@@ -107,8 +108,9 @@ def simulate_binomial_power(
     probs = np.array([(o == 1).mean(), (o == 0).mean(), (o == 0.5).mean()])
     probs = probs / probs.sum()
     rng = np.random.default_rng(seed)
-    out = np.empty(len(n))
-    for i, m in enumerate(np.asarray(n, dtype=int)):
+    ns = np.atleast_1d(np.asarray(n, dtype=int))
+    out = np.empty(len(ns))
+    for i, m in enumerate(ns):
         draws = rng.multinomial(int(m), probs, size=n_sim)
         w, l_ = draws[:, 0], draws[:, 1]
         tot = w + l_
@@ -131,7 +133,7 @@ def _resampled_moments(
 def simulate_ttest_power(
     x: Sequence[float],
     y: Sequence[float],
-    n_per_group: Sequence[int],
+    n_per_group: ArrayLike,
     n_sim: int = 1000,
     alpha: float = 0.05,
     seed: int | None = 0,
@@ -140,8 +142,9 @@ def simulate_ttest_power(
     where the two-sided pooled t-test reaches p < alpha."""
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     rng = np.random.default_rng(seed)
-    out = np.empty(len(n_per_group))
-    for i, m in enumerate(np.asarray(n_per_group, dtype=int)):
+    ns = np.atleast_1d(np.asarray(n_per_group, dtype=int))
+    out = np.empty(len(ns))
+    for i, m in enumerate(ns):
         if m < 2:
             out[i] = 0.0
             continue
@@ -172,7 +175,7 @@ def _first(ns: np.ndarray, power: np.ndarray, target: float) -> int | None:
 
 def pairwise_time_to_significance(
     win_rate: float | None = None,
-    outcomes: Sequence[float] | None = None,
+    outcomes: ArrayLike | None = None,
     seconds_per_judgment: float = 60.0,
     onboarding_seconds: float = 0.0,
     judgments_per_annotator: float = 1.0,
@@ -313,7 +316,7 @@ def common_language_effect(x: Sequence[float], y: Sequence[float]) -> float:
     return float(px @ c @ py)
 
 
-def mann_whitney_power(auc: float, n_per_group: Sequence[int] | int, alpha: float = 0.05) -> np.ndarray:
+def mann_whitney_power(auc: float, n_per_group: ArrayLike, alpha: float = 0.05) -> np.ndarray:
     """Approximate power of the one-sided Mann-Whitney U test (H1: X > Y) with n per group when
     P(X > Y) + P(X = Y)/2 = `auc` (normal approximation with the null variance, Noether 1987)."""
     ns = np.atleast_1d(np.asarray(n_per_group, dtype=float))
@@ -352,7 +355,7 @@ def _resample_counts(rng: np.random.Generator, probs: np.ndarray, m: int, n_sim:
 def simulate_mann_whitney_power_pairs(
     samples: Mapping[str, Sequence[float]],
     pairs: Sequence[tuple[str, str]],
-    n_per_group: Sequence[int],
+    n_per_group: ArrayLike,
     n_sim: int = 200,
     alpha: float = 0.05,
     seed: int | None = 0,
@@ -393,7 +396,7 @@ def simulate_mann_whitney_power_pairs(
 def simulate_mann_whitney_power(
     x: Sequence[float],
     y: Sequence[float],
-    n_per_group: Sequence[int],
+    n_per_group: ArrayLike,
     n_sim: int = 200,
     alpha: float = 0.05,
     seed: int | None = 0,

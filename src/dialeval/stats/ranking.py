@@ -138,7 +138,7 @@ def bootstrap_ranks(
         flat = (np.arange(r)[:, None] * g + idx).ravel()
         counts = np.bincount(flat, minlength=r * g).reshape(r, g).astype(float)[:, member]
         out.append(ranks_from_scores(_statistic(counts, ia, ib, outcome, len(systems), statistic)))
-    return systems, np.vstack(out)
+    return list(systems), np.vstack(out)
 
 
 def rank_range(ranks: Iterable[int], coverage: float = 0.995) -> tuple[int, int]:

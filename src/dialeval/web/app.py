@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import METHODS
 from ..errors import DialevalError, StoreBusy
@@ -278,8 +279,10 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
     async def web_error(request: Request, exc: WebError):
         if wants_json(request):
             return JSONResponse({"ok": False, "error": exc.message}, status_code=exc.status, headers=exc.headers)
-        return render(request, "message.html", status=exc.status, title="Sorry", message=exc.message,
+        page = render(request, "message.html", status=exc.status, title="Sorry", message=exc.message,
                       study=None)
+        page.headers.update(exc.headers or {})  # e.g. Allow on a 405, Retry-After on a 429
+        return page
 
     @app.exception_handler(StoreBusy)
     async def store_busy(request: Request, exc: Exception):
@@ -300,9 +303,11 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
     async def dialeval_error(request: Request, exc: DialevalError):
         return await web_error(request, WebError(400, str(exc)))
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException):
-        return await web_error(request, WebError(exc.status_code, str(exc.detail)))
+    # Starlette's class, not FastAPI's subclass: the router's own 404/405 are Starlette's and must get
+    # the same HTML page (browsers) or JSON (scripts) as every other error.
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        return await web_error(request, WebError(exc.status_code, str(exc.detail), headers=dict(exc.headers or {})))
 
     from fastapi.exceptions import RequestValidationError
 
