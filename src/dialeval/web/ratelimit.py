@@ -52,10 +52,14 @@ class RateLimiter:
 class DatabaseRateLimiter:
     """The same token bucket, stored in the database (Store.take_token): shared by all processes."""
 
-    def __init__(self, store, prefix: str, rate: float = 1.0, burst: int = 5):
+    def __init__(self, store, prefix: str, rate: float = 1.0, burst: int = 5,
+                 clock: Callable[[], float] = time.time):
         if rate <= 0 or burst < 1:
             raise ValueError("rate must be > 0 and burst >= 1")
         self.store, self.prefix, self.rate, self.burst = store, prefix, float(rate), int(burst)
+        # wall-clock seconds: the hosts sharing a bucket agree on it (monotonic clocks differ per
+        # machine); tests pass a manual clock
+        self.clock = clock
 
     def check(self, key: str, cost: float = 1.0) -> tuple[bool, float]:
-        return self.store.take_token(f"{self.prefix}:{key}", self.rate, self.burst, cost)
+        return self.store.take_token(f"{self.prefix}:{key}", self.rate, self.burst, cost, now=self.clock())
