@@ -38,10 +38,10 @@ def connection_budget(engine: Engine, workers: int, total: int | None = None) ->
         if engine.dialect.name != "postgresql":
             return MAX_POOL_SIZE
         with engine.connect() as c:
-            max_conn = int(c.exec_driver_sql("SHOW max_connections").scalar())
-            reserved = int(c.exec_driver_sql("SHOW superuser_reserved_connections").scalar())
+            max_conn = int(c.exec_driver_sql("SHOW max_connections").scalar_one())
+            reserved = int(c.exec_driver_sql("SHOW superuser_reserved_connections").scalar_one())
             in_use = int(c.exec_driver_sql("SELECT count(*) FROM pg_stat_activity WHERE backend_type = "
-                                           "'client backend'").scalar())
+                                           "'client backend'").scalar_one())
         total = max_conn - reserved - in_use - RESERVED_CONNECTIONS
     if total < workers:
         raise StoreError(f"a connection budget of {total} cannot give each of {workers} workers one "

@@ -40,8 +40,8 @@ def current_version(conn: Connection) -> int | None:
 def add_shared_tables(conn: Connection) -> None:
     """Create the tables of schema.SHARED_TABLES that a database lacks (new tables only, never a
     change to an existing one, so no version step is needed and older dialevals ignore them)."""
-    for model in SHARED_TABLES:
-        model.__table__.create(conn, checkfirst=True)
+    tables = [Base.metadata.tables[model.__tablename__] for model in SHARED_TABLES]
+    Base.metadata.create_all(conn, tables=tables, checkfirst=True)
 
 
 def upgrade(conn: Connection, dialeval_version: str) -> int:

@@ -139,7 +139,7 @@ def backup(source_url: str, study_id: int, dest: Path) -> dict[str, int]:
             copied = make_engine(f"sqlite:///{dest}")
             try:
                 with copied.connect() as c:
-                    return {t: int(c.execute(text(f"SELECT count(*) FROM {t}")).scalar())
+                    return {t: int(c.execute(text(f"SELECT count(*) FROM {t}")).scalar_one())
                             for t in ("studies", "annotators", "assignments", "judgments")}
             finally:
                 copied.dispose()

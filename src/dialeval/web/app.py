@@ -254,7 +254,7 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         parts = request.url.path.split("/")
         served = studies.get(parts[2]) if len(parts) > 2 and parts[1] == "s" else None
         ident = served.signer.read_identity(request.cookies.get(IDENTITY_COOKIE)) if served else None
-        if ident is None:
+        if served is None or ident is None:
             return "-"
         # a pseudonym per study: the log never holds a platform id or a database id
         return hashlib.sha256(f"{served.secret}:annotator:{ident.annotator_id}".encode()).hexdigest()[:12]

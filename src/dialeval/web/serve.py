@@ -7,6 +7,7 @@ import socket
 import threading
 import webbrowser
 from pathlib import Path
+from typing import Any
 
 from .app import STUDY_FOLDERS_ENV
 
@@ -73,8 +74,8 @@ def serve(study_folders: list[Path], host: str = "127.0.0.1", port: int = 8000, 
         threading.Timer(1.0, webbrowser.open, args=(f"http://{shown}:{port}/",)).start()
     # log level info: uvicorn then logs worker starts, deaths ("Child process [pid] died") and
     # respawns; its own access log stays off (ours hashes the annotator id).
-    options = {"host": host, "port": port, "log_level": "info", "access_log": False, "proxy_headers": True,
-               "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S}
+    options: dict[str, Any] = {"host": host, "port": port, "log_level": "info", "access_log": False,
+                               "proxy_headers": True, "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S}
     for served in app.state.studies.values():
         served.ctx.store.close()
     if workers > 1:
