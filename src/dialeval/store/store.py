@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from .schema import (
 )
 
 WRITER_WAIT_S = 30.0
+CONVERSATION_CACHE_SIZE = 5000
 
 
 class Store:
@@ -48,6 +50,7 @@ class Store:
         self._writer = threading.RLock() if self.engine.dialect.name == "sqlite" else None
         self._writer_depth = 0
         self._study_turns: dict[int, threading.RLock] = {}
+        self._conversations: dict[tuple[int, str], Conversation] = {}  # see get_conversation
         self._writer_file = None
         db_file = self.engine.url.database if self._writer is not None else None
         if db_file and db_file != ":memory:":
@@ -186,6 +189,7 @@ class Store:
 
     def save_conversation(self, study_id: int, conversation: Conversation) -> int:
         """Insert or replace one conversation with its turns; returns its row id."""
+        self._conversations.pop((study_id, conversation.id), None)
         with self.session() as s:
             old = s.scalar(
                 select(ConversationRow).where(
@@ -209,6 +213,13 @@ class Store:
             return row.id
 
     def get_conversation(self, study_id: int, external_id: str) -> Conversation:
+        """One conversation with its turns. Finished, non-live conversations (what units show) are
+        kept per process once read: every task page and answer reads them, and they do not change
+        while a study is served (units point at them). Live chats are always read afresh."""
+        key = (study_id, external_id)
+        cached = self._conversations.get(key)
+        if cached is not None:
+            return replace(cached, turns=list(cached.turns), bots=list(cached.bots))
         with self.read() as s:
             row = s.scalar(
                 select(ConversationRow).where(
@@ -218,10 +229,17 @@ class Store:
             if row is None:
                 raise StoreError(f"no conversation '{external_id}'")
             turns = s.scalars(select(TurnRow).where(TurnRow.conversation_id == row.id).order_by(TurnRow.idx))
-            return _conversation_record(row, list(turns))
+            conversation = _conversation_record(row, list(turns))
+        if conversation.source != "live" and conversation.error is None:
+            if len(self._conversations) >= CONVERSATION_CACHE_SIZE:
+                self._conversations.pop(next(iter(self._conversations)))  # the oldest entry
+            self._conversations[key] = conversation
+            return replace(conversation, turns=list(conversation.turns), bots=list(conversation.bots))
+        return conversation
 
     def append_turn(self, study_id: int, external_id: str, turn: Turn) -> int:
         """Add a turn at the end of a (live) conversation; returns its index."""
+        self._conversations.pop((study_id, external_id), None)
         with self.locked(study_id) as s:
             conv_id = s.scalar(
                 select(ConversationRow.id).where(

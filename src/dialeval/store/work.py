@@ -222,12 +222,20 @@ def annotator_live_messages(store, study_id: int, annotator_id: int) -> list[lis
 
 # -- conversations -------------------------------------------------------------------------------
 def conversation_row_id(store, study_id: int, external_id: str) -> int | None:
+    # a conversation keeps its row id for good (a replace updates the row), so found ids are kept
+    known = store.__dict__.setdefault("_conversation_ids", {})
+    found = known.get((study_id, external_id))
+    if found is not None:
+        return found
     with store.read() as s:
-        return s.scalar(
+        found = s.scalar(
             select(ConversationRow.id).where(
                 ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
             )
         )
+    if found is not None:
+        known[(study_id, external_id)] = found
+    return found
 
 
 def list_conversations(store, study_id: int, source: str | None = None) -> list[dict[str, Any]]:
