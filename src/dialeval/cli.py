@@ -280,12 +280,17 @@ def restore(
 
     Example: dialeval restore backups/my-study-2026-05-01.db my-study
     """
-    from .store.transfer import copy_between
+    from .store.transfer import copy_between, study_uid_in
+    from .study import STUDY_ID_FILE
 
     if not backup_file.is_file():
         raise DialevalError(f"no backup file {backup_file}")
     name, url = _study_database(study)
+    folder = study if study.is_dir() else study.parent
     counts = copy_between(f"sqlite:///{backup_file.resolve()}", url, name)
+    uid = study_uid_in(url, name)
+    if uid:  # the folder now serves the restored study: give it that study's stable id
+        (folder / STUDY_ID_FILE).write_text(uid + "\n", encoding="utf-8")
     console.print(f"restored '{name}' into {url.split('?')[0]}", highlight=False)
     _print_counts(counts)
 
@@ -578,7 +583,10 @@ def read_import(
 
         if not domain:
             raise DialevalError("spot-the-bot imports need --domain (dailydialog, empathetic or convai2)")
-        return read_spot_the_bot(path, domain, rename=renames or None, use_paper_names=paper_names)
+        from .textclean import clean_dataset
+
+        return clean_dataset(read_spot_the_bot(path, domain, rename=renames or None, use_paper_names=paper_names),
+                             str(path))
     elif fmt == "parlai":
         from .formats.parlai import read_parlai_conversations
 
@@ -605,7 +613,9 @@ def read_import(
         from .formats.rename import rename_systems
 
         rename_systems(dataset, renames)
-    return dataset
+    from .textclean import clean_dataset
+
+    return clean_dataset(dataset, str(path))
 
 
 def dataset_systems(dataset) -> list[str]:
@@ -658,6 +668,9 @@ def import_(
     judges: list[Path] = typer.Option(
         [], "--judges", help="arena: a judge's verdicts on the same battles, one file per judge (repeatable)"
     ),
+    max_text_chars: int | None = typer.Option(
+        None, "--max-text-chars", min=1, help="longest text accepted (default 20000 or $DIALEVAL_MAX_TEXT_CHARS)"
+    ),
 ) -> None:
     """Import a published or outside data set into a study folder.
 
@@ -674,7 +687,10 @@ def import_(
     from .study import open_study, write_study_file
 
     renames = _parse_renames(rename)
-    dataset = read_import(fmt, path, domain, renames, method, paper_names=paper_names, judges=judges)
+    from .textclean import import_text_limit_of
+
+    with import_text_limit_of(max_text_chars):
+        dataset = read_import(fmt, path, domain, renames, method, paper_names=paper_names, judges=judges)
     originals = make_names_safe(dataset)
     if (study / STUDY_FILE).exists():
         existing = load_study(study)
@@ -793,6 +809,12 @@ def compare(
         table.add_row(str(s["name"]), f"{s['a']:.3f}", f"{s['b']:.3f}")
     console.print(table)
     console.print(f"Pearson r = {result.get('pearson')}, Spearman rho = {result.get('spearman')}")
+    if result.get("criteria"):  # direct assessment: paper 002 Table 3's r row, one per criterion
+        criteria = Table("criterion", "Pearson r", "Spearman rho", "n", title="self-replication per criterion")
+        fmt = lambda r: "" if r is None else f"{r:.3f}"  # noqa: E731
+        for name, c in result["criteria"].items():
+            criteria.add_row(name, fmt(c.get("pearson")), fmt(c.get("spearman")), str(c.get("n")))
+        console.print(criteria)
     if json_path:
         json_path.write_text(json_lib.dumps(result, indent=2), encoding="utf-8")
         console.print(f"wrote {json_path}")

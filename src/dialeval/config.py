@@ -58,7 +58,7 @@ class QuestionConfig(_Strict):
 class OnboardingConfig(_Strict):
     enabled: bool = True
     on_fail: Literal["block", "flag"] = "block"
-    tries: int = Field(1, ge=1, le=5)
+    tries: int = Field(2, ge=1, le=5, description="practice attempts before on_fail applies")
 
 
 class AnnotationConfig(_Strict):
@@ -77,6 +77,19 @@ class QualityConfig(_Strict):
 class RecruitmentConfig(_Strict):
     platform: Literal["link", "prolific", "mturk", "volunteer"] = "link"
     completion_code: str | None = None
+    # A Prolific/MTurk id opened in a second browser: "refuse" it, or "confirm" (the annotator
+    # confirms and the study moves to this browser; the first one is signed out).
+    second_browser: Literal["refuse", "confirm"] = "confirm"
+    # Where a screened-out annotator returns the study (shown on the practice-failed page);
+    # default: Prolific's submissions page for Prolific, MTurk's "Return" button for MTurk.
+    return_url: str | None = None
+
+
+class LimitsConfig(_Strict):
+    """Sizes of texts that reach the store from bots and annotators (imports: --max-text-chars)."""
+
+    bot_reply_chars: int = Field(4000, ge=100, le=100_000, description="a longer bot reply is cut here")
+    message_chars: int = Field(2000, ge=10, le=20_000, description="longest annotator chat message")
 
 
 class PagesConfig(_Strict):
@@ -173,6 +186,7 @@ class StudyConfig(_Strict):
     recruitment: RecruitmentConfig = Field(default_factory=RecruitmentConfig)
     pages: PagesConfig = Field(default_factory=PagesConfig)
     adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
     protocol: dict[str, Any] = Field(default_factory=dict)
     imported_from: dict[str, Any] | None = None  # {format, path, ...} for a study made by `dialeval import`
 

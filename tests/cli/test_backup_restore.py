@@ -94,6 +94,15 @@ def test_backup_during_load_then_restore_sqlite(tmp_path):
         assert rows(database_url(target), table) == rows(copy, table), table
     again = cli("restore", str(dest), str(target))
     assert again.returncode == 2 and "already holds a study named 'load-test'" in again.stderr
+    # the restored folder serves the restored study (same stable id), and the work goes on
+    host = load.start_host(target, workers=1)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            more = pool.submit(load.run_load, host.url, "load-test", 3, 2.0).result()
+    finally:
+        load.stop_host(host)
+    assert more.acknowledged
+    load.check_invariants(database_url(target), more.acknowledged, cap=2)
 
 
 def test_backup_during_load_then_restore_postgres(tmp_path, pg_url):

@@ -123,17 +123,24 @@ def test_only_own_assignments_and_csrf(acute_app):
 
 
 def test_onboarding_failure_blocks(acute_app):
+    """Two practice tries by default; after the second miss the page says to return the study."""
     ann = Annotator(acute_app, "acute-test")
     page = ann.enter()
     r = ann.post(ann.action(page.text), {"choice": onboarding_answer(acute_app, page.text, False),
                                          "justification": "the robot is better", "request_id": rid()})
     assert r.json()["ok"]
+    retry = ann.task()
+    assert retry.url.path.endswith("/task") and "try 2 of 2" in retry.text
+    r = ann.post(ann.action(retry.text), {"choice": onboarding_answer(acute_app, retry.text, False),
+                                          "justification": "the robot again", "request_id": rid()})
+    assert r.json()["ok"]
     done = ann.task()
-    assert done.url.path.endswith("/done") and "cannot continue" in done.text
+    assert done.url.path.endswith("/done") and "cannot continue" in done.text and "return" in done.text
+    assert "completion-code" not in done.text
     served = study_of(acute_app)
     rows = work.list_annotators(served.ctx.store, served.ctx.study_id)
     assert rows[0]["status"] == "blocked" and "failed onboarding" in rows[0]["reasons"]
-    assert rows[0]["judgments"] == 1  # kept, never deleted
+    assert rows[0]["judgments"] == 2  # kept, never deleted
 
 
 def test_xss_is_escaped(tmp_path):

@@ -23,7 +23,7 @@ from ..questions import ACUTE_QUESTIONS, Question
 from ..records import Conversation, Unit
 from ..store import work
 from ..store.work import UnitInfo
-from .base import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol
+from .base import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, session_progress
 from .scheduling import (
     Choice,
     SchedulingView,
@@ -42,6 +42,9 @@ KIND = "acute"
 ONBOARDING_KIND = "acute-onboarding"
 MAX_UNITS_PER_PAIR = 5000
 HUMAN = "human"
+
+
+MINUTES_PER_COMPARISON = 1.5  # reading two short conversations and a justification (estimate for the header)
 
 
 def _group(unit_or_assignment: UnitInfo | AssignmentInfo) -> tuple[str, str, str]:
@@ -77,6 +80,11 @@ class AcuteProtocol(Protocol):
     method = "acute"
     template = "acute.html"
     title = "ACUTE-Eval (PW-Dialog)"
+
+    work_kinds = ("acute",)  # a complete session: session_quota() of these
+
+    def session_quota(self) -> int:
+        return int(self.options.comparisons_per_unit)
 
     # -- questions ---------------------------------------------------------------------------------
     def questions(self) -> list[Question]:
@@ -260,7 +268,15 @@ class AcuteProtocol(Protocol):
 
     def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
         q = self.question(assignment.payload["question"])
+        notice = None
+        if assignment.unit_kind == ONBOARDING_KIND:
+            _passed, tries = self.onboarding_state(
+                work.annotator_assignments(self.store, self.study.study_id, annotator.id))
+            if tries:
+                notice = (f"That practice answer was not right. Read both conversations again: "
+                          f"practice try {tries + 1} of {self.config.onboarding.tries}.")
         return {
+            "notice": notice,
             "sides": self._sides(assignment),
             "question": q,
             "choices": [q.choice.replace("{n}", str(n)) for n in (1, 2)],
@@ -274,10 +290,12 @@ class AcuteProtocol(Protocol):
     def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
         total = self.options.comparisons_per_unit
         if assignment is not None and assignment.unit_kind == ONBOARDING_KIND:
-            return {"done": 0, "total": total, "label": "Practice comparison"}
+            return session_progress("Practice comparison", 0, total, detail=f"then {total} comparisons",
+                                    minutes_left=(total + 1) * MINUTES_PER_COMPARISON)
         history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
         done = sum(1 for a in history if a.unit_kind == KIND and a.status == "submitted")
-        return {"done": done, "total": total, "label": f"Comparison {min(done + 1, total)} of {total}"}
+        return session_progress(f"Comparison {min(done + 1, total)} of {total}", done, total,
+                                minutes_left=(total - done) * MINUTES_PER_COMPARISON)
 
     # -- answers -------------------------------------------------------------------------------------
     def act(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str, data: dict[str, Any]) -> Outcome:

@@ -48,7 +48,9 @@ class SchedulingView:
     history: list[AssignmentInfo]  # the annotator's assignments (submitted and open; not expired)
     load: dict[int, dict[str, int]]  # unit id -> {"submitted": n, "assigned": m}
     rng: random.Random
-    store: Any = None
+    # the annotator's expired, abandoned and returned assignments: not in caps, but already seen
+    past: list[AssignmentInfo] = field(default_factory=list)
+    store: Any = None  # when given, units are read through the per-process cache
 
     def units(self, kind: str | None = None) -> list[UnitInfo]:
         if self.store is None:
@@ -61,10 +63,10 @@ class SchedulingView:
         return (entry["submitted"] + entry["assigned"]) if entry else 0
 
     def seen_units(self) -> set[int]:
-        return {a.unit_id for a in self.history}
+        return {a.unit_id for a in (*self.history, *self.past)}
 
     def seen_conversations(self) -> set[str]:
-        return {c for a in self.history for c in a.conversation_ids}
+        return {c for a in (*self.history, *self.past) for c in a.conversation_ids}
 
     def create_unit(self, external_id: str, kind: str, conversation_ids: list[str],
                     payload: dict | None = None) -> UnitInfo:
@@ -77,12 +79,14 @@ def assign_locked(protocol, annotator: AnnotatorInfo,
     store, study_id = protocol.store, protocol.study.study_id
     with store.locked(study_id) as session:
         work.expire_assignments(session, study_id)
-        history = work.annotator_assignments(session, study_id, annotator.id)
+        everything = work.annotator_assignments(session, study_id, annotator.id, include_expired=True)
+        history = [a for a in everything if a.status not in work.EXCLUDED_ASSIGNMENT_STATUSES]
         for a in history:
             if a.is_open:  # another request of the same annotator got here first
                 return a
         view = SchedulingView(session=session, study_id=study_id, annotator=annotator, history=history,
                               load=work.unit_load(session, study_id), rng=protocol.study.fresh_rng(),
+                              past=[a for a in everything if a.status in work.EXCLUDED_ASSIGNMENT_STATUSES],
                               store=store)
         choice = choose(view)
         if choice is None:

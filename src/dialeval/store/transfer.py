@@ -164,6 +164,21 @@ def study_id_in(url: str, name: str) -> int:
     return int(found)
 
 
+def study_uid_in(url: str, name: str) -> str | None:
+    """The stable folder id (config `study_uid`) stored with the study, if any."""
+    from sqlalchemy.orm import Session
+
+    from .schema import Study
+
+    engine = make_engine(url)
+    try:
+        with Session(engine) as s:
+            row = s.scalar(select(Study).where(Study.name == name))
+            return (row.config or {}).get("study_uid") if row is not None else None
+    finally:
+        engine.dispose()
+
+
 def copy_between(source_url: str, target_url: str, study_name: str) -> dict[str, int]:
     """Copy the study named `study_name` from one database URL to another (restore, migrate)."""
     sid = study_id_in(source_url, study_name)
