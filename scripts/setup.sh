@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Set up everything dialeval needs on a fresh Debian machine, idempotently:
 # the Debian packages (chromium for the browser tests, WordNet for METEOR, R for the survival
-# cross-check), a virtual environment in .venv with dialeval and all its extras.
+# cross-check, HAProxy for the several-hosts test and load benchmark), a virtual environment in .venv with dialeval and all its extras.
 # Usage: scripts/setup.sh [--no-apt]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium wordnet-base wordnet-sense-index r-base-core r-cran-survival npm)
+APT_PACKAGES=(chromium wordnet-base wordnet-sense-index r-base-core r-cran-survival npm haproxy)
 PYTHON=${PYTHON:-python3}
 
 if [[ "${1:-}" != "--no-apt" ]]; then
