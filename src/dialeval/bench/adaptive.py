@@ -53,7 +53,7 @@ annotator-level test; `aa_crowd_rates` gives the A/A rates of both tests with su
 >>> from dialeval.bench.adaptive import run_adaptive_benchmark
 >>> out = run_adaptive_benchmark(quick=True)        # seconds; repeats=200 for the full run
 >>> sorted(k for k in out if k.endswith("judgments"))
-['adaptive_judgments', 'uniform_judgments']
+['adaptive_judgments', 'pooled_bt_judgments', 'uniform_judgments']
 """
 
 from __future__ import annotations
