@@ -102,8 +102,18 @@ def test_no_free_connection_is_a_503_never_a_500(tmp_path, pg_url):
             with httpx.Client(base_url=host.url, timeout=30) as c:
                 return [c.get("/s/load-test/", params={"PROLIFIC_PID": f"busy{n}x{k}"}) for k in range(4)]
 
-        with ThreadPoolExecutor(24) as pool:
-            answers = [r for rs in pool.map(hammer, range(24)) for r in rs]
+        # Make crowding certain instead of a matter of timing: while the test holds a lock on the
+        # annotators table, the first request waits on it with the server's only connection checked
+        # out, so every other request finds the pool empty. The lock is released after 2 s.
+        import psycopg
+
+        with psycopg.connect(pg_url) as blocker:
+            blocker.execute("LOCK TABLE annotators IN ACCESS EXCLUSIVE MODE")
+            with ThreadPoolExecutor(24) as pool:
+                pending = pool.map(hammer, range(24))
+                time.sleep(2.0)
+                blocker.rollback()  # releases the lock: the waiting request goes on
+                answers = [r for rs in pending for r in rs]
         codes = {r.status_code for r in answers}
         assert 500 not in codes
         busy = [r for r in answers if r.status_code == 503]

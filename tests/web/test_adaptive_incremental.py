@@ -16,7 +16,7 @@ def full_replay(s: Served) -> dict:
         for j in work.scheduling_judgments(session, s.sid):
             o = _adaptive_outcome(j)
             if o is not None and not is_filtered(j.annotator_status, j.annotator_meta) and j.question in outcomes:
-                outcomes[j.question].append(o)
+                outcomes[j.question].append((*o[:3], j.annotator))  # the test counts per annotator block
     return {q: study_state(v, "acute", s.config).stopping_table() for q, v in outcomes.items()}
 
 
