@@ -6,7 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium wordnet-base wordnet-sense-index r-base-core r-cran-survival npm haproxy)
+APT_PACKAGES=(chromium wordnet-base wordnet-sense-index r-base-core r-cran-survival haproxy)
+# npm (axe-core for the accessibility tests) from Debian only when no npm is on the machine: a
+# Node.js from another source ships its own npm and conflicts with Debian's package.
+command -v npm >/dev/null || APT_PACKAGES+=(npm)
 PYTHON=${PYTHON:-python3}
 
 if [[ "${1:-}" != "--no-apt" ]]; then
