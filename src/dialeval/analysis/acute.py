@@ -2,8 +2,8 @@
 
 Judgment values: {"winner": conversation id, "loser": conversation id}. A conversation is mapped
 to the bot under evaluation through unit.payload["speakers_to_eval"] (aligned with
-unit.conversation_ids), else the conversation's single bot. Onboarding judgments (meta
-{"onboarding": true} or unit.payload["is_onboarding"]) and judgments of filtered annotators are
+unit.conversation_ids), else the conversation's single bot. Onboarding and practice judgments
+(`analysis.practice.is_practice`: by question, unit kind or meta) and judgments of filtered annotators are
 left out of the statistics and counted under `excluded`.
 
 The helpers prefixed with `_` are shared by the other analysis modules.
@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dialeval.analysis.practice import is_practice
 from dialeval.jsonable import to_jsonable
 from dialeval.records import Dataset, Judgment, Unit
 from dialeval.stats import pairwise as pw
@@ -37,9 +38,7 @@ _jsonable = to_jsonable
 
 
 def _is_onboarding(j: Judgment, unit: Unit | None) -> bool:
-    if j.meta.get("onboarding") or j.meta.get("is_onboarding"):
-        return True
-    return bool(unit is not None and unit.payload.get("is_onboarding"))
+    return is_practice(j, unit)
 
 
 def _filtered_annotators(dataset: Dataset, extra: Iterable[str] | None) -> set[str]:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dialeval.analysis.practice import is_practice
 from dialeval.jsonable import to_jsonable
 from dialeval.records import STB_FEATURES, Dataset
 from dialeval.stats import ranking
@@ -37,10 +38,11 @@ def annotation_frame(dataset: Dataset) -> pd.DataFrame:
     exchanges, system0, system1, label0, label1, fluency, sensibleness, specificity, elapsed_s,
     bot_bot`` (``bot_bot``: neither entity is a person)."""
     conversations = dataset.conversation_map()
+    units = {u.id: u for u in dataset.units}
     rows = []
     for j in dataset.judgments:
         v = j.value
-        if not isinstance(v, dict) or "entity0" not in v:
+        if is_practice(j, units.get(j.unit_id)) or not isinstance(v, dict) or "entity0" not in v:
             continue
         conv = conversations.get(j.conversation_id)
         if conv is None:

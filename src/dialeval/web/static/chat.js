@@ -156,9 +156,14 @@
   }
 
   // -- wiring ------------------------------------------------------------------------------------
+  // When the live part was last (re)built: a form's elapsed_ms is the time from then to its submit,
+  // the page's own measure of the annotator's time on this step (as the ACUTE pages send).
+  var shownAt = Date.now();
+
   function init() {
     var root = document.getElementById("live");
     if (!root) return;
+    shownAt = Date.now();
     scrollTranscript();
 
     var composer = root.querySelector("form[data-chat-send]");
@@ -218,7 +223,9 @@
         e.preventDefault();
         var button = form.querySelector('button[type="submit"]');
         if (button) button.disabled = true;
-        post(form.getAttribute("action"), formData(form)).then(function (res) {
+        var data = formData(form);
+        data.elapsed_ms = String(Date.now() - shownAt);
+        post(form.getAttribute("action"), data).then(function (res) {
           if (res.done && res.redirect) { window.location.href = res.redirect; return; }
           if (res.redirect && res.redirect.indexOf("/task") === -1) { window.location.href = res.redirect; return; }
           refresh();
