@@ -201,6 +201,7 @@ def acute_frame(
                 "winner": wb,
                 "loser": lb,
                 "first_conv": shown[0],
+                "order_known": j.shown_order is not None,
                 "elapsed_s": j.elapsed_s,
                 "created_at": j.created_at,
                 "justification": j.justification,
@@ -224,11 +225,23 @@ def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim:
     items = df.assign(item=[tuple(sorted((w, l_))) for w, l_ in zip(df["winner_conv"], df["loser_conv"])])
     agree = pw.agreement(items, item="item", choice="winner_conv")
 
+    if not agree.get("items"):
+        agree["note"] = "no pair of conversations was judged by two annotators, so agreement cannot be measured"
+
+    # The A/A check of ACUTE-Eval: with the same bot on both sides the left side should win half the
+    # time. Without such pairs in the study, the same check runs over every comparison: sides are
+    # randomised, so the left side should still win about half of them (no position bias).
     aa_rows = df[df["winner"] == df["loser"]]
-    aa = None
     if len(aa_rows):
         aa = pw.aa_test((aa_rows["winner_conv"] == aa_rows["first_conv"]).tolist())
+        aa["check"] = "same bot on both sides: the left side should win half the time"
         aa["bots"] = sorted(set(aa_rows["winner"]))
+    elif df["order_known"].any():
+        known = df[df["order_known"]]
+        aa = pw.aa_test((known["winner_conv"] == known["first_conv"]).tolist())
+        aa["check"] = "position: sides are randomised, so the left side should win half of all comparisons"
+    else:
+        aa = {"check": "position", "n": 0, "note": "the judgments record no side order, so no A/A check is possible"}
 
     elapsed = df["elapsed_s"].dropna()
     sec = float(elapsed.mean()) if len(elapsed) else None

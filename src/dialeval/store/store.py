@@ -27,7 +27,6 @@ from .schema import (
     UnitRow,
 )
 
-
 IMPORT_EVENT = "import"  # an events row per imported source: {format, path, sha256, ...}
 
 class Store:
