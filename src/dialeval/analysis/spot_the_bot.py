@@ -33,6 +33,17 @@ HUMAN = "human"
 STABILITY_SIZES = (3, 5, 10, 20, 30, 44)
 
 
+def _ranking_words(key: str) -> str:
+    """A ranking of clusters (the repr key of stats.subsample_stability) in words: 'a, b > c'."""
+    import ast
+
+    try:
+        clusters = ast.literal_eval(key)
+    except (ValueError, SyntaxError):
+        return str(key)
+    return " > ".join(", ".join(str(x) for x in c) if isinstance(c, (list, tuple)) else str(c) for c in clusters)
+
+
 def annotation_frame(dataset: Dataset) -> pd.DataFrame:
     """One row per spot-the-bot judgment: ``annotation_id, annotator, conversation_id, package_id,
     exchanges, system0, system1, label0, label1, fluency, sensibleness, specificity, elapsed_s,
@@ -384,7 +395,7 @@ def subsample_stability_report(
             "reference_share": _num(r["reference_share"]),
             "modal_share": _num(r["modal_share"]),
             "n_rankings": int(r["n_rankings"]),
-            "modal": r["modal"],
+            "modal": _ranking_words(r["modal"]),
         }
         for r in table.to_dict("records")
     ]

@@ -116,6 +116,15 @@ def label(name: str) -> str:
 
 
 # -- tables -------------------------------------------------------------------------------------------------
+def human_key(key: str) -> str:
+    """A data-key path in words for the caption ('matchups › row 3 › per_turn'): no brackets on the page."""
+    if key == ".":
+        return "top level"
+    text = re.sub(r"\[\*\]", ".every row", key)
+    text = re.sub(r"\[(\d+)\]", lambda m: f".row {int(m.group(1)) + 1}", text)
+    return " › ".join(part for part in text.split(".") if part)
+
+
 def html_table(key: str, header: list[str], rows: list[list[str]], numeric: list[bool] | None = None,
                note: str | None = None) -> str:
     numeric = numeric or [False] * len(header)
@@ -129,7 +138,8 @@ def html_table(key: str, header: list[str], rows: list[list[str]], numeric: list
     more = ""
     if len(rows) > MAX_ROWS:
         more = f'<p class="note">{len(rows) - MAX_ROWS} more rows in report.json ({escape(key)}).</p>'
-    caption = f'<caption>report.json: <code>{escape(key)}</code>{(" · " + escape(note)) if note else ""}</caption>'
+    caption = (f'<caption>report.json: <code>{escape(human_key(key))}</code>'
+               f'{(" · " + escape(note)) if note else ""}</caption>')
     html = (f'<div class="scroll"><table data-key="{escape(key)}">{caption}<thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>{more}")
     nested = "." in key or "[" in key
