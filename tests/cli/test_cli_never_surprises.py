@@ -114,6 +114,19 @@ def test_importing_judgments_twice_does_not_double_them(tmp_path):
     assert counts_in(folder) == n
 
 
+def test_spot_the_bot_imported_twice_keeps_2136_judgments(tmp_path, shared_data):
+    """The measured case of the issue: 2,136 judgments became 4,272 on a second import."""
+    source = shared_data("spot-the-bot")
+    folder = tmp_path / "stb-dd"
+    assert invoke("import", "spot-the-bot", source, "--domain", "dailydialog", folder).exit_code == 0
+    again = invoke("import", "spot-the-bot", source, "--domain", "dailydialog", folder)
+    assert again.exit_code == 0 and "already imported" in again.output
+    assert judgments_in(folder) == 2136
+    other_domain = invoke("import", "spot-the-bot", source, "--domain", "empathetic", folder)
+    assert other_domain.exit_code == 2 and "--append" in other_domain.output
+    assert judgments_in(folder) == 2136
+
+
 def test_a_different_source_is_refused_unless_append(tmp_path):
     folder = tmp_path / "st"
     assert invoke("import", "dialeval", conversations_file(tmp_path / "one.jsonl"), folder).exit_code == 0
