@@ -20,6 +20,8 @@ from .errors import DialevalError
 app = typer.Typer(
     name="dialeval",
     help="Human evaluation of chatbots: make conversations, collect judgments, report the statistics.",
+    epilog="Exit codes: 0 done; 2 something you can fix (bad input, unreachable bot, a file that cannot be read "
+    "or written, nothing to report), printed as one 'error:' line; 1 a bug.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,

@@ -34,6 +34,7 @@ _COUNT_NAMES = re.compile(
     r"|^n_|_n$|^wins_|^wta_conversations|_judgments$|_annotators$|_conversations$|_needed(_sim|_approx)?$"
 )
 _P_NAMES = re.compile(r"^p$|^p_|_p$|^p_value")
+_NUMBER_TEXT = re.compile(r"^[<\s\d.,%–-]*\d[\d.,%]*$|^–$")  # right-aligned, kept on one line
 
 
 # -- scalars ---------------------------------------------------------------------------------------------
@@ -132,7 +133,8 @@ def html_table(key: str, header: list[str], rows: list[list[str]], numeric: list
     body = []
     for row in rows[:MAX_ROWS]:
         cells = "".join(
-            f'<td class="num">{escape(c)}</td>' if numeric[i] else f"<td>{escape(c)}</td>" for i, c in enumerate(row)
+            f'<td class="num">{escape(c)}</td>' if numeric[i] and _NUMBER_TEXT.match(c) else f"<td>{escape(c)}</td>"
+            for i, c in enumerate(row)
         )
         body.append(f"<tr>{cells}</tr>")
     more = ""
