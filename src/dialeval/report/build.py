@@ -23,8 +23,17 @@ from .methods_text import collection_counts, methods_paragraph
 
 def build_report(dataset: Dataset, config: dict[str, Any] | None = None, **options: Any) -> dict[str, Any]:
     """The full report dict: the method's statistics (see README, 'The JSON contract') and provenance."""
+    import warnings
+
     config = config if config is not None else dataset.meta.get("config", {})
-    report = analyze(dataset, **options)
+    # Numerical warnings of the statistics (e.g. a t-test on identical ratings) belong in the report,
+    # next to the numbers they concern, not on the user's terminal with a library's source path.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = analyze(dataset, **options)
+    notes = sorted({f"{w.category.__name__}: {w.message}".translate(_PLAIN) for w in caught})
+    if notes:
+        report["analysis_warnings"] = notes
     counts = collection_counts(dataset)
     report["study"] = {
         "name": dataset.meta.get("study") or config.get("name"),
@@ -37,6 +46,9 @@ def build_report(dataset: Dataset, config: dict[str, Any] | None = None, **optio
     report = to_jsonable(report)
     report["answer"] = to_jsonable(answer(report))
     return report
+
+
+_PLAIN = str.maketrans("[]{}", "()()")  # a warning's text is prose on the page, never JSON-looking
 
 
 def study_report(folder: str | Path) -> dict[str, Any]:
@@ -208,6 +220,7 @@ SECTION_TITLES = {
     "time_to_significance": "Time to significance",
     "question_agreement": "Agreement per question phrasing",
     "stopping": "Adaptive stopping",
+    "analysis_warnings": "Warnings from the statistics",
 }
 # Shown elsewhere on the page (title, answer, methods, systems table) or duplicated by another key.
 SKIP = {"method", "study", "systems", "answer", "grid_formatted", "by_question", "question"}
