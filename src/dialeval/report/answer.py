@@ -175,6 +175,8 @@ def answer(report: dict[str, Any]) -> dict[str, Any]:
     others = set(order[1:])
     if len(order) == 1:
         summary.append(f"Only {best} has judgments; there is nothing to compare it with.")
+    elif len(order) == 2 and pairs:
+        pass  # the one pair's sentence below says it all
     elif others and others <= beaten_by_best:
         summary.append(f"{best} is preferred to every other system, each difference significant at p < {ALPHA}.")
     elif beaten_by_best:
