@@ -33,7 +33,7 @@ _COUNT_NAMES = re.compile(
     r"trueskill_shuffles|n_repeats|n_samples|seed|min|max|try|tries|weight_turn|weight_dialog|position)$"
     r"|^n_|_n$|^wins_|^wta_conversations|_judgments$|_annotators$|_conversations$|_needed(_sim|_approx)?$"
 )
-_P_NAMES = re.compile(r"^p$|^p_|_p$|^p_value")
+_P_NAMES = re.compile(r"^p$|^p_(adjusted|always_valid|value|corrected|holm|bonferroni)|_p$")
 _NUMBER_TEXT = re.compile(r"^[<\s\d.,%–-]*\d[\d.,%]*$|^–$")  # right-aligned, kept on one line
 
 
