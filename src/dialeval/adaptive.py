@@ -183,7 +183,8 @@ class AdaptiveState:
 
     def stopping_table(self) -> list[dict]:
         """One row per allowed pair: a, b, n, wins_a, wins_b, ties, win_rate_a, p_always_valid,
-        ci_low, ci_high (confidence sequence at the per-pair level), decided, winner, stopped_at_n,
+        ci_low, ci_high (confidence sequence at the per-pair level), ci_empty (no win rate lies in every
+        confidence sequence so far: ci_low/ci_high are then the current one alone), decided, winner, stopped_at_n,
         implied (order known by transitivity only), rule."""
         closure = active.transitive_closure(self._beats())
         rule = (f"anytime-valid test: {sequential.rule_text(self.prior)}, "
@@ -204,6 +205,7 @@ class AdaptiveState:
                     (a if closure[i, j] else b) if implied else None),
                 "stopped_at_n": t.stopped_at if decided else None, "implied": implied, "rule": rule,
             })
+            rows[-1]["ci_empty"] = t.interval_empty  # see SequentialPairTest.interval
         return rows
 
 

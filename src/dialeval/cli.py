@@ -546,7 +546,7 @@ def bench_adaptive(
 
 
 # -- import / export -----------------------------------------------------------------------------------
-IMPORT_FORMATS = ("dialogue-eval", "spot-the-bot", "parlai", "acute-pairings", "openai-messages", "dialeval")
+IMPORT_FORMATS = ("dialogue-eval", "spot-the-bot", "parlai", "acute-pairings", "openai-messages", "dialeval", "arena")
 
 
 def _parse_renames(pairs: list[str]) -> dict[str, str]:
@@ -559,12 +559,23 @@ def _parse_renames(pairs: list[str]) -> dict[str, str]:
     return renames
 
 
-def read_import(fmt: str, path: Path, domain: str | None, renames: dict[str, str], method: str | None):
+def read_import(
+    fmt: str,
+    path: Path,
+    domain: str | None,
+    renames: dict[str, str],
+    method: str | None,
+    *,
+    paper_names: bool = True,
+    judges: list[Path] | None = None,
+):
     """Read an outside data set into a Dataset (the readers live in formats/)."""
     from .records import Dataset
 
     if not path.exists():
         raise DialevalError(f"{path}: no such file or folder")
+    if judges and fmt != "arena":
+        raise DialevalError("--judges belongs to arena imports (judges' verdicts on the same battles)")
     if fmt == "dialogue-eval":
         from .formats.dialogue_eval import read_dialogue_eval_csv
 
@@ -573,8 +584,11 @@ def read_import(fmt: str, path: Path, domain: str | None, renames: dict[str, str
         from .formats.spot_the_bot import read_spot_the_bot
 
         if not domain:
-            raise DialevalError("spot-the-bot imports need --domain (e.g. dailydialog or empathetic)")
-        return read_spot_the_bot(path, domain, rename=renames or None)
+            raise DialevalError("spot-the-bot imports need --domain (dailydialog, empathetic or convai2)")
+        from .textclean import clean_dataset
+
+        return clean_dataset(read_spot_the_bot(path, domain, rename=renames or None, use_paper_names=paper_names),
+                             str(path))
     elif fmt == "parlai":
         from .formats.parlai import read_parlai_conversations
 
@@ -591,57 +605,117 @@ def read_import(fmt: str, path: Path, domain: str | None, renames: dict[str, str
         from .formats.jsonl import read_conversations_jsonl
 
         dataset = Dataset(method=method or "acute", conversations=read_conversations_jsonl(path))
+    elif fmt == "arena":
+        from .formats.arena import read_arena_battles
+
+        dataset = read_arena_battles(path, judge_files=list(judges or []))
     else:
         raise DialevalError(f"unknown import format '{fmt}'; choose one of: {', '.join(IMPORT_FORMATS)}")
     if renames:
         from .formats.rename import rename_systems
 
         rename_systems(dataset, renames)
-    return dataset
+    from .textclean import clean_dataset
+
+    return clean_dataset(dataset, str(path))
 
 
 def dataset_systems(dataset) -> list[str]:
-    names: list[str] = []
-    for c in dataset.conversations:
-        for b in c.bots:
-            if b and b != "human" and b not in names:
-                names.append(b)
-    return names
+    from .formats.names import dataset_system_names
+
+    return dataset_system_names(dataset)
+
+
+def _add_imported_bots(study: Path, systems: list[str], originals: dict[str, str]) -> None:
+    """List systems a later import brings (model2's self-chats after model1's) among the study's bots,
+    so that units are made for them too. A study file written by `dialeval import` is rewritten (it has
+    no comments to lose); a hand-written one is left alone and the user told what to add."""
+    import yaml
+
+    from .config import IMPORTED_BOT, STUDY_FILE
+    from .study import write_study_file
+
+    path = study / STUDY_FILE
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    known = {b.get("name") for b in data.get("bots") or []}
+    missing = [s for s in systems if s not in known]
+    if not missing:
+        return
+    if not data.get("imported_from"):
+        console.print(f"note: {', '.join(missing)} not among the bots of {path}; add them (type: imported) "
+                      "to make units for them", highlight=False)
+        return
+    data["bots"] = list(data.get("bots") or []) + [
+        {"name": s, "type": IMPORTED_BOT, **({"options": {"original_name": originals[s]}} if s in originals else {})}
+        for s in missing
+    ]
+    write_study_file(study, data)
+    console.print(f"added {', '.join(missing)} to the bots of {path}", highlight=False)
 
 
 @app.command("import")
 @friendly
 def import_(
     fmt: str = typer.Argument(..., metavar="FORMAT", help=f"one of: {', '.join(IMPORT_FORMATS)}"),
-    path: Path = typer.Argument(..., help="the file (or folder, for spot-the-bot) to import"),
+    path: Path = typer.Argument(..., help="the file (or folder, for spot-the-bot and parlai) to import"),
     study: Path = typer.Argument(..., help="the study folder to create or add to"),
-    domain: str | None = typer.Option(None, "--domain", help="spot-the-bot: dailydialog or empathetic"),
+    domain: str | None = typer.Option(None, "--domain", help="spot-the-bot: dailydialog, empathetic or convai2"),
     rename: list[str] = typer.Option([], "--rename", help="relabel a system: old=new (repeatable)"),
     method: str | None = typer.Option(None, "--method", help="method of a conversations-only import"),
     paper_names: bool = typer.Option(
-        False, "--paper-names", help="spot-the-bot: use the paper's short names (GPT, BR, S2, DR, BL)"
+        True,
+        "--paper-names/--export-names",
+        help="spot-the-bot: the paper's short names (GPT, BR, S2, DR, BL; HF, LC, KV) or the export's",
+    ),
+    judges: list[Path] = typer.Option(
+        [], "--judges", help="arena: a judge's verdicts on the same battles, one file per judge (repeatable)"
+    ),
+    max_text_chars: int | None = typer.Option(
+        None, "--max-text-chars", min=1, help="longest text accepted (default 20000 or $DIALEVAL_MAX_TEXT_CHARS)"
     ),
     append: bool = typer.Option(False, "--append", help="add a different source to a study that holds data"),
 ) -> None:
     """Import a published or outside data set into a study folder.
 
+    A system name the store cannot take (e.g. zoo:blender/blender_90M/model) is made valid
+    (zoo-blender-blender_90M-model); the original is kept as the bot's original_name in study.yaml.
+
     Examples:
       dialeval import dialogue-eval Combined_Batches_305hits.csv de-run1
       dialeval import spot-the-bot ../shared/data/spot-the-bot --domain dailydialog stb-dd
+      dialeval import arena ../shared/data/arena-judges/human.jsonl arena-human
     """
     from .config import IMPORTED_BOT, STUDY_FILE, load_study
+    from .formats.names import make_names_safe
     from .study import open_study, write_study_file
 
     renames = _parse_renames(rename)
-    if paper_names:
-        from .formats.spot_the_bot import PAPER_NAMES
+    from .textclean import import_text_limit_of
 
-        renames = {**PAPER_NAMES, **renames}
-    dataset = read_import(fmt, path, domain, renames, method)
+    with import_text_limit_of(max_text_chars):
+        dataset = read_import(fmt, path, domain, renames, method, paper_names=paper_names, judges=judges)
+    originals = make_names_safe(dataset)
+    from .import_sources import already_imported, refuse_other_source, source_digest, source_record
+
+    # Idempotent: the same content again changes nothing (not even study.yaml); another source needs --append.
+    digest = source_digest(path, *judges)
     if (study / STUDY_FILE).exists():
+        opened = open_study(study)
+        try:
+            previous = opened.store.imported_sources(opened.id)
+            earlier = already_imported(previous, fmt, digest, domain)
+            if earlier is not None:
+                console.print(f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same "
+                              "content, sha256 " + digest[:12] + "); nothing changed")
+                return
+            held = opened.store.counts(opened.id)
+            refuse_other_source(study, previous, held["judgments"], held["conversations"], append)
+        finally:
+            opened.close()
         existing = load_study(study)
         if existing.method != dataset.method:
             raise DialevalError(f"{study} holds a {existing.method} study; this import is {dataset.method}")
+        _add_imported_bots(study, dataset_systems(dataset), originals)
     else:
         systems = dataset_systems(dataset) or ["imported"]
         write_study_file(
@@ -650,28 +724,34 @@ def import_(
                 "name": study.name,
                 "method": dataset.method,
                 "description": f"imported from {path}",
-                "bots": [{"name": s, "type": IMPORTED_BOT} for s in systems],
-                "imported_from": {"format": fmt, "path": str(path.resolve()), "domain": domain, "rename": renames},
+                "bots": [
+                    {"name": s, "type": IMPORTED_BOT, **({"options": {"original_name": originals[s]}}
+                                                         if s in originals else {})}
+                    for s in systems
+                ],
+                "imported_from": {
+                    "format": fmt,
+                    "path": str(path.resolve()),
+                    "domain": domain,
+                    "rename": renames,
+                    **({"judges": [str(j.resolve()) for j in judges]} if judges else {}),
+                },
             },
         )
-    from .import_sources import already_imported, refuse_other_source, source_digest, source_record
-
-    digest = source_digest(path)
     opened = open_study(study)
     try:
-        previous = opened.store.imported_sources(opened.id)
-        earlier = already_imported(previous, fmt, digest, domain)
-        if earlier is not None:
-            console.print(f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same content, "
-                          "sha256 " + digest[:12] + "); nothing changed")
-            return
-        held = opened.store.counts(opened.id)
-        refuse_other_source(study, previous, held["judgments"], held["conversations"], append)
-        source = source_record(fmt, path, digest, domain=domain, rename=renames or None)
+        source = source_record(fmt, path, digest, domain=domain, rename=renames or None,
+                               judges=[str(j.resolve()) for j in judges] or None)
         counts = opened.store.save_dataset(opened.id, dataset, source=source)
     finally:
         opened.close()
+    for new, old in originals.items():
+        console.print(f"renamed system {old!r} to {new!r} (a name the store can take)", highlight=False)
     console.print(f"imported into {study}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    for key, what in (("empty_submissions", "empty"), ("partial_submissions", "partial")):
+        if dataset.meta.get(key):
+            console.print(f"{len(dataset.meta[key])} {what} submissions kept without their missing ratings: "
+                          + ", ".join(dataset.meta[key]), highlight=False)
 
 
 @app.command()
@@ -764,6 +844,12 @@ def compare(
 
     console.print(f"Pearson r = {r(result.get('pearson'))}, Spearman rho = {r(result.get('spearman'))} "
                   f"({result.get('n')} systems in common)")
+    if result.get("criteria"):  # direct assessment: paper 002 Table 3's r row, one per criterion
+        criteria = _table("criterion", "Pearson r", "Spearman rho", "n", title="self-replication per criterion")
+        fmt = lambda r: "" if r is None else f"{r:.3f}"  # noqa: E731
+        for name, c in result["criteria"].items():
+            criteria.add_row(name, fmt(c.get("pearson")), fmt(c.get("spearman")), str(c.get("n")))
+        console.print(criteria)
     if json_path:
         json_path.write_text(json_lib.dumps(result, indent=2), encoding="utf-8")
         console.print(f"wrote {json_path}")

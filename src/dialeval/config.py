@@ -58,12 +58,11 @@ class QuestionConfig(_Strict):
 class OnboardingConfig(_Strict):
     enabled: bool = True
     on_fail: Literal["block", "flag"] = "block"
-    tries: int = Field(1, ge=1, le=5)
+    tries: int = Field(2, ge=1, le=5, description="practice attempts before on_fail applies")
 
 
 class AnnotationConfig(_Strict):
     units_per_annotator: int = Field(5, ge=1)
-    annotations_per_unit: int = Field(1, ge=1)
     expire_minutes: float = Field(30, gt=0)
     require_justification: bool = True
     min_justification_words: int = Field(2, ge=0)
@@ -78,7 +77,19 @@ class QualityConfig(_Strict):
 class RecruitmentConfig(_Strict):
     platform: Literal["link", "prolific", "mturk", "volunteer"] = "link"
     completion_code: str | None = None
-    mturk_sandbox: bool = True
+    # A Prolific/MTurk id opened in a second browser: "refuse" it, or "confirm" (the annotator
+    # confirms and the study moves to this browser; the first one is signed out).
+    second_browser: Literal["refuse", "confirm"] = "confirm"
+    # Where a screened-out annotator returns the study (shown on the practice-failed page);
+    # default: Prolific's submissions page for Prolific, MTurk's "Return" button for MTurk.
+    return_url: str | None = None
+
+
+class LimitsConfig(_Strict):
+    """Sizes of texts that reach the store from bots and annotators (imports: --max-text-chars)."""
+
+    bot_reply_chars: int = Field(4000, ge=100, le=100_000, description="a longer bot reply is cut here")
+    message_chars: int = Field(2000, ge=10, le=20_000, description="longest annotator chat message")
 
 
 class PagesConfig(_Strict):
@@ -145,7 +156,12 @@ class DirectAssessmentOptions(_Strict):
     hits_per_annotator: int = Field(1, ge=1)
 
 
+class ArenaOptions(_Strict):
+    """Arena battles are imported, not collected (yet): no protocol options."""
+
+
 PROTOCOL_OPTIONS: dict[str, type[BaseModel]] = {
+    "arena": ArenaOptions,
     "acute": AcuteOptions,
     "pairwise-turn": PairwiseTurnOptions,
     "single-model": SingleModelOptions,
@@ -159,7 +175,8 @@ PAIRED_METHODS = ("acute", "pairwise-turn")  # a judgment compares two bots: one
 
 class StudyConfig(_Strict):
     name: str = Field(min_length=1, max_length=200)
-    method: Literal["acute", "pairwise-turn", "single-model", "spot-the-bot", "direct-assessment"]
+    # "arena": imported Chatbot Arena battles (analysis only; no annotation pages yet)
+    method: Literal["acute", "pairwise-turn", "single-model", "spot-the-bot", "direct-assessment", "arena"]
     description: str = ""
     seed: int = 0
     database: str | None = None  # None: dialeval.db in the study folder (or $DIALEVAL_DATABASE_URL)
@@ -172,6 +189,7 @@ class StudyConfig(_Strict):
     recruitment: RecruitmentConfig = Field(default_factory=RecruitmentConfig)
     pages: PagesConfig = Field(default_factory=PagesConfig)
     adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
     protocol: dict[str, Any] = Field(default_factory=dict)
     imported_from: dict[str, Any] | None = None  # {format, path, ...} for a study made by `dialeval import`
 

@@ -132,7 +132,8 @@ def _parse_jsonl(path: Path, text: str) -> list[CorpusConversation]:
 
 
 def _parse_blocks(text: str, stem: str) -> list[CorpusConversation]:
-    conversations, block = [], []
+    conversations: list[CorpusConversation] = []
+    block: list[str] = []
     for line in [*text.splitlines(), ""]:  # the sentinel closes the last block
         if line.strip():
             block.append(line.strip())

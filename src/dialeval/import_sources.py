@@ -16,18 +16,19 @@ from .errors import DialevalError
 _CHUNK = 1 << 20
 
 
-def source_digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes, or of a folder's files (relative names and bytes, in sorted order)."""
-    path = Path(path)
+def source_digest(path: str | Path, *more: str | Path) -> str:
+    """SHA-256 of a file's bytes, or of a folder's files (relative names and bytes, in sorted order);
+    `more` files (e.g. an arena import's judge files) are part of the same source."""
     digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for file in files:
-        if file is not path:
-            digest.update(file.relative_to(path).as_posix().encode("utf-8") + b"\0")
-        with file.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
-        digest.update(b"\0")
+    for root in (Path(path), *(Path(m) for m in more)):
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for file in files:
+            if file != root:
+                digest.update(file.relative_to(root).as_posix().encode("utf-8") + b"\0")
+            with file.open("rb") as handle:
+                while chunk := handle.read(_CHUNK):
+                    digest.update(chunk)
+            digest.update(b"\0")
     return digest.hexdigest()
 
 

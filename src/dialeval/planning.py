@@ -122,9 +122,9 @@ def parse_expectations(texts: Sequence[str]) -> dict[tuple[str, str], float]:
     return out
 
 
-def _normalise(expectations: Mapping) -> dict[tuple[str, str], float]:
+def _normalise(expectations: Mapping | Sequence[str] | str) -> dict[tuple[str, str], float]:
     if isinstance(expectations, str):
-        expectations = [expectations]
+        return parse_expectations([expectations])
     if not isinstance(expectations, Mapping):
         return parse_expectations(list(expectations))
     out = {}
@@ -163,15 +163,10 @@ def _first(ns: np.ndarray, pw_: np.ndarray, target: float) -> int | None:
 
 
 def _first_exact_binomial(rate: float, target: float, alpha: float, n_max: int) -> int | None:
-    """First n whose exact binomial-test power reaches `target` (as stats.power does; the power of
-    the discrete test is not monotone in n, so a slightly larger n can dip just below again)."""
-    ns = pw.n_grid(n_max)
-    k = _first(ns, pw.binomial_power(rate, ns, alpha), target)
-    if k is None:
-        return None
-    lo = int(ns[max(0, int(np.searchsorted(ns, k)) - 1)])
-    fine = np.arange(lo, k + 1)
-    return _first(fine, pw.binomial_power(rate, fine, alpha), target)
+    """First n whose exact binomial-test power reaches `target` (every n tried, as stats.power does;
+    the power of the discrete test is not monotone in n, so a slightly larger n can dip just below
+    again: see :func:`dialeval.stats.power.smallest_n`)."""
+    return pw.smallest_n(lambda n: pw.binomial_power(rate, n, alpha), target, n_max)[0]
 
 
 def _pair_binomial(
@@ -203,7 +198,7 @@ def _pair_ttest(
     rate: float, power: float, alpha: float, n_max: int, n_sim: int, rng: np.random.Generator, sd: float
 ) -> dict:
     d = _d_from_rate(rate)
-    n_need = _first(pw.n_grid(n_max), pw.ttest_power(d, pw.n_grid(n_max), alpha), power)
+    n_need = pw.smallest_n(lambda n: pw.ttest_power(d, n, alpha), power, n_max, n_min=2)[0]
     ns = _grid(n_need, n_max)
     closed = pw.ttest_power(d, ns, alpha)
     sim = np.empty(ns.size)
@@ -233,9 +228,8 @@ def _pair_mannwhitney(
     rate: float, power: float, alpha: float, n_max: int, n_sim: int, rng: np.random.Generator, sd: float
 ) -> dict:
     d = _d_from_rate(rate)
-    grid = pw.n_grid(n_max)
     # one-sided t-test at alpha == two-sided at 2 alpha (for the right direction); n inflated by 1/ARE
-    t_need = _first(grid, pw.ttest_power(d, grid, 2 * alpha), power)
+    t_need = pw.smallest_n(lambda n: pw.ttest_power(d, n, 2 * alpha), power, n_max, n_min=2)[0]
     n_need = None if t_need is None else math.ceil(t_need / _ARE_MW)
     ns = _grid(n_need, n_max)
     closed = pw.ttest_power(d, np.maximum(np.round(ns * _ARE_MW).astype(int), 2), 2 * alpha)
@@ -379,7 +373,7 @@ def _ranking(
         n_pair = None if n_pair is None else math.ceil(n_pair)
         total = None if n_pair is None else K * n_pair
         unit = "conversations per bot"
-    out = {
+    out: dict[str, Any] = {
         "bots_best_first": order,
         "model": (
             "Bradley-Terry strengths fitted to the expectations"

@@ -60,9 +60,9 @@ DA_STATEMENTS = {
 DA_SCALE_LABELS = ("strongly disagree", "strongly agree")
 
 STB_FEATURES = {
-    "fluency": "Which entity's language is more fluent and grammatically correct?",
-    "sensibleness": "Which entity's responses are more sensible?",
-    "specificity": "Which entity's responses are more specific (not generic)?",
+    "fluency": "Which speaker's language is more fluent and grammatically correct?",
+    "sensibleness": "Which speaker's responses are more sensible?",
+    "specificity": "Which speaker's responses are more specific (not generic)?",
 }
 
 PRESETS = {"acute": ACUTE_QUESTIONS, "pairwise-turn": PAIRWISE_TURN_QUESTIONS}

@@ -17,6 +17,9 @@ Judgment values, per method (the contract between importers, the web app and the
                       "decision_turn0": int|None, "decision_turn1": int|None,
                       "fluency": 0|1|"tie", "sensibleness": 0|1|"tie", "specificity": 0|1|"tie"}
                      (feature values name the entity that did better; None where not answered)
+- arena (imported):  question "battle": {"model_a": bot, "model_b": bot,
+                      "winner": "model_a"|"model_b"|"tie"|"tie (bothbad)", "turn"?: int,
+                      "conversation_a"?/"conversation_b"?: conversation ids when the text was imported}
 - direct-assessment: {"robotic": 0..100, "interesting": ..., "fun": ..., "consistent": ...,
                       "fluent": ..., "repetitive": ..., "topic": ...}   raw slider positions, negatives NOT reversed
 """

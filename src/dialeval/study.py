@@ -32,10 +32,29 @@ def open_study(path: str | Path) -> OpenStudy:
     config = load_study(path)
     folder = Path(path) if Path(path).is_dir() else Path(path).parent
     store = Store.for_study_dir(folder, config.database)
-    row = store.ensure_study(config.name, config.method, config.model_dump(mode="json"))
+    row = store.ensure_study(config.name, config.method, config.model_dump(mode="json"), uid=study_uid(folder))
     for bot in config.bots:
         store.upsert_bot(row.id, bot.name, bot.type, bot.options)
     return OpenStudy(folder=folder, config=config, store=store, row=row)
+
+
+STUDY_ID_FILE = ".study-id"
+
+
+def study_uid(folder: Path) -> str:
+    """The folder's stable study id (made on first open): the study keeps its data when `name:` changes."""
+    import uuid
+
+    path = Path(folder) / STUDY_ID_FILE
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+        if value:
+            return value
+    except FileNotFoundError:
+        pass
+    value = uuid.uuid4().hex
+    path.write_text(value + "\n", encoding="utf-8")
+    return value
 
 
 def write_study_file(folder: str | Path, data: dict) -> StudyConfig:

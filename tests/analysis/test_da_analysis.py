@@ -90,7 +90,7 @@ def test_table_8_pairwise_and_agreement(published):
     assert agreement["passed"]["median"] > agreement["failed"]["median"] + 0.2
     assert agreement["passed"]["peak"] == pytest.approx(0.6)  # paper Fig. 2: peak between 0.6 and 0.7
     assert sum(b["count"] for b in agreement["passed"]["histogram"]) == agreement["passed"]["pairs"]
-    json.dumps(report)  # JSON-ready
+    json.dumps(report, allow_nan=False)  # JSON-ready, no NaN
 
 
 def test_self_comparison(published):

@@ -83,7 +83,7 @@ def acute_dataset():
 
 def test_analyze_acute():
     r = analyze_acute(acute_dataset(), n_boot=200)
-    json.dumps(r)  # JSON-ready
+    json.dumps(r, allow_nan=False)  # JSON-ready, no NaN
     assert r["method"] == "acute" and r["question"] == "engaging"
     assert r["excluded"]["onboarding_judgments"] == 1
     assert r["excluded"]["filtered_judgments"] == 1
@@ -149,7 +149,7 @@ def pw_turn_dataset(n_conv=12, p_a=0.75, seed=0):
 def test_analyze_pairwise_turn_matches_direct_counts():
     ds = pw_turn_dataset()
     r = analyze_pairwise_turn(ds, n_boot=100)
-    json.dumps(r)
+    json.dumps(r, allow_nan=False)
     rows = pd.DataFrame([{**j.value, "conversation": j.conversation_id} for j in ds.judgments if not j.meta])
     rng_rows = rows[rows.turn.between(2, 6)]
     wa = int((rng_rows.chosen == "A").sum())
@@ -206,7 +206,7 @@ def sm_dataset(seed=0):
 
 def test_analyze_single_model():
     r = analyze_single_model(sm_dataset(), n_boot=2000)
-    json.dumps(r)
+    json.dumps(r, allow_nan=False)
     assert [s["name"] for s in r["systems"]] == ["good", "bad"]
     good = r["systems"][0]
     assert good["n"] == 16 and good["rated_turns"] == 96

@@ -12,7 +12,8 @@ bad_request (400 with an OpenAI-style error message) | flaky (500 for the first 
 requests, then ok) | no_content (JSON without choices) | rate_limit (429, Retry-After: 0).
 The default answer is "reply to: <last user message>"; pass `reply=` a string or a function of the
 request body to change it. Streaming requests ("stream": true) get server-sent events, one word each
-(unless ignore_stream=True: then a plain JSON answer, like servers that do not stream).
+(unless ignore_stream=True: then a plain JSON answer, like servers that do not stream); `word_delay`
+seconds pass between words, and `state.first_chunk_at` notes when each stream's first word left.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class ServerState:
     max_in_flight: int = 0
     bodies: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    first_chunk_at: list[float] = field(default_factory=list)  # time.time() of each stream's first chunk
 
 
 class FakeServerURL(str):
@@ -61,6 +63,7 @@ def make_app(
     reply: str | Callable[[dict[str, Any]], str] | None,
     fail_first: int,
     ignore_stream: bool = False,
+    word_delay: float = 0.0,
 ) -> FastAPI:
     app = FastAPI()
     lock = threading.Lock()
@@ -95,7 +98,7 @@ def make_app(
                 return JSONResponse({"id": "x", "choices": []})
             text = reply(body) if callable(reply) else (reply or default_reply(body))
             if body.get("stream") and not ignore_stream:
-                return StreamingResponse(_events(text), media_type="text/event-stream")
+                return StreamingResponse(_events(text, state, word_delay), media_type="text/event-stream")
             return JSONResponse(
                 {
                     "id": f"chatcmpl-{number}",
@@ -117,10 +120,14 @@ def make_app(
     return app
 
 
-async def _events(text: str):
+async def _events(text: str, state: ServerState | None = None, word_delay: float = 0.0):
     words = text.split(" ")
     for i, word in enumerate(words):
         piece = word if i == 0 else " " + word
+        if i and word_delay:
+            await asyncio.sleep(word_delay)  # a model writing word by word
+        if i == 0 and state is not None:
+            state.first_chunk_at.append(time.time())
         yield f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': piece}}]})}\n\n"
     yield "data: [DONE]\n\n"
 
@@ -132,6 +139,7 @@ def start_fake_openai(
     reply: str | Callable[[dict[str, Any]], str] | None = None,
     fail_first: int = 1,
     ignore_stream: bool = False,
+    word_delay: float = 0.0,
 ) -> Iterator[FakeServerURL]:
     """Serve the fake API on a free 127.0.0.1 port in a background thread; yield its base URL."""
     if mode not in MODES:
@@ -142,7 +150,7 @@ def start_fake_openai(
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        make_app(mode, delay, state, reply, fail_first, ignore_stream),
+        make_app(mode, delay, state, reply, fail_first, ignore_stream, word_delay),
         log_level="warning",
         timeout_graceful_shutdown=1,
         lifespan="off",

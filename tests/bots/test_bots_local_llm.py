@@ -33,3 +33,20 @@ async def test_smollm2_generates_text_reproducibly():
     assert await bot.reply(history, ctx) == text  # same seed, conversation and turn
     greedy = build_bot("greedy", "local-llm", {"max_new_tokens": 4, "temperature": 0})
     assert (await greedy.reply(history)).strip()
+
+
+@pytest.mark.llm
+async def test_smollm2_streams_token_by_token_and_joins_to_the_reply():
+    if local_llm.missing_requirements():
+        message = f"extra 'llm' not installed: {local_llm.missing_requirements()}"
+        if in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    bot = build_bot("tiny", "local-llm", {"max_new_tokens": 12, "seed": 3})
+    history = [ChatMessage("user", "Tell me about your favourite food.")]
+    ctx = BotContext(conversation_id="c2", seed=0)
+    chunks = [c async for c in bot.stream(history, ctx)]
+    assert len(chunks) >= 2, chunks  # several pieces, not one block at the end
+    assert all(chunks)
+    assert "".join(chunks) == await bot.reply(history, ctx)
+    assert "".join(chunks) == "".join(chunks).strip()

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from dialeval import METHODS
 from dialeval.cli import app
+from tests.conftest import strict_json_loads
 
 runner = CliRunner()
 DIALEVAL = [sys.executable, "-m", "dialeval.cli"]
@@ -91,7 +92,7 @@ def test_simulate_and_report_a_study(tmp_path):
     assert invoke("generate", folder).exit_code == 0
     result = invoke("simulate", folder, "--annotators", "12", "--seed", "1")
     assert result.exit_code == 0, result.output
-    report = json.loads((folder / "report" / "report.json").read_text())
+    report = strict_json_loads((folder / "report" / "report.json").read_text())
     assert report["method"] == "acute" and len(report["systems"]) == 3
     assert sum(m["wins_a"] + m["wins_b"] for m in report["matchups"]) > 0
     assert (folder / "report" / "index.html").read_text().count("<img") >= 2
@@ -133,7 +134,7 @@ def test_demo_simulated_into_reports(tmp_path):
     result = invoke("demo", "--simulate", "6", "--no-serve", "--out", out)
     assert result.exit_code == 0, result.output
     for method in METHODS:
-        report = json.loads((out / method / "report" / "report.json").read_text())
+        report = strict_json_loads((out / method / "report" / "report.json").read_text())
         assert report["method"] == method
         assert report["systems"], f"{method}: no systems in the report"
         assert Path(out / method / "report" / "index.html").exists()

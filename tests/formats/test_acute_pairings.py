@@ -165,3 +165,20 @@ def test_malformed_json_line(tmp_path):
     with pytest.raises(ImportFormatError) as info:
         read_acute_pairings(path)
     assert info.value.line == 3
+
+
+def test_reads_the_first_published_shape_with_speaker(tmp_path):
+    # ParlAI 2019 (parlai/mturk/tasks/acute_eval/example/pairings.jsonl): turns name `speaker`, not
+    # `id`, and the line has no dialogue_ids
+    old = json.loads(json.dumps(PAIR))
+    old.pop("dialogue_ids", None)
+    for dialogue in old["dialogue_dicts"]:
+        for turn in dialogue["dialogue"]:
+            turn["speaker"] = turn.pop("id")
+    new_ds = read_acute_pairings(_write(tmp_path / "new.jsonl", [PAIR]))
+    old_ds = read_acute_pairings(_write(tmp_path / "old.jsonl", [old]))
+    assert [c.bots for c in old_ds.conversations] == [c.bots for c in new_ds.conversations]
+    assert [[(t.speaker, t.bot, t.text) for t in c.turns] for c in old_ds.conversations] == [
+        [(t.speaker, t.bot, t.text) for t in c.turns] for c in new_ds.conversations
+    ]
+    assert "speaker" not in old_ds.conversations[0].turns[0].meta

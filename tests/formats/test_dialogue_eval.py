@@ -195,3 +195,30 @@ def test_published_free_run_1(shared_data):
     assert all(len(j.value) == 7 for j in ds.judgments)
     first = ds.conversations[0]
     assert first.turns[0].speaker == "human" and first.turns[1].speaker == "bot"
+
+
+def test_comment_only_submission_is_empty(tmp_path):
+    # free run 2 and ice-breaker: a rejected assignment holds only the worker's comment
+    path = write_csv(
+        tmp_path,
+        [{"Answer.taskAnswers": json.dumps([answers()])},
+         {"Answer.taskAnswers": json.dumps([{"feedback": "nice survey"}]), "AssignmentStatus": "Rejected"}],
+    )
+    ds = read_dialogue_eval_csv(path)
+    assert ds.meta["empty_submissions"] == ["A1"] and len(ds.judgments) == 6
+    assert ds.units[1].payload["feedback"] == "nice survey"
+    assert ds.units[1].payload["assignment_status"] == "Rejected"
+
+
+def test_partial_submission_keeps_what_was_answered(tmp_path):
+    partial = {k: v for k, v in answers().items() if not k.endswith(("4", "5"))}
+    partial.pop("score3")  # slot 3 chatted but not rated
+    path = write_csv(tmp_path, [{"Answer.taskAnswers": json.dumps([partial])}])
+    ds = read_dialogue_eval_csv(path)
+    assert sorted(j.meta["slot"] for j in ds.judgments) == [0, 1, 2]
+    assert ds.meta["partial_submissions"] == ["A0"] and ds.meta["empty_submissions"] == []
+    unit = ds.units[0].payload
+    assert unit["unanswered_slots"] == [4, 5] and unit["unrated_slots"] == [3]
+    by_slot = {c.meta["slot"]: c for c in ds.conversations}
+    assert by_slot[3].meta["unrated"] and by_slot[3].turns
+    assert by_slot[4].meta["unanswered"] and by_slot[4].bots == [TASKS[4]] and not by_slot[4].turns

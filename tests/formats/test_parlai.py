@@ -49,9 +49,10 @@ def test_reads_parlai_self_chat_with_sidecar(tmp_path):
     assert [c.id for c in convs] == ["model2.bst-1", "model2.bst-3"]
     conv = convs[0]
     assert conv.source == "self-chat"
-    assert conv.bots == ["TransformerGenerator"]
+    # fast-ACUTE writes <model>.<task>.jsonl: the model is named by the file, not the shared ParlAI id
+    assert conv.bots == ["model2"]
     assert [t.text for t in conv.turns] == ["what do you do for fun ?", "i play guitar .", "nice , me too ."]
-    assert all(t.speaker == "bot" and t.bot == "TransformerGenerator" for t in conv.turns)
+    assert all(t.speaker == "bot" and t.bot == "model2" for t in conv.turns)
     assert [t.meta["parlai_id"] for t in conv.turns] == [
         "TransformerGenerator_1",
         "TransformerGenerator_2",
@@ -190,3 +191,49 @@ def test_bad_sidecar_and_missing_file(tmp_path):
         read_parlai_conversations(log)
     with pytest.raises(ImportFormatError, match="not found"):
         read_parlai_conversations(tmp_path / "missing.jsonl")
+
+
+def test_self_chat_not_named_like_fast_acute_keeps_the_shared_id(tmp_path):
+    log = tmp_path / "chats.jsonl"
+    _write_lines(log, [SELF_CHAT_LINE])
+    (tmp_path / "chats.metadata").write_text(json.dumps({"opt": {"task": "bst"}, "self_chat": True}))
+    assert read_parlai_conversations(log)[0].bots == ["TransformerGenerator"]
+
+
+MODEL_CHAT = {
+    "personas": None,
+    "dialog": [
+        {"episode_done": False, "id": "Worker", "text": "Hi!", "fake_start": True, "agent_idx": 0},
+        {"agent_idx": 1, "text": "hello there", "id": "TransformerGenerator",
+         "problem_data": {"bucket_0": False, "none_all_good": True}},
+        {"agent_idx": 0, "text": "how are you?", "id": "Worker"},
+        {"agent_idx": 1, "text": "fine", "id": "TransformerGenerator"},
+    ],
+    "workers": ["W1"],
+    "hit_ids": ["H1"],
+}
+
+
+def test_model_chat_results_and_folders(tmp_path):
+    # model_chat writes one pretty-printed JSON object per conversation; the worker is agent 0
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "1_live.json").write_text(json.dumps(MODEL_CHAT, indent=4))
+    conv = read_parlai_conversations(tmp_path / "a" / "1_live.json")[0]
+    assert [t.speaker for t in conv.turns] == ["human", "bot", "human", "bot"]
+    assert conv.bots == ["TransformerGenerator"] and conv.turns[0].meta["fake_start"] is True
+    assert conv.turns[1].meta["problem_data"]["none_all_good"] is True
+    both = read_parlai_conversations(tmp_path)
+    assert [c.id for c in both] == ["a/1_live-1", "b/1_live-1"]  # equal file names do not clash
+
+
+def test_older_logs_name_the_speaker_speaker(tmp_path):
+    log = tmp_path / "chat_example1.jsonl"
+    episode = {"assignment_id_hashed": "e5c9", "dialog": [
+        {"speaker": "human_evaluator", "text": "i have never gotten into e-books"},
+        {"speaker": "model", "text": "Same here."},
+    ]}
+    _write_lines(log, [json.dumps(episode)])
+    conv = read_parlai_conversations(log)[0]
+    assert [(t.speaker, t.bot) for t in conv.turns] == [("human", None), ("bot", "model")]
+    assert conv.turns[1].meta["parlai_id"] == "model"

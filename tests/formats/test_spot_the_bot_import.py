@@ -12,7 +12,7 @@ from dialeval.formats.spot_the_bot import PAPER_NAMES, exchanges_for_start_turn,
 
 
 def test_dailydialog_counts(shared_data):
-    ds = read_spot_the_bot(shared_data("spot-the-bot"), "dailydialog")
+    ds = read_spot_the_bot(shared_data("spot-the-bot"), "dailydialog", use_paper_names=False)
     assert ds.method == "spot-the-bot"
     assert len(ds.conversations) == 570
     assert len(ds.units) == 54

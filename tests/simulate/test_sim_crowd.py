@@ -8,7 +8,6 @@ documented in docs/simulated-crowd.md.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from dialeval.report import build_report
 from dialeval.simulate import SimTruth, recovered_order, simulate_study, write_study_report
 from dialeval.study import open_study, write_study_file
+from tests.conftest import strict_json_loads
 from tests.web.studies import make_acute_study, make_stb_study
 
 # clearly separated bots: adjacent pairs are chosen 80-90% of the time by careful annotators
@@ -71,7 +71,7 @@ def test_spot_the_bot_crowd_recovers_order(tmp_path):
     assert recovery["spearman"] >= 0.8, recovery
     # report files are written (report.json, index.html)
     out = write_study_report(folder)
-    assert json.loads((out / "report.json").read_text())["method"] == "spot-the-bot"
+    assert strict_json_loads((out / "report.json").read_text())["method"] == "spot-the-bot"
     assert (out / "index.html").exists()
 
 

@@ -90,3 +90,47 @@ def test_trueskill_orders_by_strength():
     ts = ranking.trueskill_ratings(a, b, out, n_shuffles=2, seed=0)
     assert list(ts["system"]) == ["A", "B", "C"]
     assert ts["mu"].iloc[0] > 0 > ts["mu"].iloc[-1]
+
+
+# --- rank-range rules and the bootstrap of independent matches -------------------------------------
+
+
+def test_rank_range_rules_released_keeps_the_best_rank_seen():
+    # 1000 resamples: rank 1 three times, rank 2 990 times, rank 3 seven times
+    ranks = [1] * 3 + [2] * 990 + [3] * 7
+    # shortest range holding > 99.5 %: [2, 3] (997) ; [1, 2] holds 993, not enough
+    assert ranking.rank_range(ranks, 0.995, rule="shortest") == (2, 3)
+    # released: from the best rank seen (1) to the first upper bound with > 995 -> [1, 3]
+    assert ranking.rank_range(ranks, 0.995, rule="released") == (1, 3)
+    # equally short ranges: the shortest rule takes the better ranks ([1, 2] and [2, 3] both hold 55 %)
+    tie = [1] * 45 + [2] * 10 + [3] * 45
+    assert ranking.rank_range(tie, 0.5, rule="shortest") == (1, 2)
+    # released, where the shortest range does not start at the best rank seen: [1, 4] vs [4, 4]
+    assert ranking.rank_range([1] + [4] * 999, 0.995, rule="released") == (1, 4)
+    assert ranking.rank_range([1] + [4] * 999, 0.995, rule="shortest") == (4, 4)
+    with pytest.raises(ValueError, match="rule"):
+        ranking.rank_range(ranks, 0.995, rule="widest")
+
+
+def test_multinomial_bootstrap_has_the_distribution_of_drawing_matches():
+    # groups = one label per match is the plain index bootstrap (each match drawn on its own);
+    # without groups the kinds are drawn as one multinomial: the rank frequencies must agree
+    rng = np.random.default_rng(3)
+    systems = ["a", "b", "c", "d"]
+    a, b, outcome = [], [], []
+    strength = {"a": 0.3, "b": 0.25, "c": 0.0, "d": -0.5}
+    for _ in range(600):
+        x, y = rng.choice(systems, 2, replace=False)
+        p = 1 / (1 + np.exp(-(strength[x] - strength[y])))
+        u = rng.random()
+        a.append(x)
+        b.append(y)
+        outcome.append(1 if u < p * 0.8 else (-1 if u < 0.8 else 0))
+    _, fast = ranking.bootstrap_ranks(a, b, outcome, n_bootstrap=4000, n_samples=900, seed=1, statistic="win_share")
+    _, slow = ranking.bootstrap_ranks(
+        a, b, outcome, n_bootstrap=4000, n_samples=900, seed=2, statistic="win_share", groups=range(len(a))
+    )
+    for j in range(4):
+        f = np.bincount(fast[:, j], minlength=5)[1:] / 4000
+        s = np.bincount(slow[:, j], minlength=5)[1:] / 4000
+        assert np.abs(f - s).max() < 0.045  # 4 sd of a difference of two shares of 4000 (sd <= 0.0112)

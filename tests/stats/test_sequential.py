@@ -241,3 +241,72 @@ def test_mixture_confidence_sequence_covers():
     lo1, hi1 = confidence_sequence(40, 50, alpha, mixing="single")
     assert 0.5 < lo_ < 0.8 < hi_ and lo1 < 0.8 < hi1
     assert lo_ > lo1  # with a large effect the mixture's interval is tighter on the side of 0.5
+
+
+def _running_intersection(outcomes, level):
+    """Reference: the intersection over every n of the confidence sequence CS_n, computed directly."""
+    lo, hi, wins = 0.0, 1.0, 0
+    for n, won in enumerate(outcomes, start=1):
+        wins += int(won)
+        lo_n, hi_n = confidence_sequence(wins, n, level)
+        lo, hi = max(lo, lo_n), min(hi, hi_n)
+    return lo, hi
+
+
+def test_interval_is_the_same_whether_read_after_every_update_or_once():
+    rng = np.random.default_rng(12)
+    outcomes = (rng.random(300) < 0.7).tolist()
+    every, once = SequentialPairTest("x", "y"), SequentialPairTest("x", "y")
+    for n, won in enumerate(outcomes, start=1):
+        every.update(won)
+        once.update(won)
+        lo, hi = every.interval  # read after every judgment
+        ref_lo, ref_hi = _running_intersection(outcomes[:n], every.level)
+        assert lo <= hi
+        assert (lo, hi) == pytest.approx((ref_lo, ref_hi), abs=1e-9)
+        assert not every.interval_empty
+    assert once.interval == pytest.approx(every.interval, abs=1e-12)
+    # the intersection is narrower than the last confidence sequence alone
+    last = confidence_sequence(every.wins_a, every.n, every.level)
+    assert last[0] <= every.interval[0] and every.interval[1] <= last[1]
+    assert every.interval != pytest.approx(last)
+
+
+def test_empty_running_intersection_is_reported_not_inverted():
+    # 30 wins then 30 losses: CS_30 lies above 0.8, CS_60 below 0.7, so no p is in every CS_n
+    outcomes = [True] * 30 + [False] * 30
+    every, once = SequentialPairTest("x", "y"), SequentialPairTest("x", "y")
+    for won in outcomes:
+        every.update(won)
+        once.update(won)
+        lo, hi = every.interval
+        assert lo <= hi
+    ref_lo, ref_hi = _running_intersection(outcomes, every.level)
+    assert ref_lo > ref_hi  # the intersection really is empty
+    for t in (every, once):
+        assert t.interval_empty
+        # documented fallback: the current confidence sequence CS_n alone
+        assert t.interval == pytest.approx(confidence_sequence(30, 60, t.level), abs=1e-12)
+        assert t.interval[0] < 0.5 < t.interval[1]
+    # the flag turns on at the first judgment where the intersection becomes empty, and stays on
+    t = SequentialPairTest("x", "y")
+    first_empty = None
+    for n, won in enumerate(outcomes, start=1):
+        t.update(won)
+        ref_lo, ref_hi = _running_intersection(outcomes[:n], t.level)
+        assert t.interval_empty == (ref_lo > ref_hi)
+        if t.interval_empty and first_empty is None:
+            first_empty = n
+    assert first_empty is not None and 30 < first_empty < 60
+
+
+def test_stopping_table_reports_an_empty_intersection():
+    from dialeval.adaptive import AdaptiveState
+    from dialeval.config import AdaptiveConfig
+
+    # x beats y 30 times, then y beats x 30 times: no win rate lies in every confidence sequence
+    outcomes = [("x", "y", "x")] * 30 + [("x", "y", "y")] * 30
+    (row,) = AdaptiveState.from_outcomes(outcomes, ["x", "y"], AdaptiveConfig(enabled=True)).stopping_table()
+    assert row["ci_empty"] is True and row["ci_low"] < 0.5 < row["ci_high"]
+    (row,) = AdaptiveState.from_outcomes(outcomes[:30], ["x", "y"], AdaptiveConfig(enabled=True)).stopping_table()
+    assert row["ci_empty"] is False and 0.5 < row["ci_low"] <= row["ci_high"]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import chi2_contingency
 
 from dialeval.stats import spot_the_bot as stb
 
@@ -65,13 +66,33 @@ def test_pairwise_win_rates_and_scores():
     assert scores.index[0] == "C"
 
 
+def _chi_square_by_hand(wins: int, losses: int, total: int, yates: bool) -> float:
+    """p of the 2x2 test on [[w, l], [total - w, total - l]] written out: both columns sum to
+    `total`, so every cell is off its expected count by the same d = |w - l| / 2; Yates takes 0.5
+    off d (never below 0); with 1 degree of freedom P(chi2 > x) = erfc(sqrt(x / 2))."""
+    n = 2 * total
+    rows = (wins + losses, n - wins - losses)
+    expected = [r * total / n for r in rows for _ in range(2)]
+    d = abs(wins - losses) / 2
+    if yates:
+        d = max(0.0, d - 0.5)
+    chi2 = sum(d * d / e for e in expected)
+    return math.erfc(math.sqrt(chi2 / 2))
+
+
 def test_chi_square_matches_released_choice():
-    # the released code: chi2_contingency([[w, l], [total - w, total - l]]) with default Yates correction
-    expected = chi2_contingency(np.array([[46, 9], [273 - 46, 273 - 9]]))[1]
-    assert stb.chi_square_p(46, 9, 273) == pytest.approx(expected)
-    uncorrected = chi2_contingency(np.array([[46, 9], [273 - 46, 273 - 9]]), correction=False)[1]
-    assert stb.chi_square_p(46, 9, 273, correction=False) == pytest.approx(uncorrected)
-    assert uncorrected < expected
+    # the released code: chi2_contingency([[w, l], [total - w, total - l]]) with default Yates correction.
+    # [[46, 9], [227, 264]]: expected 27.5 / 245.5, |O - E| = 18.5; Yates chi2 = 18^2 (2/27.5 + 2/245.5)
+    assert 18**2 * (2 / 27.5 + 2 / 245.5) == pytest.approx(26.20315, abs=1e-5)
+    assert stb.chi_square_p(46, 9, 273) == pytest.approx(3.073212e-07, rel=1e-6)
+    assert stb.chi_square_p(46, 9, 273) == pytest.approx(_chi_square_by_hand(46, 9, 273, yates=True), rel=1e-9)
+    uncorrected = stb.chi_square_p(46, 9, 273, correction=False)  # chi2 = 18.5^2 (2/27.5 + 2/245.5) = 27.679
+    assert uncorrected == pytest.approx(1.432018e-07, rel=1e-6)
+    assert uncorrected == pytest.approx(_chi_square_by_hand(46, 9, 273, yates=False), rel=1e-9)
+    assert uncorrected < stb.chi_square_p(46, 9, 273)
+    # [[30, 12], [30, 48]]: expected 21 / 39, Yates chi2 = 8.5^2 (2/21 + 2/39) = 10.586
+    assert stb.chi_square_p(30, 12, 60) == pytest.approx(math.erfc(math.sqrt(8.5**2 * (2 / 21 + 2 / 39) / 2)))
+    assert stb.chi_square_p(5, 4, 20) == 1.0  # |O - E| = 0.5: Yates leaves nothing
     assert stb.chi_square_p(10, 10, 40) == pytest.approx(1.0)
     assert stb.chi_square_p(0, 0, 10) == 1.0  # degenerate table
 

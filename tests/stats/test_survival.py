@@ -414,7 +414,7 @@ def test_cox_recovers_sign_of_simulated_effect():
         ]
     )
     out = sv.cox_features(df)
-    assert list(out.columns) == ["system", "feature", "coef", "p", "note"]
+    assert list(out.columns) == ["system", "feature", "coef", "se", "robust_se", "p", "note"]
     assert len(out) == 6
     res = out.set_index(["system", "feature"])
     assert res.loc[("fluent_helps", "fluency"), "coef"] < 0

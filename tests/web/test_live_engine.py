@@ -4,9 +4,13 @@ the failing bot is an `openai` bot pointed at a loopback server answering 500.""
 
 from __future__ import annotations
 
+import math
 import re
-import time
 
+import pytest
+
+from dialeval.dialogue.live import watch_timeout
+from dialeval.errors import JudgmentError
 from dialeval.store import work
 from tests.bots.fake_openai_server import start_fake_openai
 
@@ -123,11 +127,12 @@ def test_refresh_resumes_exactly(tmp_path):
         other.csrf = c.csrf
         assert cand(other.task().text) == cand(first)
         c.act("choose", {"turn": "1", "choice": "1", "justification": "more natural reply"})
-        c.act("send", {"text": "I like sailing on the lake"})  # the reply is made while nobody watches
-        for _ in range(100):
-            if stage(c.task().text) == "choose":
-                break
-            time.sleep(0.05)
+        r = c.act("send", {"text": "I like sailing on the lake"})  # the reply is made in the background
+        assert r.status_code == 200
+        # wait for it through the server's own long-poll (event-driven, no wall-clock polling);
+        # `finished` comes once the reply is stored, whether it ended before or during this watch
+        events = c.follow(generation=r.json()["generation"])
+        assert events[-1]["event"] == "done"
         page = c.task().text
         assert stage(page) == "choose" and "I like sailing on the lake" in page
 
@@ -146,23 +151,73 @@ def test_bot_reply_with_script_is_shown_as_text(tmp_path):
         assert "You said: &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
 
 
+class ManualClock:
+    """A clock that moves only when the test says so (the rate limiter's `clock`)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_chat_messages_are_rate_limited(tmp_path):
     folder = make_live_study(tmp_path / "sm", "single-model", ["repeat"], protocol={"bot_turns": 20})
     with LiveServer([folder], fast_limits=False) as server:
+        clock = ManualClock()
+        limiter = server.served.limiter  # the app's own limit (0.5 message/s, bursts of 6), on our clock
+        limiter.clock = clock
         c = LiveClient(server)
         c.enter()
         c.task()
         c.await_reply()
-        codes = []
-        for k in range(12):
+
+        def send(k: int):
             c.act("rate", {"turn": str(k + 1), "none": "1"})
-            r = c.act("send", {"text": f"message number {k} for you"})
+            return c.act("send", {"text": f"message number {k} for you"})
+
+        codes = []
+        for k in range(7):
+            r = send(k)
             codes.append(r.status_code)
-            if r.status_code == 429:
-                assert "too fast" in r.json()["error"] and int(r.headers["Retry-After"]) >= 1
-                break
-            c.follow()
-        assert codes[-1] == 429 and all(code == 200 for code in codes[:-1])
+            if r.status_code == 200:
+                c.follow()
+        assert codes == [200] * 6 + [429]  # a burst of 6, however slowly the machine runs
+        assert "too fast" in r.json()["error"] and r.headers["Retry-After"] == "2"  # 1 token at 0.5/s
+        clock.now += 1.9
+        assert send(6).status_code == 429  # not refilled yet
+        clock.now += 0.1
+        assert send(6).status_code == 200  # one token back after 2 s
+        c.follow()
+        assert send(7).status_code == 429
+
+
+def test_watch_rejects_a_malformed_timeout(tmp_path):
+    with start_fake_openai(mode="slow", delay=1.0) as url:
+        folder = make_live_study(tmp_path / "sm", "single-model", [openai_bot(url)], protocol={"bot_turns": 2})
+        with LiveServer([folder]) as server:
+            c = LiveClient(server)
+            c.enter()
+            c.task()
+            r = c.act("reply")  # the opening reply is being generated (the bot takes 1 s)
+            assert r.status_code == 200
+            c.generation = r.json()["generation"]
+            for bad in ({}, {"s": 1}, [5], "soon", True, -1):
+                r = c.act("watch", {"cursor": 0, "generation": c.generation, "timeout": bad})
+                assert r.status_code == 400, (bad, r.status_code, r.text)
+                assert r.json()["ok"] is False and "timeout must be a number of seconds" in r.json()["error"]
+            for good in (0.01, "0.01"):
+                r = c.act("watch", {"cursor": 0, "generation": c.generation, "timeout": good})
+                assert r.status_code == 200 and {"events", "cursor", "finished"} <= set(r.json())
+            assert c.follow()[-1]["event"] == "done"  # the annotator's chat went on untouched
+
+
+def test_watch_timeout_values():
+    assert watch_timeout(None) == 20.0 and watch_timeout(0) == 0.0 and watch_timeout(1e9) == 20.0
+    assert watch_timeout("") == 20.0 and watch_timeout("1.5") == 1.5
+    for bad in (math.nan, -0.5, "nan", "-1", "soon", {}, [], True, None.__class__):
+        with pytest.raises(JudgmentError, match="timeout must be a number"):
+            watch_timeout(bad)
 
 
 def test_worker_filters_flag_the_annotator_when_the_chat_ends(tmp_path):

@@ -72,11 +72,16 @@ def test_refused_inputs_store_nothing(acute_app):
     assert r.status_code == 400 and "choose" in r.json()["error"]
     r = ann.post(url, {"choice": "1", "justification": "two words", "request_id": "x"})
     assert r.status_code == 400
-    r = ann.post(url, {"choice": "1", "justification": "two words", "request_id": rid()}, json_api=False)
-    assert r.status_code in (200, 303)  # a plain form post is redirected to the next task
-    # HTML error pages for a plain form
-    r = ann.post(url, {"choice": "1", "justification": "", "request_id": rid()}, json_api=False)
-    assert r.status_code in (400, 409)
+    right = onboarding_answer(acute_app, page.text, True)
+    r = ann.post(url, {"choice": right, "justification": "two words", "request_id": rid()}, json_api=False)
+    # a plain form post is redirected (303, See Other) to the next task
+    assert [h.status_code for h in r.history] == [303] and r.status_code == 200
+    assert r.url.path == ann.url("task") and "Comparison 1 of 2" in r.text
+    # an HTML error page for a browser's plain form post: that assignment is already submitted
+    browser = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+    r = ann.post(url, {"choice": "1", "justification": "", "request_id": rid()}, json_api=False, headers=browser)
+    assert r.status_code == 409 and r.headers["content-type"].startswith("text/html")
+    assert "already finished" in r.text
     assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == before + 1
     r = ann.client.post(ann.url("a/abc/submit"), data={"csrf": ann.csrf}, headers={"Accept": "application/json"})
     assert r.status_code == 422 and r.json()["ok"] is False
@@ -118,17 +123,24 @@ def test_only_own_assignments_and_csrf(acute_app):
 
 
 def test_onboarding_failure_blocks(acute_app):
+    """Two practice tries by default; after the second miss the page says to return the study."""
     ann = Annotator(acute_app, "acute-test")
     page = ann.enter()
     r = ann.post(ann.action(page.text), {"choice": onboarding_answer(acute_app, page.text, False),
                                          "justification": "the robot is better", "request_id": rid()})
     assert r.json()["ok"]
+    retry = ann.task()
+    assert retry.url.path.endswith("/task") and "try 2 of 2" in retry.text
+    r = ann.post(ann.action(retry.text), {"choice": onboarding_answer(acute_app, retry.text, False),
+                                          "justification": "the robot again", "request_id": rid()})
+    assert r.json()["ok"]
     done = ann.task()
-    assert done.url.path.endswith("/done") and "cannot continue" in done.text
+    assert done.url.path.endswith("/done") and "cannot continue" in done.text and "return" in done.text
+    assert "completion-code" not in done.text
     served = study_of(acute_app)
     rows = work.list_annotators(served.ctx.store, served.ctx.study_id)
     assert rows[0]["status"] == "blocked" and "failed onboarding" in rows[0]["reasons"]
-    assert rows[0]["judgments"] == 1  # kept, never deleted
+    assert rows[0]["judgments"] == 2  # kept, never deleted
 
 
 def test_xss_is_escaped(tmp_path):
@@ -136,19 +148,28 @@ def test_xss_is_escaped(tmp_path):
 
     from .studies import make_acute_study
 
+    # every eliza conversation carries the payload; of the 3 bot pairs 2 include eliza and the 2
+    # comparisons of one annotator come from 2 different pairs, so it is shown at least once
     folder = make_acute_study(tmp_path / "x", onboarding=False, xss="<script>alert('bot')</script>")
     app = create_app([folder])
+    store = study_of(app).ctx.store
     ann = Annotator(app, "acute-test")
-    seen = False
+    escaped = "&lt;script&gt;alert(&#39;bot&#39;)&lt;/script&gt;"
+    page = ann.enter()
+    shown = []
     for _ in range(2):
-        page = ann.task() if seen else ann.enter()
-        seen = True
+        assert page.status_code == 200 and "Content-Security-Policy" in page.headers
         assert "<script>alert" not in page.text
-        if "&lt;script&gt;alert(&#39;bot&#39;)&lt;/script&gt;" in page.text:
-            break
-        ann.post(ann.action(page.text), {"choice": "1", "justification": "<script>alert(1)</script> words",
-                                         "request_id": rid()})
-    assert "Content-Security-Policy" in page.headers
+        aid = int(re.search(r"/a/(\d+)/submit", page.text).group(1))
+        with_eliza = "eliza" in work.get_assignment(store, aid).payload["bot_pair"]
+        assert (escaped in page.text) == with_eliza  # shown as text wherever eliza is compared
+        shown.append(with_eliza)
+        r = ann.post(ann.action(page.text), {"choice": "1", "justification": "<script>alert(1)</script> words",
+                                             "request_id": rid()})
+        assert r.status_code == 200 and r.json()["ok"] is True
+        page = ann.task()
+    assert any(shown)
+    assert page.url.path.endswith("/done") and "<script>alert(1)" not in page.text
 
 
 def test_prolific_entry_and_completion(tmp_path):

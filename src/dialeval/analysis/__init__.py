@@ -18,6 +18,7 @@ ANALYSES = {
     "single-model": ("single_model", "analyze_single_model"),
     "spot-the-bot": ("spot_the_bot", "analyze_spot_the_bot"),
     "direct-assessment": ("direct_assessment", "analyze_direct_assessment"),
+    "arena": ("arena", "analyze_arena"),
 }
 
 
@@ -27,6 +28,18 @@ def analyze(dataset: Dataset, **options: Any) -> dict[str, Any]:
         raise DialevalError(f"no analysis for method '{dataset.method}'")
     module, function = ANALYSES[dataset.method]
     analyze_method = getattr(import_module(f"{__name__}.{module}"), function)
+    # Judgments of unfinished work (expired, given to another annotator, returned) are kept in the
+    # store and exports with their reason, and never counted here.
+    excluded = [j for j in dataset.judgments if (j.meta or {}).get("excluded")]
+    if excluded:
+        from dataclasses import replace
+
+        dataset = replace(dataset, judgments=[j for j in dataset.judgments if not (j.meta or {}).get("excluded")])
     report = analyze_method(dataset, **options)
     report.setdefault("method", dataset.method)
+    if excluded:
+        reasons: dict[str, int] = {}
+        for j in excluded:
+            reasons[j.meta["excluded"]] = reasons.get(j.meta["excluded"], 0) + 1
+        report["excluded_judgments"] = {"n": len(excluded), "reasons": reasons}
     return report

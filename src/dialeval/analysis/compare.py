@@ -40,8 +40,8 @@ def compare_runs(report_a: Mapping[str, Any], report_b: Mapping[str, Any]) -> di
         "only_a": [n for n in a if n not in b], "only_b": [n for n in b if n not in a],
     }
     criteria: dict[str, Any] = {}
-    za = [a[n].get("z") for n in shared]
-    zb = [b[n].get("z") for n in shared]
+    za: list[Any] = [a[n].get("z") for n in shared]  # checked to be mappings just below
+    zb: list[Any] = [b[n].get("z") for n in shared]
     if shared and all(isinstance(z, Mapping) for z in za + zb):
         names = [c for c in za[0] if c != "overall" and all(c in z for z in za + zb)]
         for c in names:

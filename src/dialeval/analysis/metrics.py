@@ -91,7 +91,7 @@ def metric_report(dataset: Dataset, human_report: dict[str, Any],
     correlations = wm.metric_correlations(human, scores)
     systems = [{"name": s, "n_responses": len(pairs[s][0]), "human_score": human.get(s),
                 **{m: _num(float(v)) for m, v in scores[s].items()}}
-               for s in sorted(scores, key=lambda s: (-(human.get(s) if s in human else -math.inf), s))]
+               for s in sorted(scores, key=lambda s: (-(human[s] if s in human else -math.inf), s))]
     missing = sorted(set(scores) - set(human))
     if missing:
         notes.append(f"no human score for {', '.join(missing)}: left out of the correlations")

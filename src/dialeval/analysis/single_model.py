@@ -39,7 +39,8 @@ def single_model_frames(
     convs = dataset.conversation_map()
     kept, onboarding, summary = _split_judgments(dataset, exclude_annotators)
     q = list(SM_QUALITIES)
-    trows, drows, times, bad = [], [], {}, 0
+    trows, drows, bad = [], [], 0
+    times: dict[tuple[Any, Any, Any], float] = {}  # (conversation, bot, annotator) -> seconds
     for j in kept:
         unit = units.get(j.unit_id)
         cid = (

@@ -7,7 +7,8 @@ Entry point: :func:`analyze_spot_the_bot`. The frames it builds are public too:
   "spotted" event in exchanges and the feature covariates of that entity.
 
 Survival (Turnbull curves, generalized log-rank test, Cox models) comes from
-``dialeval.stats.survival`` when it is importable; otherwise those parts stay empty with a note.
+``dialeval.stats.survival``; an error there raises (it is never turned into a note). A Cox row
+whose coefficient could not be estimated carries the documented reason in ``note``.
 """
 
 from __future__ import annotations
@@ -156,29 +157,58 @@ def _num(x: Any) -> Any:
     return x
 
 
-def ranking_matches(frame: pd.DataFrame, matches: str = "conversation") -> pd.DataFrame:
+# The released Table 1 procedure (``segmented_bootstrap_sampling.py`` of jderiu/spot-the-bot-code,
+# its ``__main__``: naive=True, bootstrap_sampling(rep=1000, n_samples=5000), compute_rank_range
+# with p = int(rep * 0.995)): one match per annotation, 1000 resamples of 5000 matches drawn with
+# replacement, systems ranked by win share (wins / matches played, draws played), the released
+# rank-range rule (see dialeval.stats.ranking), overlapping ranges clustered.
+RELEASED_MATCHES = "annotation"
+RELEASED_N_BOOTSTRAP = 1000
+RELEASED_N_SAMPLES: int | None = 5000
+RELEASED_STATISTIC: ranking.Statistic = "win_share"
+RELEASED_RANK_RANGE: ranking.RankRangeRule = "released"
+RELEASED: dict[str, Any] = {
+    "matches": RELEASED_MATCHES,
+    "n_bootstrap": RELEASED_N_BOOTSTRAP,
+    "n_samples": RELEASED_N_SAMPLES,
+    "statistic": RELEASED_STATISTIC,
+    "rank_range": RELEASED_RANK_RANGE,
+}
+MATCHES = ("annotation", "annotation-blocks", "conversation")
+SEED_STABILITY_SEEDS = 20
+
+
+def ranking_matches(frame: pd.DataFrame, matches: str = "annotation") -> pd.DataFrame:
     """The matches that the ranking bootstraps: columns ``a, b, outcome, group``.
 
-    ``"conversation"`` (default): one match per conversation (the released code's match for its
-    ranking-significance analysis; see :func:`dialeval.stats.spot_the_bot.conversation_matches`),
-    resampled as they are. ``"annotation"``: one match per annotated segment (the win function of
-    Eq. 1), resampled in blocks of whole conversations because the segments and annotations of one
-    conversation are not independent.
+    ``"annotation"`` (default, the released Table 1 procedure): one match per annotated segment (the
+    win function of Eq. 1), each drawn on its own (``group`` None). ``"annotation-blocks"``: the
+    same matches resampled in blocks of whole conversations, because the segments and annotations
+    of one conversation are not independent (``group`` = conversation). ``"conversation"``: one
+    match per conversation (the released code's match for its stability analysis; see
+    :func:`dialeval.stats.spot_the_bot.conversation_matches`), resampled as they are.
     """
     if matches == "conversation":
         m = stb.conversation_matches(frame)
-        return m.assign(group=m["conversation_id"])[["a", "b", "outcome", "group"]]
-    if matches == "annotation":
-        m = stb.matches(frame)
-        return m.assign(group=frame["conversation_id"].to_numpy()).reset_index(drop=True)
-    raise ValueError(f"matches must be 'conversation' or 'annotation', got {matches!r}")
+        return m.assign(group=None)[["a", "b", "outcome", "group"]]
+    if matches in ("annotation", "annotation-blocks"):
+        m = stb.matches(frame).reset_index(drop=True)
+        group = frame["conversation_id"].to_numpy() if matches == "annotation-blocks" else None
+        return m.assign(group=group)
+    raise ValueError(f"matches must be one of {MATCHES}, got {matches!r}")
 
 
 def _ranking_of(
-    frame: pd.DataFrame, n_bootstrap: int, seed: int, statistic: str, n_samples: int | None, matches: str
+    frame: pd.DataFrame,
+    n_bootstrap: int,
+    seed: int,
+    statistic: ranking.Statistic,
+    n_samples: int | None,
+    matches: str,
+    rank_range: ranking.RankRangeRule = "released",
 ) -> pd.DataFrame:
     m = ranking_matches(frame, matches)
-    groups = m["group"] if matches == "annotation" else None
+    groups = m["group"] if matches == "annotation-blocks" else None
     return ranking.bootstrap_clusters(
         m["a"],
         m["b"],
@@ -188,58 +218,133 @@ def _ranking_of(
         statistic=statistic,
         n_samples=n_samples,
         groups=groups,
+        rank_range_rule=rank_range,
     )
 
 
-def _cluster_fn(n_bootstrap: int, seed: int, statistic: str, n_samples: int | None, matches: str):
+def _cluster_fn(
+    n_bootstrap: int,
+    seed: int,
+    statistic: ranking.Statistic,
+    n_samples: int | None,
+    matches: str,
+    rank_range: ranking.RankRangeRule = "released",
+):
     def rank_fn(frame: pd.DataFrame) -> list[list[str]]:
-        table = _ranking_of(frame, n_bootstrap, seed, statistic, n_samples, matches)
+        table = _ranking_of(frame, n_bootstrap, seed, statistic, n_samples, matches, rank_range)
         return ranking.cluster_list(dict(zip(table["system"], table["cluster"])))
 
     return rank_fn
 
 
+def seed_stability(
+    bots: pd.DataFrame,
+    reported: list[list[str]],
+    seeds: Sequence[int] = tuple(range(SEED_STABILITY_SEEDS)),
+    n_bootstrap: int = RELEASED_N_BOOTSTRAP,
+    statistic: ranking.Statistic = RELEASED_STATISTIC,
+    n_samples: int | None = RELEASED_N_SAMPLES,
+    matches: str = RELEASED_MATCHES,
+    rank_range: ranking.RankRangeRule = RELEASED_RANK_RANGE,
+) -> dict[str, Any]:
+    """How firm the reported clusters are: the clustering redone with each bootstrap seed of ``seeds``
+    (default 0..19) on the same data and settings.
+
+    ``{"seeds": n, "share": share of seeds giving exactly ``reported``, "clusterings": [{"clusters",
+    "share"}] (most frequent first), "cluster_share": {system: share of seeds in which that
+    system's reported cluster (the same members) is a cluster}}``.
+    """
+    rank_fn_of = lambda seed: _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches, rank_range)  # noqa: E731
+    seen: dict[str, int] = {}
+    found: dict[str, list[list[str]]] = {}
+    member_hits: dict[str, int] = {s: 0 for c in reported for s in c}
+    wanted = {frozenset(c) for c in reported}
+    for seed in seeds:
+        got = rank_fn_of(int(seed))(bots)
+        key = repr(got)
+        seen[key] = seen.get(key, 0) + 1
+        found[key] = got
+        present = {frozenset(c) for c in got} & wanted
+        for c in present:
+            for s in c:
+                member_hits[s] += 1
+    n = len(seeds)
+    clusterings = sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {
+        "seeds": n,
+        "share": seen.get(repr([sorted(c) for c in reported]), 0) / n if n else None,
+        "clusterings": [{"clusters": found[k], "share": v / n} for k, v in clusterings],
+        "cluster_share": {s: member_hits[s] / n for s in sorted(member_hits)} if n else {},
+    }
+
+
+def complete_packages(frame: pd.DataFrame, dataset: Dataset) -> pd.Series:
+    """True for annotations whose annotator annotated every conversation of that package.
+
+    The released scripts differ here: the Table 1 script (``segmented_bootstrap_sampling.py``,
+    ``get_all_annotated_convos(apply_blacklist=False)``) kept the annotations of packages an
+    annotator left unfinished; the stability script (``ranking_significance.py``) and the data for
+    the R survival script (``analysis/extract_event_data.py``, ``fetch_segmented``) used the default
+    ``apply_blacklist=True``, which drops every annotation of an (annotator, package) whose set of
+    annotated conversations differs from the package's.
+    """
+    expected = {u.id: set(u.conversation_ids) for u in dataset.units}
+    if frame.empty or not expected:
+        return pd.Series(True, index=frame.index)
+    done = frame.groupby(["annotator", "package_id"])["conversation_id"].agg(lambda c: set(c))
+    complete = {key for key, convs in done.items() if key[1] not in expected or convs == expected[key[1]]}
+    keys = list(zip(frame["annotator"], frame["package_id"]))
+    return pd.Series([k in complete for k in keys], index=frame.index)
+
+
 def _survival_parts(dataset_frame: pd.DataFrame) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    try:
-        from dialeval.stats.survival import cox_features, pairwise_logrank, turnbull_curves
-    except ImportError as exc:
-        note = f"dialeval.stats.survival is not available ({exc}); survival analysis skipped"
-        return {"curves": {}, "logrank": [], "note": note}, []
+    # local import: survival loads lifelines, which the rest of the report does not need.
+    # No try/except: a failing survival analysis is a bug and must not ship as a note.
+    from dialeval.stats.survival import cox_features, pairwise_logrank, turnbull_curves
+
     surv = survival_frame(dataset_frame, include_human=True)
     survival: dict[str, Any] = {"curves": {}, "logrank": []}
-    cox: list[dict[str, Any]] = []
-    try:
-        curves = turnbull_curves(surv[["system", "lower", "upper"]])
-        survival["curves"] = {s: [[_num(k), _num(v)] for k, v in pts] for s, pts in curves.items()}
-        lr = pairwise_logrank(surv[["system", "lower", "upper"]])
-        survival["logrank"] = [
-            {
-                "a": r["a"],
-                "b": r["b"],
-                "statistic": _num(r.get("statistic")),
-                "p": _num(r["p"]),
-                "p_adjusted": _num(r["p_adjusted"]),
-            }
-            for r in lr.to_dict("records")
-        ]
-        bots = surv[surv["system"] != HUMAN]
-        cf = cox_features(bots[["system", "lower", "upper", *STB_FEATURES]])
-        cox = [
-            {"system": r["system"], "feature": r["feature"], "coef": _num(r["coef"]), "p": _num(r["p"])}
-            for r in cf.to_dict("records")
-        ]
-    except Exception as exc:  # noqa: BLE001 - a failing helper must not lose the rest of the report
-        survival["note"] = f"survival analysis failed: {type(exc).__name__}: {exc}"
+    curves = turnbull_curves(surv[["system", "lower", "upper"]])
+    survival["curves"] = {s: [[_num(k), _num(v)] for k, v in pts] for s, pts in curves.items()}
+    lr = pairwise_logrank(surv[["system", "lower", "upper"]])
+    survival["logrank"] = [
+        {
+            "a": r["a"],
+            "b": r["b"],
+            "statistic": _num(r.get("statistic")),
+            "p": _num(r["p"]),
+            "p_adjusted": _num(r["p_adjusted"]),
+        }
+        for r in lr.to_dict("records")
+    ]
+    bots = surv[surv["system"] != HUMAN]
+    cf = cox_features(bots[["system", "lower", "upper", *STB_FEATURES]])
+    # `note` is cox_features' documented reason for a NaN coefficient (no spotted events, a
+    # constant covariate, a fit that did not converge); empty when the fit is fine
+    cox = [
+        {
+            "system": r["system"],
+            "feature": r["feature"],
+            "coef": _num(r["coef"]),
+            "robust_se": _num(r["robust_se"]),
+            "p": _num(r["p"]),
+            "note": r["note"],
+        }
+        for r in cf.to_dict("records")
+    ]
     return survival, cox
 
 
 def analyze_spot_the_bot(
     dataset: Dataset,
-    n_bootstrap: int = 1000,
+    n_bootstrap: int = RELEASED_N_BOOTSTRAP,
     seed: int = 0,
-    statistic: str = "mean_win_rate",
-    matches: str = "conversation",
-    n_samples: int | None = None,
+    statistic: ranking.Statistic = RELEASED_STATISTIC,
+    matches: str = RELEASED_MATCHES,
+    n_samples: int | None = RELEASED_N_SAMPLES,
+    rank_range: ranking.RankRangeRule = RELEASED_RANK_RANGE,
+    incomplete_packages: str = "keep",
+    seed_stability_seeds: int = SEED_STABILITY_SEEDS,
     trueskill_shuffles: int = 5,
     survival: bool = True,
     stability: bool = True,
@@ -253,11 +358,28 @@ def analyze_spot_the_bot(
 
     Only bot–bot conversations enter the win rates and the ranking. ``win_rates`` and each
     system's ``score`` (mean pairwise win rate) count one match per annotated segment (Eq. 1, human >
-    unsure > bot). Rank ranges and clusters come from a bootstrap of ``matches`` (see
-    :func:`ranking_matches`; default one match per conversation) ranked by ``statistic``
-    (``"mean_win_rate"``: the paper's score, default; ``"win_share"``: wins / matches, what the
-    released code sorted by); ``n_samples`` draws per resample (default: as many as there are).
-    TrueSkill uses the same matches. Systems are listed best first (cluster, then mean bootstrap rank).
+    unsure > bot).
+
+    Ranking, by default the released Table 1 procedure (:data:`RELEASED`): one match per annotation
+    (``matches``, see :func:`ranking_matches`), ``n_bootstrap`` = 1000 resamples of ``n_samples`` =
+    5000 matches drawn with replacement (None: as many as there are), systems ranked in each by
+    ``statistic`` = ``"win_share"`` (wins / matches played; ``"mean_win_rate"``: the paper's score),
+    a rank range per system that holds > 99.5 % of its bootstrap ranks by the ``rank_range`` rule
+    (``"released"``: from the best rank seen to the smallest upper bound that holds > 99.5 %, what
+    the released code computed; ``"shortest"``: the shortest such range, ties to the better ranks;
+    see :mod:`dialeval.stats.ranking`), and systems whose ranges overlap, transitively, in one
+    cluster. TrueSkill uses the same matches. Systems are listed best first (cluster, then mean
+    bootstrap rank).
+
+    ``seed_stability`` (beside ``clusters``): the clustering redone with bootstrap seeds 0 ..
+    ``seed_stability_seeds`` - 1 (20 by default; 0 skips it): ``share`` = the share of seeds giving
+    the reported clustering, and per system ``cluster_seed_share`` = the share of seeds in which
+    its reported cluster appears (see :func:`seed_stability`). On the released Empathetic data the
+    clusters BL > {BR, GPT} > S2 > DR come out in 11 of 20 seeds: a firm BL, a loose GPT/BR split.
+
+    ``incomplete_packages``: ``"keep"`` (default, as the released Table 1 script) or ``"drop"``
+    (as its stability script and the data of its R survival script): annotations of a package the
+    annotator did not finish (see :func:`complete_packages`); applies to the whole report.
 
     ``stability`` (paper 001 "On Reliability"): ``leave_one_out`` and ``subsample``: for each k of
     ``stability_sizes`` (capped at the most conversations any pair has), ``stability_repeats`` draws of
@@ -268,7 +390,16 @@ def analyze_spot_the_bot(
     ``time_to_significance``: see :func:`time_to_significance` (``tts=False`` skips it).
     ``automatic_metrics``: only when bot turns carry references (:mod:`dialeval.analysis.metrics`).
     """
+    if matches not in MATCHES:
+        raise ValueError(f"matches must be one of {MATCHES}, got {matches!r}")
+    if rank_range not in ranking.RANK_RANGE_RULES:
+        raise ValueError(f"rank_range must be one of {ranking.RANK_RANGE_RULES}, got {rank_range!r}")
+    if incomplete_packages not in ("keep", "drop"):
+        raise ValueError(f"incomplete_packages must be 'keep' or 'drop', got {incomplete_packages!r}")
     frame = annotation_frame(dataset)
+    n_all = len(frame)
+    if incomplete_packages == "drop":
+        frame = frame[complete_packages(frame, dataset)].reset_index(drop=True)
     bots = frame[frame["bot_bot"]].reset_index(drop=True)
     report: dict[str, Any] = {
         "method": "spot-the-bot",
@@ -281,7 +412,10 @@ def analyze_spot_the_bot(
             "statistic": statistic,
             "matches": matches,
             "n_samples": n_samples,
+            "rank_range": rank_range,
             "coverage": 0.995,
+            "incomplete_packages": incomplete_packages,
+            "n_incomplete_package_annotations_dropped": n_all - len(frame),
             "trueskill_shuffles": trueskill_shuffles,
         },
     }
@@ -301,7 +435,7 @@ def analyze_spot_the_bot(
     ]
     systems_out: list[dict[str, Any]] = []
     if len(bots):
-        table = _ranking_of(bots, n_bootstrap, seed, statistic, n_samples, matches)
+        table = _ranking_of(bots, n_bootstrap, seed, statistic, n_samples, matches, rank_range)
         m = ranking_matches(bots, matches)
         ts = ranking.trueskill_ratings(m["a"], m["b"], m["outcome"], n_shuffles=trueskill_shuffles, seed=seed)
         ts_mu = dict(zip(ts["system"], ts["mu"]))
@@ -325,6 +459,21 @@ def analyze_spot_the_bot(
         report["clusters"] = ranking.cluster_list(dict(zip(table["system"], table["cluster"])))
     else:
         report["clusters"] = []
+    if seed_stability_seeds > 0 and len(bots):
+        report["seed_stability"] = seed_stability(
+            bots,
+            report["clusters"],
+            tuple(range(int(seed_stability_seeds))),
+            n_bootstrap,
+            statistic,
+            n_samples,
+            matches,
+            rank_range,
+        )
+        for entry in systems_out:
+            entry["cluster_seed_share"] = report["seed_stability"]["cluster_share"].get(entry["name"])
+    else:
+        report["seed_stability"] = {"seeds": 0, "share": None, "clusterings": [], "cluster_share": {}}
     report["systems"] = systems_out
 
     if survival:
@@ -340,7 +489,7 @@ def analyze_spot_the_bot(
     report["feature_alpha"] = {k: _num(v) for k, v in stb.feature_alpha(bots).items()}
     report["time"] = {k: _num(v) for k, v in stb.time_summary(frame["elapsed_s"]).items()}
     if stability and len(bots):
-        loo = stb.leave_one_out(bots, _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches))
+        loo = stb.leave_one_out(bots, _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches, rank_range))
         report["stability"] = {
             "leave_one_out": loo,
             "all_same": all(x["same"] for x in loo),
@@ -354,6 +503,7 @@ def analyze_spot_the_bot(
                 n_samples,
                 matches,
                 reference=report["clusters"],
+                rank_range=rank_range,
             ),
         }
     else:
@@ -370,18 +520,19 @@ def subsample_stability_report(
     bots: pd.DataFrame,
     sizes: Sequence[int] = STABILITY_SIZES,
     n_repeats: int = 50,
-    n_bootstrap: int = 1000,
+    n_bootstrap: int = RELEASED_N_BOOTSTRAP,
     seed: int = 0,
-    statistic: str = "mean_win_rate",
-    n_samples: int | None = None,
-    matches: str = "conversation",
+    statistic: ranking.Statistic = RELEASED_STATISTIC,
+    n_samples: int | None = RELEASED_N_SAMPLES,
+    matches: str = RELEASED_MATCHES,
     reference: list[list[str]] | None = None,
+    rank_range: ranking.RankRangeRule = "released",
 ) -> dict[str, Any]:
     """Subsampling stability of the clustering of the bot–bot frame ``bots`` (see
     :func:`analyze_spot_the_bot`): ``{"reference": full-data clusters, "conversations_per_pair":
     {min, max}, "subsample": [{k, reference_share, modal_share, n_rankings, modal}]}``.
     ``reference``: the full-data clustering already computed (the report's), else computed here."""
-    rank_fn = _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches)
+    rank_fn = _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches, rank_range)
     if reference is None:
         reference = rank_fn(bots)
     pairs = [tuple(sorted(p)) for p in zip(bots["system0"], bots["system1"])]

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -145,25 +146,67 @@ class LocalLLMBot(Bot):
         recent = history[-self.options.max_history :]
         return out + [{"role": m.role, "content": m.text} for m in recent]
 
-    async def reply(self, history: list[ChatMessage], context: BotContext | None = None) -> str:
-        context = context or BotContext()
-        seed = (
+    def seed_for(self, history: list[ChatMessage], context: BotContext) -> int:
+        if context.rng is not None:
+            return context.rng.randrange(2**31)
+        return (
             stable_seed(
                 "local-llm", self.options.seed, context.seed, context.conversation_id, turn_index(history)
             )
             % 2**31
         )
-        if context.rng is not None:
-            seed = context.rng.randrange(2**31)
+
+    async def reply(self, history: list[ChatMessage], context: BotContext | None = None) -> str:
+        return "".join([chunk async for chunk in self.stream(history, context)])
+
+    async def stream(self, history: list[ChatMessage], context: BotContext | None = None) -> AsyncIterator[str]:
+        """The reply token by token (transformers' TextIteratorStreamer fed by a worker thread).
+
+        Joined, the chunks are the stripped reply: leading whitespace is dropped and trailing
+        whitespace is held back until more text follows it.
+        """
+        context = context or BotContext()
+        seed = self.seed_for(history, context)
         messages = self.messages(history, context)
-        text = await asyncio.to_thread(self._generate, messages, seed)
-        if not text:
+        tokenizer, _model = await asyncio.to_thread(load_model)
+        from transformers import TextIteratorStreamer
+
+        streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=120)
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self._generate(messages, seed, streamer)
+            except BaseException as exc:  # reported to the reader below, never lost in the thread
+                failure.append(exc)
+                streamer.end()
+
+        worker = threading.Thread(target=run, name=f"local-llm-{self.name}", daemon=True)
+        worker.start()
+        pending, started = "", False
+        while True:
+            piece: str | None = await asyncio.to_thread(next, streamer, None)
+            if piece is None:
+                break
+            if not started:
+                piece = piece.lstrip()
+                if not piece:
+                    continue
+                started = True
+            text = pending + piece
+            body = text.rstrip()
+            pending = text[len(body):]
+            if body:
+                yield body
+        await asyncio.to_thread(worker.join)
+        if failure:
+            raise BotError(self.name, "malformed", f"the model failed: {failure[0]}")
+        if not started:
             raise BotError(
                 self.name, "malformed", "the model produced no text; raise max_new_tokens or change the seed"
             )
-        return text
 
-    def _generate(self, messages: list[dict[str, str]], seed: int) -> str:
+    def _generate(self, messages: list[dict[str, str]], seed: int, streamer: Any = None) -> str:
         import torch
 
         tokenizer, model = load_model()
@@ -177,7 +220,8 @@ class LocalLLMBot(Bot):
         with _generate_lock, torch.inference_mode():
             torch.manual_seed(seed)
             output = model.generate(
-                **inputs, max_new_tokens=o.max_new_tokens, pad_token_id=tokenizer.eos_token_id, **sampling
+                **inputs, max_new_tokens=o.max_new_tokens, pad_token_id=tokenizer.eos_token_id, streamer=streamer,
+                **sampling,
             )
         new_tokens = output[0][inputs["input_ids"].shape[1] :]
         return tokenizer.decode(new_tokens, skip_special_tokens=True).strip()

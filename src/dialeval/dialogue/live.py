@@ -31,15 +31,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..bots.base import Bot, BotContext, ChatMessage
 from ..errors import BotError, JudgmentError, StoreError
 from ..records import Conversation, Turn
+from ..textclean import clean_text
+
+if TYPE_CHECKING:
+    from ..config import StudyConfig
+    from ..protocols.base import AssignmentInfo, StudyContext
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +95,27 @@ def clean_message(text: Any, max_chars: int = MAX_MESSAGE_CHARS) -> str:
     if len(text) > max_chars:
         raise JudgmentError(f"A message can have at most {max_chars} characters.")
     return text
+
+
+def watch_timeout(value: Any) -> float:
+    """The long-poll wait a `watch` asks for, in seconds: absent, null or "" = WATCH_TIMEOUT_S, a
+    number (or a numeric string, as a form sends it) ≥ 0 is capped at WATCH_TIMEOUT_S; anything else
+    (an object, a list, true, NaN, a negative number) is the client's error (400), never a 500.
+
+    >>> watch_timeout(None), watch_timeout(2), watch_timeout("0.5"), watch_timeout(600)
+    (20.0, 2.0, 0.5, 20.0)
+    """
+    if value is None or value == "":
+        return WATCH_TIMEOUT_S
+    number = math.nan
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except ValueError:
+            pass
+    if not number >= 0:  # NaN fails too
+        raise JudgmentError("timeout must be a number of seconds.")
+    return min(WATCH_TIMEOUT_S, number)
 
 
 def now_ts() -> float:
@@ -155,7 +182,8 @@ def find_generation(key: str) -> Generation | None:
 
 def start_generation(key: str, bots: Sequence[Bot], history: list[ChatMessage], context: BotContext,
                      on_complete: OnComplete,
-                     on_error: Callable[[str], Awaitable[None]] | None = None) -> tuple[Generation, bool]:
+                     on_error: Callable[[str], Awaitable[None]] | None = None,
+                     max_chars: int | None = None) -> tuple[Generation, bool]:
     """Ask every bot of `bots` for its reply to `history`, concurrently, in a task of its own.
 
     Returns (generation, started). A generation already running under `key` is returned instead of
@@ -179,7 +207,10 @@ def start_generation(key: str, bots: Sequence[Bot], history: list[ChatMessage], 
         await gen.emit({"event": "start", "slots": gen.slots})
         try:
             await asyncio.gather(*(one(i, b) for i, b in enumerate(bots)))
-            texts = [t.strip() for t in gen.texts]
+            # control characters out and the length bounded before a reply is stored (textclean.py)
+            texts = [clean_text(t).strip() for t in gen.texts]
+            if max_chars is not None:
+                texts = [t if len(t) <= max_chars else t[:max_chars].rstrip() + " …" for t in texts]
             for bot, text in zip(bots, texts):
                 if not text:
                     raise BotError(bot.name, "malformed", "the reply was empty")
@@ -230,6 +261,22 @@ class LiveProtocol:
     rate_limited_actions: ClassVar[frozenset[str]] = frozenset({"send", "reply"})
     fixed_opener: ClassVar[bool] = True  # PW-Turn and SM start with options.first_message
 
+    if TYPE_CHECKING:  # for the type checker only: what protocols.base.Protocol and the subclass provide
+        study: StudyContext
+
+        @property
+        def store(self) -> Any: ...
+        @property
+        def config(self) -> StudyConfig: ...
+        @property
+        def options(self) -> Any: ...
+        def save_state(self, assignment: AssignmentInfo, state: dict[str, Any]) -> None: ...
+        def check_live_messages(self, annotator_id: int) -> list[str]: ...
+        def chat_bots(self, assignment, state) -> list[str]: ...
+        def can_send(self, conv, state) -> str | None: ...
+        def store_replies(self, annotator, assignment, conv, state, names, texts) -> None: ...
+        def current_conversation_id(self, assignment, state) -> str: ...
+
     # -- conversations --------------------------------------------------------------------------
     def fresh_state(self, assignment) -> dict[str, Any]:
         from ..store import work
@@ -271,7 +318,7 @@ class LiveProtocol:
     # -- actions shared by the live methods --------------------------------------------------------
     async def act_send(self, annotator, assignment, data: dict[str, Any]) -> dict[str, Any]:
         """Store the annotator's message, then ask the bot(s). Idempotent per request_id."""
-        text = clean_message(data.get("text"))
+        text = clean_message(data.get("text"), self.config.limits.message_chars)
         request_id = data.get("request_id")
         state = await _to_thread(self.fresh_state, assignment)
         conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
@@ -296,10 +343,12 @@ class LiveProtocol:
 
     async def act_watch(self, annotator, assignment, data: dict[str, Any]) -> dict[str, Any]:
         """Long-poll: the events of the running generation after `cursor`."""
+        timeout = watch_timeout(data.get("timeout"))
         try:
             cursor = max(0, int(data.get("cursor") or 0))
         except (TypeError, ValueError):
             cursor = 0
+        timeout = watch_timeout(data.get("timeout"))
         state = await _to_thread(self.fresh_state, assignment)
         conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
         if conv is None:
@@ -309,7 +358,6 @@ class LiveProtocol:
             key = self.generation_key(conv)
         gen = find_generation(key)
         if gen is not None:
-            timeout = min(WATCH_TIMEOUT_S, float(data.get("timeout") or WATCH_TIMEOUT_S))
             events, cursor, finished = await gen.wait_events(cursor, timeout)
             return {"events": events, "cursor": cursor, "finished": finished}
         # Not running here: finished (stored), failed (error in the state), or run by another worker.
@@ -324,6 +372,25 @@ class LiveProtocol:
             return {"events": [{"event": "idle"}], "cursor": cursor, "finished": True}
         await asyncio.sleep(0.5)
         return {"events": [], "cursor": cursor, "finished": False}
+
+    async def event_stream(self, annotator, assignment, generation: str | None, cursor: int):
+        """The events of a generation after `cursor`, as they happen: (event, new cursor) pairs.
+
+        Server-Sent Events read this (web/app.py ``/events``): a chunk reaches the page as soon as
+        the bot produced it. Ends after "done" or "error"; yields (None, cursor) as a keep-alive.
+        """
+        while True:
+            data = {"generation": generation or "", "cursor": str(cursor), "timeout": "15"}
+            res = await self.act_watch(annotator, assignment, data)
+            for i, event in enumerate(res["events"]):
+                yield event, cursor + i + 1  # each event's id: a reconnect resumes right after it
+            cursor = res["cursor"]
+            if res["finished"]:
+                if not any(e.get("event") in ("done", "error", "idle") for e in res["events"]):
+                    yield {"event": "done"}, cursor
+                return
+            if not res["events"]:
+                yield None, cursor
 
     async def _start(self, annotator, assignment, conv: Conversation, state: dict[str, Any]) -> dict[str, Any]:
         names = self.chat_bots(assignment, state)
@@ -345,7 +412,8 @@ class LiveProtocol:
             state.pop("bot_error", None)
             state["generating"] = {"at": now_ts(), "turns": len(conv.turns)}
             await _to_thread(self.save_state, assignment, state)
-        gen, started = start_generation(key, bots, history, context, on_complete, on_error)
+        gen, started = start_generation(key, bots, history, context, on_complete, on_error,
+                                        max_chars=self.config.limits.bot_reply_chars)
         return {"started": started, "slots": gen.slots, "cursor": 0, "generation": key}
 
     def _complete(self, annotator, assignment, conv: Conversation, names: list[str], texts: list[str]) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from dialeval.errors import DialevalError, ImportFormatError
 from dialeval.records import Conversation, Dataset
+from dialeval.textclean import clean_imported
 
 READERS: dict[str, str] = {
     "parlai": "dialeval.formats.parlai:read_parlai_conversations",
@@ -26,6 +27,7 @@ READERS: dict[str, str] = {
     # the lead adds, once those modules exist:
     "dialogue-eval": "dialeval.formats.dialogue_eval:read_dialogue_eval_csv",
     "spot-the-bot": "dialeval.formats.spot_the_bot:read_spot_the_bot",
+    "arena": "dialeval.formats.arena:read_arena_battles",
 }
 
 WRITERS: dict[str, str] = {
@@ -99,7 +101,8 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise ImportFormatError(
                     str(path), f"expected a JSON object, found {type(obj).__name__}", line=number
                 )
-            yield number, obj
+            # control characters out, oversized texts refused naming this line (textclean.py)
+            yield number, clean_imported(obj, str(path), number)
 
 
 def dump_json_line(obj: Any) -> str:

@@ -8,6 +8,9 @@
          "dialogue": [{"id": "human_evaluator", "text": "..."}, {"id": "model_a", "text": "..."}]},
         {"speakers": ["other_speaker", "model_b"], "dialogue": [...]}]}
 
+The first published pairings (ParlAI 2019) name a turn's speaker ``speaker`` instead of ``id``
+and may lack ``dialogue_ids``; both shapes read.
+
 Onboarding lines may add ``correct_answer`` (the speaker that must be chosen) and ``tags``, and may
 lack ``dialogue_ids``. Dialogue i shows speaker ``speakers_to_eval[i]``.
 
@@ -63,14 +66,17 @@ def _conversation(
         at = f"{where}.dialogue[{t}]"
         if not isinstance(entry, dict):
             raise ImportFormatError(str(path), "a turn must be a JSON object", line=number, field=at)
-        for key in ("id", "text"):
-            if key not in entry:
-                raise ImportFormatError(
-                    str(path), f"the turn has no '{key}'", line=number, field=f"{at}.{key}"
-                )
-        speaker_id = str(entry["id"])
+        # ParlAI's first pairings (2019) named the speaker of a turn `speaker`; later ones `id`
+        key = "id" if "id" in entry else "speaker" if "speaker" in entry else None
+        if key is None:
+            raise ImportFormatError(
+                str(path), "the turn has no 'id' (nor the older 'speaker')", line=number, field=f"{at}.id"
+            )
+        if "text" not in entry:
+            raise ImportFormatError(str(path), "the turn has no 'text'", line=number, field=f"{at}.text")
+        speaker_id = str(entry[key])
         meta: dict[str, Any] = {"parlai_id": speaker_id, "evaluated": speaker_id == evaluated}
-        meta.update({k: v for k, v in entry.items() if k not in ("id", "text")})
+        meta.update({k: v for k, v in entry.items() if k not in ("id", "speaker", "text")})
         if speaker_id == evaluated:
             speaker, bot = "bot", evaluated
         elif _is_human(speaker_id):

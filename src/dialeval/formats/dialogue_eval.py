@@ -12,9 +12,18 @@ each of the six slots i = 0..5 of the HIT:
   "#<turn>@<value>#<turn>@<value>..." (the topic entered before the chat, then each change)
 
 System names: the task name, plus "+persona" when the slot used a persona (`qc` never gets one).
-One row (an empty submission, `[{}]`) has no answers: its worker is kept as an annotator (it counts
-as a failed worker), its unit and its six assigned conversations (bots from `Input.u{i}`, no turns)
-are kept and flagged `empty_submission`, and it yields no judgments.
+
+Every run of the public release reads (free topic runs 1 and 2, ice-breaker). Their variants:
+
+- An **empty submission** answers no slot: `[{}]` (free run 1) or only a comment,
+  `[{"feedback": "..."}]` (free run 2, ice-breaker; rejected assignments). Its worker is kept as an
+  annotator (it counts as a failed worker), its unit and its six assigned conversations (bots from
+  `Input.u{i}`, no turns) are kept and flagged `empty_submission`, and it yields no judgments.
+- A **partial submission** answers some slots only: the unanswered slots are kept like an empty
+  submission's (flag `unanswered`), the answered ones are read as usual. A slot whose bot is known
+  but whose scores are missing keeps its conversation (flag `unrated`) and yields no judgment.
+- Keys the reader does not use (`feedback`, `error-message`, new per-slot keys) are ignored or kept
+  in the unit payload; `AssignmentStatus` (Approved / Rejected / Submitted) is kept there too.
 """
 
 from __future__ import annotations
@@ -36,6 +45,8 @@ PERSONA_SUFFIX = "+persona"
 PERSONA_SEED_MAX = 500
 REQUIRED_COLUMNS = ("HITId", "AssignmentId", "WorkerId", "Answer.taskAnswers")
 _MARK = re.compile(r"#(\d+)@")
+# the per-slot keys whose presence means the worker answered slot i
+SLOT_KEYS = ("task", "score", "dialogue", "seed")
 
 
 def system_name(task: str, persona: bool | None) -> str:
@@ -173,6 +184,9 @@ def read_dialogue_eval_csv(
         raise ImportFormatError(spath, "no data rows")
     ds.annotators = list(annotators.values())
     ds.meta.update({"rows": rows, "empty_submissions": empty, "persona_seed_max": persona_seed_max})
+    ds.meta["partial_submissions"] = sorted(
+        {u.id for u in ds.units if u.payload.get("unanswered_slots") and not u.payload.get("empty_submission")}
+    )
     return ds
 
 
@@ -206,39 +220,47 @@ def _read_row(
     unit_payload: dict[str, Any] = {"hit": hit, "assignment": assignment, "worker": worker, "work_time_s": work_time}
     inputs = [(row.get(f"Input.u{i}") or "").strip() or None for i in range(SLOTS)]
 
-    if not answers:
-        # The empty submission: nothing was rated; keep who and what was assigned.
+    status = (row.get("AssignmentStatus") or "").strip() or None
+    if status:
+        unit_payload["assignment_status"] = status
+    for key in ("feedback", "error-message"):
+        if answers.get(key):
+            unit_payload[key.replace("-", "_")] = answers[key]
+    answered = [any(f"{key}{i}" in answers for key in SLOT_KEYS) for i in range(SLOTS)]
+
+    def unanswered(i: int, why: str, flag: str) -> Conversation:
+        task = inputs[i]
+        return Conversation(
+            id=conv_ids[i],
+            bots=[task] if task else [],
+            turns=[],
+            source="live",
+            meta={**base_meta, "slot": i, "model": task, "persona": None, "qc": task == QC_TASK, flag: True},
+            error=why,
+        )
+
+    if not any(answered):
+        # An empty submission: nothing was rated; keep who and what was assigned.
         empty.append(assignment)
         ann.meta["empty_submission"] = True
         ann.meta.setdefault("empty_assignments", []).append(assignment)
         unit_payload["empty_submission"] = True
-        for i, task in enumerate(inputs):
+        unit_payload["unanswered_slots"] = list(range(SLOTS))
+        for i in range(SLOTS):
             ds.conversations.append(
-                Conversation(
-                    id=conv_ids[i],
-                    bots=[task] if task else [],
-                    turns=[],
-                    source="live",
-                    meta={
-                        **base_meta,
-                        "slot": i,
-                        "model": task,
-                        "persona": None,
-                        "qc": task == QC_TASK,
-                        "empty_submission": True,
-                    },
-                    error="empty submission: the worker submitted no conversation",
-                )
+                unanswered(i, "empty submission: the worker submitted no conversation", "empty_submission")
             )
         ds.units.append(Unit(id=assignment, kind="da-hit", conversation_ids=conv_ids, payload=unit_payload))
         return
 
-    for key in ("feedback", "error-message"):
-        if answers.get(key):
-            unit_payload[key.replace("-", "_")] = answers[key]
     elapsed = work_time / SLOTS if work_time is not None else None
-    systems = []
+    systems: list[str | None] = []
     for i in range(SLOTS):
+        if not answered[i]:
+            unit_payload.setdefault("unanswered_slots", []).append(i)
+            systems.append(inputs[i])
+            ds.conversations.append(unanswered(i, "partial submission: this slot was not answered", "unanswered"))
+            continue
         task = answers.get(f"task{i}")
         if not isinstance(task, str) or not task.strip():
             raise ImportFormatError(
@@ -255,10 +277,12 @@ def _read_row(
         persona = seed <= persona_seed_max
         name = system_name(task, persona)
         systems.append(name)
-        try:
-            scores = parse_scores(answers.get(f"score{i}"))
-        except (TypeError, ValueError) as e:
-            raise ImportFormatError(path, str(e), line=line, field=f"Answer.taskAnswers.score{i}") from None
+        scores = None
+        if answers.get(f"score{i}") not in (None, ""):
+            try:
+                scores = parse_scores(answers.get(f"score{i}"))
+            except (TypeError, ValueError) as e:
+                raise ImportFormatError(path, str(e), line=line, field=f"Answer.taskAnswers.score{i}") from None
         try:
             turns = parse_dialogue(answers.get(f"dialogue{i}", ""), name)
         except (TypeError, ValueError) as e:
@@ -280,7 +304,12 @@ def _read_row(
             "topic_change_opinions": parse_marked(answers.get(f"topic_change_opinion{i}")),
             "topic_chatbot_opinions": parse_marked(answers.get(f"topic_chatbot_opinion{i}")),
         }
+        if scores is None:
+            meta["unrated"] = True
+            unit_payload.setdefault("unrated_slots", []).append(i)
         ds.conversations.append(Conversation(id=conv_ids[i], bots=[name], turns=turns, source="live", meta=meta))
+        if scores is None:
+            continue
         ds.judgments.append(
             Judgment(
                 annotator_id=worker,

@@ -81,10 +81,10 @@ def read_openai_messages(path: str | Path, *, default_bot: str = "bot") -> list[
             if role in SYSTEM_ROLES:
                 system.append(text)
             elif role == "user":
-                meta = dict(extra)
+                turn_meta = dict(extra)
                 if message.get("name"):
-                    meta["name"] = message["name"]
-                turns.append(Turn(speaker="human", text=text, meta=meta))
+                    turn_meta["name"] = message["name"]
+                turns.append(Turn(speaker="human", text=text, meta=turn_meta))
             elif role == "assistant":
                 turns.append(
                     Turn(speaker="bot", text=text, bot=str(message.get("name") or default), meta=extra)

@@ -16,6 +16,17 @@ every other id is a bot, named by the id, by ``speaker_map``, or, in a self-chat
 shared base of the ids (``TransformerGenerator_1``/``_2`` -> ``TransformerGenerator``). The ParlAI
 id of every turn is kept in ``turn.meta["parlai_id"]``, other act keys in ``turn.meta`` too.
 
+Variants of ParlAI's public releases that read too:
+
+- fast-ACUTE self-chat logs ``<model>.<task>.jsonl`` (``task_config/self_chats/``): both sides are
+  ``TransformerGenerator_1/_2`` whatever the model, so the bot is named by the file's ``<model>``
+  when the sidecar's ``opt.task`` matches the file name.
+- model_chat results (one pretty-printed JSON object per conversation, acts with ``agent_idx``):
+  agent 0 is the crowdworker (``human``), agent 1 the bot; per-turn annotations stay in turn.meta.
+- older chat logs whose acts name the speaker ``speaker`` instead of ``id``
+  (``projects/wizard_of_wikipedia/chat_example1.jsonl``).
+- a folder: every ``*.jsonl``/``*.json`` log in it, ids prefixed by the file's path in the folder.
+
 The writer adds three episode-level keys ParlAI ignores (``conversation_id``, ``bots``, ``source``)
 so that a file written here reads back to the same conversations.
 """
@@ -94,16 +105,22 @@ def read_parlai_conversations(
     Raises ImportFormatError naming the line (and field) of anything malformed.
     """
     path = Path(path)
+    if path.is_dir():
+        return _read_folder(path, bot=bot, speaker_map=speaker_map, self_chat=self_chat, human_ids=human_ids)
     metadata = read_parlai_metadata(path)
     is_self_chat = bool(metadata.get("self_chat", False)) if metadata else False
     if self_chat is not None:
         is_self_chat = self_chat
+    if bot is None and is_self_chat:
+        bot = fast_acute_model(path, metadata)
     human_ids = frozenset(human_ids)
     speaker_map = dict(speaker_map or {})
     sidecar = {k: v for k, v in (metadata or {}).items() if k != "opt"}
 
     conversations: list[Conversation] = []
-    for number, episode in iter_jsonl(path):
+    for number, episode in _episodes(path):
+        if _is_model_chat(episode):
+            human_ids = human_ids | _model_chat_human_ids(episode)
         if "dialog" not in episode:
             raise ImportFormatError(str(path), "missing the episode's turns", line=number, field="dialog")
         dialog = episode["dialog"]
@@ -130,6 +147,10 @@ def read_parlai_conversations(
                 where = f"dialog[{i}][{j}]"
                 if not isinstance(act, dict):
                     raise ImportFormatError(str(path), "an act must be a JSON object", line=number, field=where)
+                if "id" not in act and "speaker" in act:
+                    # older ParlAI chat logs (e.g. projects/wizard_of_wikipedia/chat_example*.jsonl)
+                    # name the speaker `speaker`, as the first ACUTE pairings did
+                    act = {"id": act["speaker"], **{k: v for k, v in act.items() if k != "speaker"}}
                 for key in ("id", "text"):
                     if key not in act:
                         raise ImportFormatError(
@@ -186,23 +207,77 @@ def read_parlai_conversations(
                 if turn.bot is not None and turn.bot not in bots:
                     bots.append(turn.bot)
         source = episode.get("source") or ("self-chat" if episode_self_chat else "import")
-        meta: dict[str, Any] = {"context": context}
+        conversation_meta: dict[str, Any] = {"context": context}
         extra = {k: v for k, v in episode.items() if k not in _EPISODE_KEYS}
         if extra:
-            meta["parlai"] = extra
+            conversation_meta["parlai"] = extra
         if sidecar:
-            meta["parlai_metadata"] = sidecar
+            conversation_meta["parlai_metadata"] = sidecar
         conversations.append(
             Conversation(
                 id=str(episode.get("conversation_id", f"{path.stem}-{number}")),
                 bots=[str(b) for b in bots],
                 turns=turns,
                 source=str(source),
-                meta=meta,
+                meta=conversation_meta,
                 error=episode.get("error"),
             )
         )
     return conversations
+
+
+def fast_acute_model(path: Path, metadata: dict[str, Any] | None) -> str | None:
+    """The model name of a fast-ACUTE self-chat log, which ParlAI writes as ``<model>.<task>.jsonl``
+    (``model1.blended_skill_talk.jsonl``): both sides share one ParlAI id base
+    (``TransformerGenerator_1/_2``) whatever the model, so the file name is what tells models apart."""
+    task = str(((metadata or {}).get("opt") or {}).get("task") or "").replace(":", "_")
+    suffix = f".{task}.jsonl"
+    if task and path.name.endswith(suffix) and len(path.name) > len(suffix):
+        return path.name[: -len(suffix)]
+    return None
+
+
+def _episodes(path: Path):
+    """(line, episode) of a JSONL log, or (1, episode) of a file holding one JSON object (the
+    pretty-printed per-conversation files of ParlAI's crowdsourcing tasks, e.g. model_chat)."""
+    if path.exists() and path.suffix == ".json":
+        text = path.read_text(encoding="utf-8")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict):
+            yield 1, data
+            return
+    yield from iter_jsonl(path)
+
+
+def _is_model_chat(episode: dict[str, Any]) -> bool:
+    """A Mephisto model_chat result: worker ids at the top, acts carrying ``agent_idx``."""
+    return "workers" in episode and isinstance(episode.get("dialog"), list) and any(
+        isinstance(a, dict) and "agent_idx" in a for a in episode["dialog"]
+    )
+
+
+def _model_chat_human_ids(episode: dict[str, Any]) -> frozenset[str]:
+    # in model_chat the crowdworker is agent 0 (it sends the opening "Hi!"), the bot agent 1
+    return frozenset(str(a["id"]) for a in episode["dialog"] if isinstance(a, dict) and a.get("agent_idx") == 0)
+
+
+def _read_folder(folder: Path, **options: Any) -> list[Conversation]:
+    """Every log in a folder tree (``*.jsonl`` and ``*.json``, sidecars skipped); conversation ids
+    are prefixed with the file's path inside the folder, so equal file names do not clash."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json"))
+    if not files:
+        raise ImportFormatError(str(folder), "no ParlAI logs (*.jsonl or *.json) in this folder")
+    out: list[Conversation] = []
+    for file in files:
+        prefix = file.relative_to(folder).with_suffix("").as_posix()
+        for conversation in read_parlai_conversations(file, **options):
+            if conversation.id.startswith(f"{file.stem}-"):
+                conversation.id = prefix + conversation.id[len(file.stem) :]
+            out.append(conversation)
+    return out
 
 
 def _parlai_id(turn: Turn, index: int, self_chat: bool) -> str:

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from ..records import Dataset
 
+# judgment value keys and unit payload keys that hold a system name (never a conversation id)
+_VALUE_KEYS = ("chosen", "other", "model_a", "model_b")
+_PAYLOAD_KEYS = ("correct_answer",)
+_PAYLOAD_LISTS = ("speakers_to_eval", "systems")
+
 
 def rename_systems(dataset: Dataset, renames: dict[str, str]) -> Dataset:
-    """Rename bots everywhere a system name appears: conversations, turns, unit payloads, judgment values."""
+    """Rename bots everywhere a system name appears: conversations, turns, units, judgments."""
+
     def r(name):
         return renames.get(name, name) if isinstance(name, str) else name
 
@@ -17,11 +23,17 @@ def rename_systems(dataset: Dataset, renames: dict[str, str]) -> Dataset:
             for cand in t.candidates or []:
                 cand["bot"] = r(cand.get("bot"))
     for u in dataset.units:
-        if "speakers_to_eval" in u.payload:
-            u.payload["speakers_to_eval"] = [r(b) for b in u.payload["speakers_to_eval"]]
+        for key in _PAYLOAD_LISTS:
+            if isinstance(u.payload.get(key), list):
+                u.payload[key] = [r(b) for b in u.payload[key]]
+        for key in _PAYLOAD_KEYS:
+            if key in u.payload:
+                u.payload[key] = r(u.payload[key])
     for j in dataset.judgments:
         if isinstance(j.value, dict):
-            for key in ("chosen", "other"):
+            for key in _VALUE_KEYS:
                 if key in j.value:
                     j.value[key] = r(j.value[key])
+        if j.shown_order and dataset.method != "acute":  # ACUTE shows conversation ids, not systems
+            j.shown_order = [r(b) for b in j.shown_order]
     return dataset

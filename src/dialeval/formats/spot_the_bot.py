@@ -12,7 +12,9 @@ How the records look after import (``Dataset.method == "spot-the-bot"``):
 
 - **Conversation**: ``id`` = the Mongo id, ``bots = [entity0, entity1]`` (entity order of the export).
   A bot is named by its ``system_type`` (``huggingface``, ``bert_rank``, ...); the uninformative type
-  ``model`` (Blender) is replaced by its ``system_name`` (``zoo:blender/blender_90M/model``).
+  ``model`` (Blender) is replaced by its ``system_name`` (``zoo:blender/blender_90M/model``). By
+  default these export names become the paper's short names (GPT, BR, S2, DR, BL; HF, LC, KV in
+  the PersonaChat domain ``convai2``).
   Human–human conversations have ``source = "human"`` and ``bots = ["human", "human"]``; bot–bot
   conversations have ``source = "bot-bot"``. Turns alternate entity0, entity1, ... and carry
   ``speaker = "entity0" | "entity1"``, ``bot`` = the system (None for a person) and
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from dialeval.errors import ImportFormatError
+from dialeval.formats.rename import rename_systems
 from dialeval.records import Annotator, Conversation, Dataset, Judgment, Turn, Unit
 
 METHOD = "spot-the-bot"
@@ -46,6 +49,8 @@ QUESTION = "spot-the-bot"
 HUMAN = "human"
 
 #: The paper's short names (001, Table 1), keyed by system_type or system_name of the export.
+#: The PersonaChat domain (``convai2``) calls the huggingface system HF, not GPT: see
+#: :func:`paper_names`.
 PAPER_NAMES: dict[str, str] = {
     "huggingface": "GPT",
     "bert_rank": "BR",
@@ -57,6 +62,18 @@ PAPER_NAMES: dict[str, str] = {
     "lost_in_conversation": "LC",
     "kvmemnn": "KV",
 }
+
+# domains whose huggingface system is the ConvAI2 entry "HF" (paper 001, Dialogue Systems)
+_PERSONACHAT_DOMAINS = {"convai2", "personachat", "persona_chat"}
+
+
+def paper_names(domain: str) -> dict[str, str]:
+    """The paper's short names for one domain (GPT in DailyDialog/Empathetic, HF in PersonaChat)."""
+    names = dict(PAPER_NAMES)
+    if domain.lower() in _PERSONACHAT_DOMAINS:
+        names["huggingface"] = "HF"
+    return names
+
 
 _FEATURES = {"fluency": "fluencyValue", "sensibleness": "sensitivenessValue", "specificity": "specificityValue"}
 _GENERIC_TYPES = {"model", ""}
@@ -237,7 +254,7 @@ def _read_packages(path: Path, known: set[str]) -> list[Unit]:
             Unit(
                 id=pid,
                 kind="stb-package",
-                conversation_ids=[s["conversation_id"] for s in segments],
+                conversation_ids=[str(s["conversation_id"]) for s in segments],
                 payload={"segments": segments},
             )
         )
@@ -308,11 +325,17 @@ def _read_annotations(
     return judgments, list(annotators.values())
 
 
-def read_spot_the_bot(folder: str | Path, domain: str, rename: dict[str, str] | None = None) -> Dataset:
-    """Read one domain of the Spot The Bot export in ``folder`` (e.g. domain ``"dailydialog"``).
+def read_spot_the_bot(
+    folder: str | Path, domain: str, rename: dict[str, str] | None = None, *, use_paper_names: bool = True
+) -> Dataset:
+    """Read one domain of the Spot The Bot export in ``folder`` (``dailydialog``, ``empathetic`` or
+    ``convai2``).
 
-    ``rename`` relabels systems (keys: system_type, system_name or the imported name); pass
-    :data:`PAPER_NAMES` for the paper's short names. ``"human"`` is never renamed.
+    Systems get the paper's short names (:func:`paper_names`: GPT, BR, S2, DR, BL; HF, LC, KV in
+    PersonaChat) unless ``use_paper_names=False``, which keeps the export's ``system_type`` (or, for
+    Blender's generic type ``model``, its ``system_name``). ``rename`` relabels systems on top of
+    that (keys: system_type, system_name or the imported name) and wins over the paper names.
+    ``"human"`` is never renamed.
     """
     folder = Path(folder)
     paths = {kind: folder / f"{kind}-dialogues-full-{domain}.json" for kind in ("sampled", "packed", "annotated")}
@@ -321,12 +344,13 @@ def read_spot_the_bot(folder: str | Path, domain: str, rename: dict[str, str] | 
             raise ImportFormatError(
                 str(path), f"file not found; expected the Spot The Bot export of domain '{domain}' in {folder}"
             )
-    conversations = _read_conversations(paths["sampled"], rename)
+    names = {**(paper_names(domain) if use_paper_names else {}), **(rename or {})}
+    conversations = _read_conversations(paths["sampled"], names or None)
     by_id = {c.id: c for c in conversations}
     units = _read_packages(paths["packed"], set(by_id))
     unit_map = {u.id: u for u in units}
     judgments, annotators = _read_annotations(paths["annotated"], by_id, unit_map)
-    return Dataset(
+    dataset = Dataset(
         method=METHOD,
         conversations=conversations,
         annotators=annotators,
@@ -334,3 +358,6 @@ def read_spot_the_bot(folder: str | Path, domain: str, rename: dict[str, str] | 
         judgments=judgments,
         meta={"domain": domain, "format": "spot-the-bot-mongo", "folder": str(folder)},
     )
+    if rename:  # a rename may also name a paper name (--rename DR=weak-s2s)
+        rename_systems(dataset, {k: v for k, v in rename.items() if k != HUMAN})
+    return dataset

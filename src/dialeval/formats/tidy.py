@@ -13,6 +13,9 @@ Columns of :func:`judgments_frame`, in order:
   ``annotator.meta`` keys ``flagged``, ``qc_status`` and ``flag_reason`` / ``flag_reasons`` /
   ``filter_reasons`` (lists joined by ``;``). An annotator counts as flagged when ``flagged`` is
   true, when a reason is present or when ``qc_status`` is one of fail/failed/flagged/excluded.
+- ``excluded_reason``: why the judgment is not counted by the analysis (``meta["excluded"]``: it was
+  made on an assignment that expired unfinished, was given to another annotator, or was returned on
+  the platform), None when it counts.
 - ``value.<key>`` for every scalar key of dict values (str, int, float, bool, None), after the fixed
   columns, in order of first appearance. A key holding mixed kinds (e.g. ``0``/``1``/``"tie"``) is
   stored as text so that every export format can hold it.
@@ -48,6 +51,7 @@ BASE_COLUMNS = [
     "annotator_flagged",
     "annotator_qc_status",
     "annotator_flag_reason",
+    "excluded_reason",
 ]
 FAILED_STATUSES = frozenset({"fail", "failed", "flagged", "excluded"})
 EXPORT_FORMATS = ("csv", "jsonl", "parquet")
@@ -143,6 +147,7 @@ def judgments_frame(dataset: Dataset) -> pd.DataFrame:
             "annotator_flagged": flagged,
             "annotator_qc_status": status,
             "annotator_flag_reason": reason,
+            "excluded_reason": (judgment.meta or {}).get("excluded"),
         }
         if isinstance(judgment.value, dict):
             for key, item in judgment.value.items():
@@ -176,6 +181,8 @@ def export_judgments(dataset: Dataset, path: str | Path, format: str | None = No
 
     `format` defaults to the one named by the file extension (.csv, .jsonl/.ndjson, .parquet/.pq);
     an unknown format raises DialevalError. Datetimes are written as ISO 8601 in csv and jsonl.
+    Text cells that a spreadsheet would run as a formula (starting with =, +, -, @, tab or carriage
+    return) are written with a leading apostrophe in csv (see :func:`neutralise_formulas`).
     Returns the path.
     """
     path = Path(path)
@@ -192,6 +199,7 @@ def export_judgments(dataset: Dataset, path: str | Path, format: str | None = No
     frame = judgments_frame(dataset)
     path.parent.mkdir(parents=True, exist_ok=True)
     if format == "csv":
+        frame = neutralise_formulas(frame)
         frame.to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S.%f%z")
     elif format == "jsonl":
         frame.to_json(
@@ -205,3 +213,23 @@ def export_judgments(dataset: Dataset, path: str | Path, format: str | None = No
                                 "(or export --format csv / jsonl)") from None
         frame.to_parquet(path, index=False)
     return path
+
+
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_formula(value: Any) -> Any:
+    """A text cell made inert for spreadsheets (OWASP "CSV injection"): a leading apostrophe when it
+    starts with a formula character; numbers and other values unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `frame` whose text (object) columns are neutralised cell by cell."""
+    out = frame.copy()
+    for name in out.columns:
+        if out[name].dtype == object:
+            out[name] = out[name].map(neutralise_formula)
+    return out

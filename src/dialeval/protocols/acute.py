@@ -15,13 +15,15 @@ conversation pair used least, then the conversations used least; left/right draw
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from typing import Any
 
 from ..errors import JudgmentError
 from ..questions import ACUTE_QUESTIONS, Question
 from ..records import Conversation, Unit
 from ..store import work
-from .base import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol
+from ..store.work import UnitInfo
+from .base import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, session_progress
 from .scheduling import (
     Choice,
     SchedulingView,
@@ -29,6 +31,9 @@ from .scheduling import (
     adaptive_plan,
     assign_locked,
     bot_pairs,
+    cap_reached,
+    conversation_load,
+    group_load,
     least_loaded,
     pair_key,
 )
@@ -37,6 +42,15 @@ KIND = "acute"
 ONBOARDING_KIND = "acute-onboarding"
 MAX_UNITS_PER_PAIR = 5000
 HUMAN = "human"
+
+
+MINUTES_PER_COMPARISON = 1.5  # reading two short conversations and a justification (estimate for the header)
+
+
+def _group(unit_or_assignment: UnitInfo | AssignmentInfo) -> tuple[str, str, str]:
+    """The balancing group of a unit: (question, bot a, bot b) with the pair in pair_key order."""
+    p = unit_or_assignment.payload
+    return (p["question"], *pair_key(*p["bot_pair"]))
 
 
 def evaluated_bot(conv: dict[str, Any]) -> str | None:
@@ -66,6 +80,11 @@ class AcuteProtocol(Protocol):
     method = "acute"
     template = "acute.html"
     title = "ACUTE-Eval (PW-Dialog)"
+
+    work_kinds = ("acute",)  # a complete session: session_quota() of these
+
+    def session_quota(self) -> int:
+        return int(self.options.comparisons_per_unit)
 
     # -- questions ---------------------------------------------------------------------------------
     def questions(self) -> list[Question]:
@@ -190,8 +209,7 @@ class AcuteProtocol(Protocol):
                 return self._choice(unit, view)
             if ob_units and not passed and onboarding.on_fail == "block":
                 return None
-        done = [a for a in history if a.unit_kind == KIND]
-        if len(done) >= self.options.comparisons_per_unit:
+        if cap_reached(history, self.options.comparisons_per_unit, KIND):
             return None
         units = view.units(KIND)
         seen = view.seen_units()
@@ -199,15 +217,9 @@ class AcuteProtocol(Protocol):
         if not candidates:
             return None
         target = self.options.annotations_per_pair
-        group_used: dict[tuple, int] = {}
-        for u in units:
-            g = (u.payload["question"], *pair_key(*u.payload["bot_pair"]))
-            group_used[g] = group_used.get(g, 0) + view.used(u.id)
-        mine: dict[tuple, int] = {}
-        for a in done:
-            g = (a.payload["question"], *pair_key(*a.payload["bot_pair"]))
-            mine[g] = mine.get(g, 0) + 1
-        groups = {(u.payload["question"], *pair_key(*u.payload["bot_pair"])) for u in candidates}
+        group_used = group_load(units, view, _group)
+        mine = Counter(_group(a) for a in history if a.unit_kind == KIND)  # this annotator's per group
+        groups = {_group(u) for u in candidates}
         groups = {g for g in groups if group_used.get(g, 0) < target}
         if adaptive is not None:
             # the bot pair from AdaptiveState.next_pair; decided pairs get no new units
@@ -221,14 +233,9 @@ class AcuteProtocol(Protocol):
             group = least_loaded(groups, lambda g: (group_used.get(g, 0), mine.get(g, 0)), view.rng)
         if group is None:
             return None
-        conv_used: dict[str, int] = {}
-        for u in units:
-            n = view.used(u.id)
-            if n:
-                for c in u.conversation_ids:
-                    conv_used[c] = conv_used.get(c, 0) + n
+        conv_used = conversation_load(units, view)
         seen_convs = view.seen_conversations()
-        in_group = [u for u in candidates if (u.payload["question"], *pair_key(*u.payload["bot_pair"])) == group]
+        in_group = [u for u in candidates if _group(u) == group]
         unit = least_loaded(
             in_group,
             lambda u: (
@@ -261,7 +268,15 @@ class AcuteProtocol(Protocol):
 
     def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
         q = self.question(assignment.payload["question"])
+        notice = None
+        if assignment.unit_kind == ONBOARDING_KIND:
+            _passed, tries = self.onboarding_state(
+                work.annotator_assignments(self.store, self.study.study_id, annotator.id))
+            if tries:
+                notice = (f"That practice answer was not right. Read both conversations again: "
+                          f"practice try {tries + 1} of {self.config.onboarding.tries}.")
         return {
+            "notice": notice,
             "sides": self._sides(assignment),
             "question": q,
             "choices": [q.choice.replace("{n}", str(n)) for n in (1, 2)],
@@ -275,10 +290,12 @@ class AcuteProtocol(Protocol):
     def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
         total = self.options.comparisons_per_unit
         if assignment is not None and assignment.unit_kind == ONBOARDING_KIND:
-            return {"done": 0, "total": total, "label": "Practice comparison"}
+            return session_progress("Practice comparison", 0, total, detail=f"then {total} comparisons",
+                                    minutes_left=(total + 1) * MINUTES_PER_COMPARISON)
         history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
         done = sum(1 for a in history if a.unit_kind == KIND and a.status == "submitted")
-        return {"done": done, "total": total, "label": f"Comparison {min(done + 1, total)} of {total}"}
+        return session_progress(f"Comparison {min(done + 1, total)} of {total}", done, total,
+                                minutes_left=(total - done) * MINUTES_PER_COMPARISON)
 
     # -- answers -------------------------------------------------------------------------------------
     def act(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str, data: dict[str, Any]) -> Outcome:

@@ -8,10 +8,14 @@ imports it lazily by method id. Its annotator page is one Jinja template in
 How the web app drives a protocol (web/app.py; the app itself never writes SQL)
 --------------------------------------------------------------------------------
 1. Entry, consent and instructions are the framework's. Then ``GET /s/<slug>/task``:
-   - the framework finds the annotator's open assignment (``work.open_assignment``), else calls
+   - the framework finds the annotator's unfinished assignment (``work.resume_assignment``: an
+     open one, or their expired one when nobody took its unit since), else calls
      ``protocol.assign(annotator)``, which picks a unit under ``store.locked(study_id)`` with the
      helpers of ``protocols/scheduling.py`` and returns an :class:`AssignmentInfo` (or None: no
-     more work for this annotator -> the done page with the completion code / MTurk submit).
+     more work for this annotator -> the done page). The done page gives the completion code /
+     Prolific redirect / MTurk submit only when ``protocol.completion(annotator, ...)`` says the
+     session is complete: ``session_quota()`` submitted assignments of ``work_kinds``, or some work
+     and nothing more for them; otherwise it sends them back to the task or says nothing is left.
    - it renders ``protocol.template`` with ``protocol.render(annotator, assignment)`` merged into
      the framework context below.
 2. Every form or fetch() of the page posts to ``POST /s/<slug>/a/<assignment_id>/<action>``
@@ -42,7 +46,9 @@ Template context given to every task page (besides what ``render`` returns):
                  in each form (base.html also has ``<meta name="csrf-token">`` for fetch()).
     action_url   function: action_url("submit") -> "/s/<slug>/a/<assignment id>/submit"
     new_request_id  function returning a fresh uuid for ``<input type="hidden" name="request_id">``
-    progress     ``protocol.progress(annotator, assignment)`` (dict done/total/label) or None
+    progress     ``protocol.progress(annotator, assignment)``: ``session_progress(...)`` (label, detail,
+                 done/total for the bar, minutes_left) for the sticky header, or None
+    show_howto   True: the header's "How to" button opens the instructions in a dialog
 static/app.js (ours) posts every ``<form data-ajax>`` with fetch, shows a refused input's message
 in the form's ``[data-error]`` element (textContent, never innerHTML) and follows ``redirect``.
 It also exposes ``window.dialeval.post(url, dataObject) -> Promise<json>`` (adds csrf and a
@@ -87,6 +93,39 @@ class Outcome:
     done: bool = False
     data: dict[str, Any] = field(default_factory=dict)  # extra JSON for fetch() callers
     redirect: str | None = None  # where a browser form post goes next (default: the task page)
+
+
+def session_progress(label: str, done: float, total: float, *, detail: str | None = None,
+                     minutes_left: float | None = None) -> dict[str, Any]:
+    """What the sticky header shows: where the annotator is in the whole session.
+
+    `label` names the big step ("Comparison 3 of 10"), `detail` the small one ("response 2 of 6"),
+    `done`/`total` fill the bar, `minutes_left` is a rough estimate (rounded up, at least 1).
+    """
+    out: dict[str, Any] = {"label": label, "done": done, "total": max(total, 1), "detail": detail}
+    if minutes_left is not None:
+        out["minutes_left"] = max(1, int(-(-minutes_left // 1)))
+    return out
+
+
+def submitted_count(store: Any, study_id: int, annotator_id: int, kind: str) -> int:
+    """How many units of this kind the annotator has finished in this study."""
+    history = work.annotator_assignments(store, study_id, annotator_id)
+    return sum(1 for a in history if a.unit_kind == kind and a.status == "submitted")
+
+
+@dataclass
+class Completion:
+    """Where an annotator stands against the method's definition of a complete session.
+
+    state: "complete" (the quota is done, or some work is done and nothing more is left for them),
+    "incomplete" (work is waiting for them), "nothing-left" (no work done and none left: no code),
+    "failed" (blocked, e.g. the practice failed)."""
+
+    state: str
+    done: int
+    quota: int
+    reason: str = ""
 
 
 @dataclass
@@ -153,6 +192,9 @@ class Protocol:
     template: ClassVar[str] = ""  # Jinja template of the task page
     title: ClassVar[str] = ""  # human name shown on the start page
     rate_limited_actions: ClassVar[frozenset[str]] = frozenset()  # e.g. {"send"} for chat messages
+    # What a complete session is: `session_quota()` submitted assignments of these unit kinds
+    # (practice excluded), or fewer when the pool holds nothing more for this annotator.
+    work_kinds: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, study: StudyContext):
         self.study = study
@@ -193,12 +235,35 @@ class Protocol:
         raise NotImplementedError
 
     def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
-        """{"done": n, "total": m, "label": "..."} for the progress bar, or None."""
+        """Where the annotator is in the whole session (``session_progress``), or None."""
         return None
 
     def admin_summary(self) -> AdminSummary:
         """Progress per bot / pair and live headline numbers for the admin page."""
         return AdminSummary()
+
+    def session_quota(self) -> int:
+        """Units of work (assignments of `work_kinds`) in one annotator's complete session."""
+        return int(self.config.annotation.units_per_annotator)
+
+    def work_done(self, annotator: AnnotatorInfo) -> int:
+        """Submitted assignments of `work_kinds` (an assignment ended by a failed practice is no work)."""
+        history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
+        return sum(1 for a in history if a.unit_kind in self.work_kinds and a.status == "submitted"
+                   and a.state.get("ended") != "onboarding_failed")
+
+    def completion(self, annotator: AnnotatorInfo, more_work: bool) -> Completion:
+        """The annotator's completion; `more_work`: the scheduler still has a unit for them."""
+        quota, done = self.session_quota(), self.work_done(annotator)
+        if annotator.status == "blocked":
+            return Completion("failed", done, quota, "blocked")
+        if done >= quota:
+            return Completion("complete", done, quota, "all the work of a session is done")
+        if more_work:
+            return Completion("incomplete", done, quota, "work is waiting")
+        if done:
+            return Completion("complete", done, quota, "no more work for this annotator")
+        return Completion("nothing-left", done, quota, "no work was left for this annotator")
 
     # -- helpers for subclasses -------------------------------------------------------------------
     def expire_minutes(self) -> float:

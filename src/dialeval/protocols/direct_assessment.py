@@ -25,13 +25,14 @@ from ..personas import sample_persona
 from ..questions import DA_SCALE_LABELS, DA_STATEMENTS
 from ..records import DA_CRITERIA, DA_NEGATIVE, Turn
 from ..store import work
-from .base import AdminSummary, Outcome, Protocol
+from .base import AdminSummary, Outcome, Protocol, session_progress
 from .scheduling import Choice, assign_locked
 
 KIND = "da-hit"
 QUESTION = "ratings"
 OPINIONS = ("like", "ambivalent", "dislike")
 MAX_TOPIC_CHARS = 200
+MINUTES_PER_CONVERSATION = 6.0  # a chat of ten or more messages and seven ratings (header estimate)
 
 
 def qc_status(store: Any, study_id: int, annotator_id: int, alpha: float = 0.05) -> dict[str, Any]:
@@ -80,9 +81,15 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
     method = "direct-assessment"
     template = "direct_assessment.html"
     title = "Direct Assessment of live conversations"
+
+    work_kinds = ("da-hit",)  # a complete session: session_quota() of these
+
     fixed_opener = False
     # Paper 000's "greeting first" filter assumes the fixed "Hi!" opener; here nothing precedes it.
     skipped_message_checks = ("greeting_first",)
+
+    def session_quota(self) -> int:
+        return int(self.options.hits_per_annotator)
 
     def ordinary_bots(self) -> list[str]:
         return [b.name for b in self.config.bots if b.type != "imported" and b.name != self.options.qc_bot]
@@ -174,7 +181,11 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
             return None
         total = len(self.order(assignment))
         index = int(assignment.state.get("index", 0))
-        return {"done": index, "total": total, "label": f"Conversation {min(index + 1, total)} of {total}"}
+        stage = assignment.state.get("stage", "topic")
+        detail = {"topic": "choose a topic", "chat": "chat", "rate": "rate the conversation"}.get(stage)
+        part = {"topic": 0.0, "chat": 0.3, "rate": 0.8}.get(stage, 0.0)
+        return session_progress(f"Conversation {min(index + 1, total)} of {total}", index + part, total,
+                                detail=detail, minutes_left=(total - index - part) * MINUTES_PER_CONVERSATION)
 
     # -- actions -------------------------------------------------------------------------------------
     async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
@@ -240,7 +251,9 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         if state.get("stage") != "chat":
             raise JudgmentError("There is no chat to finish.")
         conv = self.load_conversation(self.current_conversation_id(assignment, state))
-        inputs = len(human_messages(conv, skip_fixed=False)) if conv else 0
+        if conv is None:
+            raise JudgmentError("There is no chat to finish.")
+        inputs = len(human_messages(conv, skip_fixed=False))
         need = self.options.min_inputs
         if inputs < need:
             raise JudgmentError(f"Please keep chatting: at least {need} messages are needed "

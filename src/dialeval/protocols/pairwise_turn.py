@@ -23,10 +23,11 @@ from ..questions import PAIRWISE_TURN_QUESTIONS, Question
 from ..records import Turn, Unit
 from ..store import work
 from . import onboarding_content as onb
-from .base import AdminSummary, Outcome, Protocol
+from .base import AdminSummary, Outcome, Protocol, session_progress, submitted_count
 from .scheduling import Choice, adaptive_note, adaptive_plan, assign_locked, bot_pairs, least_loaded, pair_key
 
 KIND = "pw-turn"
+MINUTES_PER_RESPONSE = 1.0  # a message, two replies read, one chosen and justified (header estimate)
 ONBOARDING_QUESTION = "onboarding"
 META_KEY = "pw_turn_onboarding"
 
@@ -35,6 +36,8 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
     method = "pairwise-turn"
     template = "pairwise_turn.html"
     title = "Pairwise per-turn comparison (PW-Turn)"
+
+    work_kinds = ("pw-turn",)  # a complete session: session_quota() of these
 
     # -- questions and units -----------------------------------------------------------------------
     def questions(self) -> list[Question]:
@@ -261,10 +264,18 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
     def progress(self, annotator, assignment) -> dict[str, Any] | None:
         if assignment is None:
             return None
+        turns = self.options.bot_turns
+        total = min(self.config.annotation.units_per_annotator, max(1, len(self.pairs()) * len(self.questions())))
+        if self.onboarding_needed(annotator):
+            return session_progress("Practice", 0, total * turns, detail=f"{len(onb.STEPS)} turns to check",
+                                    minutes_left=2 + total * turns * MINUTES_PER_RESPONSE)
         conv = self.load_conversation(self.current_conversation_id(assignment, assignment.state))
         done = bot_turn_count(conv) if conv else 0
-        total = self.options.bot_turns
-        return {"done": done, "total": total, "label": f"Responses chosen: {done} of {total}"}
+        k = min(submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1, total)
+        left = (turns - done) + (total - k) * turns
+        return session_progress(f"Conversation {k} of {total}", (k - 1) * turns + done, total * turns,
+                                detail=f"Response {min(done + 1, turns)} of {turns}",
+                                minutes_left=left * MINUTES_PER_RESPONSE)
 
     # -- actions -------------------------------------------------------------------------------------
     async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:

@@ -48,6 +48,8 @@ class SchedulingView:
     history: list[AssignmentInfo]  # the annotator's assignments (submitted and open; not expired)
     load: dict[int, dict[str, int]]  # unit id -> {"submitted": n, "assigned": m}
     rng: random.Random
+    # the annotator's expired, abandoned and returned assignments: not in caps, but already seen
+    past: list[AssignmentInfo] = field(default_factory=list)
 
     def units(self, kind: str | None = None) -> list[UnitInfo]:
         return work.list_units(self.session, self.study_id, kind)
@@ -58,10 +60,10 @@ class SchedulingView:
         return (entry["submitted"] + entry["assigned"]) if entry else 0
 
     def seen_units(self) -> set[int]:
-        return {a.unit_id for a in self.history}
+        return {a.unit_id for a in (*self.history, *self.past)}
 
     def seen_conversations(self) -> set[str]:
-        return {c for a in self.history for c in a.conversation_ids}
+        return {c for a in (*self.history, *self.past) for c in a.conversation_ids}
 
     def create_unit(self, external_id: str, kind: str, conversation_ids: list[str],
                     payload: dict | None = None) -> UnitInfo:
@@ -74,12 +76,14 @@ def assign_locked(protocol, annotator: AnnotatorInfo,
     store, study_id = protocol.store, protocol.study.study_id
     with store.locked(study_id) as session:
         work.expire_assignments(session, study_id)
-        history = work.annotator_assignments(session, study_id, annotator.id)
+        everything = work.annotator_assignments(session, study_id, annotator.id, include_expired=True)
+        history = [a for a in everything if a.status not in work.EXCLUDED_ASSIGNMENT_STATUSES]
         for a in history:
             if a.is_open:  # another request of the same annotator got here first
                 return a
         view = SchedulingView(session=session, study_id=study_id, annotator=annotator, history=history,
-                              load=work.unit_load(session, study_id), rng=protocol.study.fresh_rng())
+                              load=work.unit_load(session, study_id), rng=protocol.study.fresh_rng(),
+                              past=[a for a in everything if a.status in work.EXCLUDED_ASSIGNMENT_STATUSES])
         choice = choose(view)
         if choice is None:
             return None
@@ -95,7 +99,7 @@ def least_loaded(candidates: Iterable[Hashable], load: Mapping[Hashable, float] 
     candidates = list(candidates)
     if not candidates:
         return None
-    key = load if callable(load) else (lambda c: load.get(c, 0))  # type: ignore[union-attr]
+    key = load if callable(load) else (lambda c: load.get(c, 0))
     keyed = [(key(c), c) for c in candidates]
     best = min(k for k, _ in keyed)
     return rng.choice([c for k, c in keyed if k == best])

@@ -19,10 +19,11 @@ from ..personas import sample_persona
 from ..questions import SINGLE_MODEL_DIALOG_QUESTIONS, SINGLE_MODEL_TURN_QUALITIES
 from ..records import SM_QUALITIES, Turn, Unit
 from ..store import work
-from .base import AdminSummary, Outcome, Protocol
+from .base import AdminSummary, Outcome, Protocol, session_progress, submitted_count
 from .scheduling import Choice, assign_locked, least_loaded
 
 KIND = "sm-chat"
+MINUTES_PER_MESSAGE = 0.75  # writing a message and ticking its qualities (header estimate)
 LIKERT = (1, 2, 3, 4, 5)
 
 
@@ -30,6 +31,8 @@ class SingleModelProtocol(LiveProtocol, Protocol):
     method = "single-model"
     template = "single_model.html"
     title = "Single-model per-turn and per-dialogue ratings (SM-Turn, SM-Dialog)"
+
+    work_kinds = ("sm-chat",)  # a complete session: session_quota() of these
 
     def bots(self) -> list[str]:
         return [b.name for b in self.config.bots if b.type != "imported"]
@@ -109,8 +112,16 @@ class SingleModelProtocol(LiveProtocol, Protocol):
             return None
         conv = self.load_conversation(self.current_conversation_id(assignment, assignment.state))
         done = bot_turn_count(conv) if conv else 0
-        return {"done": done, "total": self.options.bot_turns,
-                "label": f"Partner messages: {done} of {self.options.bot_turns}"}
+        turns = self.options.bot_turns
+        total = min(self.config.annotation.units_per_annotator, max(1, len(self.bots())))
+        k = min(submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1, total)
+        left = (turns - done) + (total - k) * turns
+        stage = self.stage(conv, assignment.state) if conv else "chat"
+        current = done if stage in ("check", "final") else done + 1  # the message being rated, or the next one
+        detail = "rate the conversation" if stage == "final" else f"Partner message {min(current, turns)} of {turns}"
+        return session_progress(f"Conversation {k} of {total}", (k - 1) * turns + done, total * turns,
+                                detail=detail,
+                                minutes_left=left * MINUTES_PER_MESSAGE + (total - k + 1))
 
     # -- actions ----------------------------------------------------------------------------------------
     async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:

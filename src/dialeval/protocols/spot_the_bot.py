@@ -22,13 +22,14 @@ from ..errors import JudgmentError
 from ..questions import STB_FEATURES
 from ..records import Unit
 from ..store import work
-from .base import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol
+from .base import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, session_progress, submitted_count
 from .scheduling import Choice, SchedulingView, assign_locked, least_loaded
 
 KIND = "stb-package"
 QUESTION = "spot-the-bot"
 LABELS = ("human", "bot", "unsure")
 ENTITY_NAMES = ("Speaker A", "Speaker B")
+MINUTES_PER_SEGMENT = 0.5  # estimate for the progress header
 
 
 def is_human_conversation(conv: dict[str, Any]) -> bool:
@@ -52,6 +53,11 @@ class SpotTheBotProtocol(Protocol):
     method = "spot-the-bot"
     template = "spot_the_bot.html"
     title = "Spot The Bot"
+
+    work_kinds = ("stb-package",)  # a complete session: session_quota() of these
+
+    def session_quota(self) -> int:
+        return int(self.options.packages_per_annotator)
 
     # -- units -------------------------------------------------------------------------------------
     def prepare(self) -> int:
@@ -151,6 +157,9 @@ class SpotTheBotProtocol(Protocol):
             "labels": LABELS,
             "features": STB_FEATURES,
             "total": len(assignment.shown_order or []),
+            # the last segment's button says whether another package follows
+            "last_package": submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1
+            >= self.options.packages_per_annotator,
         }
 
     def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
@@ -158,7 +167,13 @@ class SpotTheBotProtocol(Protocol):
             return None
         total = len(assignment.shown_order or [])
         done = len(set(assignment.state.get("done", [])))
-        return {"done": done, "total": total, "label": f"Segment {min(done + 1, total)} of {total}"}
+        packages = self.options.packages_per_annotator
+        finished = submitted_count(self.store, self.study.study_id, annotator.id, KIND)
+        package = min(finished + (1 if assignment.is_open else 0), packages) or 1
+        segments_left = total - done + (packages - package) * total
+        return session_progress(f"Package {package} of {packages}", (package - 1) * total + done, packages * total,
+                                detail=f"Segment {min(done + 1, total)} of {total}",
+                                minutes_left=segments_left * MINUTES_PER_SEGMENT)
 
     # -- answers -------------------------------------------------------------------------------------
     def act(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str, data: dict[str, Any]) -> Outcome:

@@ -227,7 +227,7 @@ def never_gives_reason(
 def _conversations(messages: Sequence[str] | Sequence[Sequence[str]]) -> list[list[str]]:
     """A flat list of messages is one conversation; a list of lists is several."""
     if messages and all(not isinstance(m, str) for m in messages):
-        return [list(conv) for conv in messages]  # type: ignore[arg-type]
+        return [list(conv) for conv in messages]
     return [list(messages)]  # type: ignore[arg-type]
 
 

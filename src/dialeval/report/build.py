@@ -95,6 +95,15 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
             figs["per-turn"] = plots.lines(
                 curves, "Win rate per bot turn", "bot turn", "win rate", ylim=(0, 1), hline=0.5
             )
+    elif method == "arena":
+        figs["leaderboard"] = plots.leaderboard(report.get("systems", []), value="score")
+        rows = [
+            {"a": a, "b": b, "win_rate_a": rate}
+            for a, columns in (report.get("win_rates") or {}).items()
+            for b, rate in columns.items()
+            if rate is not None and a < b
+        ]
+        figs["win-rates"] = plots.winrate_heatmap(rows, title="Win rate of row over column (ties as half wins)")
     elif method == "single-model":
         figs["success-rates"] = plots.grouped_bars(
             {s["name"]: s.get("success_rate", {}) for s in report.get("systems", [])},

@@ -26,6 +26,12 @@ METHOD_NAMES = {
                      "specificity. We report pairwise win rates with chi-square tests, bootstrap rank ranges and "
                      "clusters, TrueSkill, Turnbull survival curves with generalized log-rank tests "
                      "(Bonferroni-adjusted) and Cox models of the features."),
+    "arena": ("Chatbot Arena battles", "Chiang et al. 2024",
+              "Each vote compared two anonymous models answering the same prompt: model_a, model_b, tie or "
+              "tie (both bad). Ratings are a Bradley-Terry fit on an Elo-like scale; ties (both kinds) count "
+              "as half a win for each model, as Chatbot Arena does. Intervals: percentile bootstrap over "
+              "battles and the sandwich (robust) normal interval; the rank is 1 + the number of models "
+              "whose interval lies wholly above."),
     "direct-assessment": ("Direct Assessment with a degraded quality-control bot", "Ji et al. 2022",
                           "Annotators chatted live (at least 10 inputs) and rated seven statements on 0–100 "
                           "sliders; every HIT held one conversation with a deliberately degraded bot. Annotators "

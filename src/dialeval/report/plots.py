@@ -54,7 +54,8 @@ def winrate_heatmap(rows: list[dict], a: str = "a", b: str = "b", rate: str = "w
                         fontsize=8 if len(names) <= 8 else 6,
                         color="white" if abs(grid[i, j] - 0.5) > 0.3 else "black")
     fig.colorbar(im, ax=ax, fraction=0.046)
-    ax.set_title(title + "\n(* p<.05, ** p<.01, *** p<.001)", fontsize=10)
+    legend = "\n(* p<.05, ** p<.01, *** p<.001)" if any(r.get("p") is not None for r in rows) else ""
+    ax.set_title(title + legend, fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -149,7 +149,7 @@ def simulate_study(folder: str | Path, annotators: int = 40, seed: int = 0, care
 def collect(opened, method: str, folder: Path, logs: list[AnnotatorLog], truth: SimTruth) -> SimulationResult:
     """Compare what the simulated annotators did with what the store kept."""
     store, sid = opened.store, opened.id
-    stored = Counter(j.annotator_id for j in work.list_judgments(store, sid))
+    stored = Counter(j.annotator_id for j in work.list_judgments(store, sid, include_excluded=True))
     rows = {r["id"]: r for r in work.list_annotators(store, sid)}
     caught_ids: set[int] = set()
     reasons: Counter[str] = Counter()

@@ -269,7 +269,7 @@ def chat_message(rng: random.Random, corpus: Sequence[Any] | None, careless: boo
     used = used if used is not None else set()
     for _ in range(200):
         conv = corpus[rng.randrange(len(corpus))]
-        turns = getattr(conv, "turns", conv)
+        turns: Any = getattr(conv, "turns", conv)  # a corpus conversation or a plain list of lines
         if not turns:
             continue
         text = " ".join(str(turns[rng.randrange(len(turns))]).split())

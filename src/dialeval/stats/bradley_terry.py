@@ -265,3 +265,49 @@ def bradley_terry(
         out["rank"] = plain
         out["rank_ci"] = [(int(r), int(r)) for r in plain]
     return out.sort_values(["rating", "name"], ascending=[False, True]).reset_index(drop=True)
+
+
+# -- Arena extras: sandwich intervals and pairwise tables (ties count as half wins throughout) -------
+
+
+def sandwich_cov(wins: np.ndarray, ties: np.ndarray | None, theta: np.ndarray) -> np.ndarray:
+    """Robust (sandwich) covariance of the mean-zero log-strengths: H⁺ M H⁺.
+
+    H is the observed information of the Bradley–Terry likelihood with ties as half wins, M the sum
+    over votes of the outer product of each vote's score (y − p)(e_i − e_j); a vote's score depends
+    only on its pair and outcome, so both are summed over the aggregated (pair, outcome) cells. The
+    pseudo-inverse fixes the gauge (mean zero), which M and H both leave free.
+    """
+    W = np.asarray(wins, dtype=float)
+    T = np.zeros_like(W) if ties is None else np.asarray(ties, dtype=float)
+    t = np.asarray(theta, dtype=float)
+    p = 1.0 / (1.0 + np.exp(-(t[:, None] - t[None, :])))  # P(i beats j)
+    n = W + W.T + T
+    h = n * p * (1.0 - p)  # information per pair
+    # i's side of each vote: win y=1 (W_ij), loss y=0 (W_ji), tie y=1/2 (T_ij, counted once per pair)
+    m = W * (1.0 - p) ** 2 + W.T * p**2 + T * (0.5 - p) ** 2
+    H = np.diag(h.sum(axis=1)) - h
+    M = np.diag(m.sum(axis=1)) - m
+    Hp = np.linalg.pinv(H)
+    return Hp @ M @ Hp
+
+
+def sandwich_intervals(
+    wins: np.ndarray, ties: np.ndarray | None, theta: np.ndarray, ci: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """(standard errors, half-widths) of the log-strengths from :func:`sandwich_cov` at level `ci`."""
+    from scipy.stats import norm
+
+    se = np.sqrt(np.clip(np.diag(sandwich_cov(wins, ties, theta)), 0.0, None))
+    return se, norm.ppf(0.5 + ci / 2.0) * se
+
+
+def pairwise_tables(wins: np.ndarray, ties: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(battles, win rate): battles[i, j] between i and j, rate[i, j] = (wins of i + ties/2) / battles
+    (NaN where the two never met)."""
+    W = np.asarray(wins, dtype=float)
+    T = np.zeros_like(W) if ties is None else np.asarray(ties, dtype=float)
+    battles = W + W.T + T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(battles > 0, (W + 0.5 * T) / battles, np.nan)
+    return battles, rate

@@ -222,15 +222,16 @@ def metric_correlations(human_scores_by_system: Mapping[str, float],
     (one result under the key "metric"). Returns {metric: {"pearson", "spearman", "n"}}; r is None
     with fewer than 3 shared systems or constant scores.
     """
-    if metric_scores_by_system and all(not isinstance(v, Mapping) for v in metric_scores_by_system.values()):
-        metric_scores_by_system = {s: {"metric": v} for s, v in metric_scores_by_system.items()}
-    systems = [s for s in human_scores_by_system if s in metric_scores_by_system]
-    metric_names = list(dict.fromkeys(m for s in systems for m in metric_scores_by_system[s]))
+    by_system: dict[str, Mapping[str, float]] = {
+        s: v if isinstance(v, Mapping) else {"metric": v} for s, v in metric_scores_by_system.items()
+    }
+    systems = [s for s in human_scores_by_system if s in by_system]
+    metric_names = list(dict.fromkeys(m for s in systems for m in by_system[s]))
     out: dict[str, dict[str, float | int | None]] = {}
     for m in metric_names:
-        shared = [s for s in systems if m in metric_scores_by_system[s]]
+        shared = [s for s in systems if m in by_system[s]]
         x = np.array([human_scores_by_system[s] for s in shared], dtype=float)
-        y = np.array([metric_scores_by_system[s][m] for s in shared], dtype=float)
+        y = np.array([by_system[s][m] for s in shared], dtype=float)
         if len(shared) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
             out[m] = {"pearson": None, "spearman": None, "n": len(shared)}
         else:

@@ -14,6 +14,13 @@ Direct Assessment's one-sided Mann-Whitney U test (002) is handled the same way:
 approximation (Noether) for the closed form and resampling of the per-conversation scores
 (:func:`mann_whitney_time_to_significance`).
 
+The n needed is exact (:func:`smallest_n`): every n is tried, not read off a grid. The power of
+the discrete binomial test is not monotone in n (a slightly larger n can dip below the target
+again), so two numbers are given: the smallest n whose power reaches the target (``n_needed``)
+and the smallest n from which it stays there (``n_needed_stable``); for the t-test and the normal
+approximations, whose power grows with n, they are equal. The resampled ``n_needed_sim`` is read
+off the curve's sizes (every n to 60, then geometric steps of about 7 %, plus the exact n's).
+
 Time = n × seconds per judgment + onboarding seconds × annotators needed, where annotators needed
 = ceil(n / judgments per annotator); onboarding is included as 000 does. This module imports
 nothing from dialeval.
@@ -22,10 +29,11 @@ nothing from dialeval.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import stats as sps
 
 __all__ = [
@@ -44,6 +52,7 @@ __all__ = [
     "simulate_mann_whitney_power_pairs",
     "simulate_ttest_power",
     "single_model_time_to_significance",
+    "smallest_n",
     "ttest_power",
 ]
 
@@ -70,16 +79,35 @@ def binomial_rejection_bound(n, alpha: float = 0.05):
     return int(c) if c.ndim == 0 else c
 
 
-def binomial_power(win_rate: float, n: Sequence[int] | int, alpha: float = 0.05) -> np.ndarray:
+# Rejection bounds c(n) for n = 0..len-1 per alpha: they do not depend on the win rate, and the
+# exact search below evaluates the power at every n, where binom.ppf is the slow part.
+_BOUNDS: dict[float, np.ndarray] = {}
+_BOUNDS_CAP = 1_000_000
+
+
+def _bounds_for(ns: np.ndarray, alpha: float) -> np.ndarray:
+    top = int(ns.max()) if ns.size else 0
+    table = _BOUNDS.get(alpha)
+    dense = ns.size >= 64 and 8 * ns.size >= top  # a scan of every n, not a sparse grid
+    if (not dense and (table is None or table.size <= top)) or top > _BOUNDS_CAP or int(ns.min(initial=0)) < 0:
+        return np.atleast_1d(binomial_rejection_bound(ns, alpha))
+    if table is None or table.size <= top:
+        size = min(_BOUNDS_CAP + 1, max(top + 1, 2 * (0 if table is None else table.size), 4096))
+        table = np.atleast_1d(binomial_rejection_bound(np.arange(size), alpha))
+        _BOUNDS[alpha] = table
+    return table[ns]
+
+
+def binomial_power(win_rate: float, n: ArrayLike, alpha: float = 0.05) -> np.ndarray:
     """Exact probability that a two-sided binomial test of n votes is significant when the true
     win rate is `win_rate`."""
     ns = np.atleast_1d(np.asarray(n, dtype=int))
-    c = binomial_rejection_bound(ns, alpha)
+    c = _bounds_for(ns, alpha)
     pw = sps.binom.cdf(c, ns, win_rate) + sps.binom.sf(ns - c - 1, ns, win_rate)
     return np.where(c >= 0, pw, 0.0)
 
 
-def ttest_power(effect_size: float, n_per_group: Sequence[int] | int, alpha: float = 0.05) -> np.ndarray:
+def ttest_power(effect_size: float, n_per_group: ArrayLike, alpha: float = 0.05) -> np.ndarray:
     """Power of the two-sided pooled two-sample t-test with n per group and Cohen's d `effect_size`."""
     ns = np.atleast_1d(np.asarray(n_per_group, dtype=float))
     df = 2 * ns - 2
@@ -87,6 +115,10 @@ def ttest_power(effect_size: float, n_per_group: Sequence[int] | int, alpha: flo
     with np.errstate(invalid="ignore"):
         crit = sps.t.ppf(1 - alpha / 2, df)
         pw = sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc)
+    # scipy's noncentral t returns NaN for some large noncentralities (d = 0.5, n = 538 per group),
+    # where the power is ~1: there the normal approximation is exact to many decimals
+    approx = sps.norm.sf(crit - nc) + sps.norm.cdf(-crit - nc)
+    pw = np.where(np.isnan(pw), approx, pw)
     return np.where(ns >= 2, pw, 0.0)
 
 
@@ -99,7 +131,7 @@ def cohens_d(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def simulate_binomial_power(
-    outcomes: Sequence[float], n: Sequence[int], n_sim: int = 1000, alpha: float = 0.05, seed: int | None = 0
+    outcomes: ArrayLike, n: ArrayLike, n_sim: int = 1000, alpha: float = 0.05, seed: int | None = 0
 ) -> np.ndarray:
     """Share of resampled studies of n votes that reach p < alpha. `outcomes` are 1 (win), 0
     (loss) or 0.5 (tie; dropped from the test, as in the analysis)."""
@@ -107,8 +139,9 @@ def simulate_binomial_power(
     probs = np.array([(o == 1).mean(), (o == 0).mean(), (o == 0.5).mean()])
     probs = probs / probs.sum()
     rng = np.random.default_rng(seed)
-    out = np.empty(len(n))
-    for i, m in enumerate(np.asarray(n, dtype=int)):
+    ns = np.atleast_1d(np.asarray(n, dtype=int))
+    out = np.empty(len(ns))
+    for i, m in enumerate(ns):
         draws = rng.multinomial(int(m), probs, size=n_sim)
         w, l_ = draws[:, 0], draws[:, 1]
         tot = w + l_
@@ -131,7 +164,7 @@ def _resampled_moments(
 def simulate_ttest_power(
     x: Sequence[float],
     y: Sequence[float],
-    n_per_group: Sequence[int],
+    n_per_group: ArrayLike,
     n_sim: int = 1000,
     alpha: float = 0.05,
     seed: int | None = 0,
@@ -140,8 +173,9 @@ def simulate_ttest_power(
     where the two-sided pooled t-test reaches p < alpha."""
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     rng = np.random.default_rng(seed)
-    out = np.empty(len(n_per_group))
-    for i, m in enumerate(np.asarray(n_per_group, dtype=int)):
+    ns = np.atleast_1d(np.asarray(n_per_group, dtype=int))
+    out = np.empty(len(ns))
+    for i, m in enumerate(ns):
         if m < 2:
             out[i] = 0.0
             continue
@@ -170,9 +204,47 @@ def _first(ns: np.ndarray, power: np.ndarray, target: float) -> int | None:
     return int(ns[ok[0]]) if ok.size else None
 
 
+def smallest_n(
+    power_at: Callable[[np.ndarray], np.ndarray], target: float, n_max: int, n_min: int = 1
+) -> tuple[int | None, int | None]:
+    """``(first, stable)``: the smallest n in [n_min, n_max] with ``power_at(n) >= target``, and the
+    smallest n from which the power stays >= target (None when not reached by n_max).
+
+    Every n is evaluated (``power_at`` takes an array of n), in blocks that double in length. The
+    scan stops at n_max, or once the power has stayed at or above the target from the last n below
+    it up to at least twice that n (and twice ``first``): the dips of the discrete binomial test
+    come from its rejection region moving by one vote and shrink as n grows, so they end close
+    after the first crossing (win rate 0.55, power 0.8: first 786, stable from 820).
+    """
+    n_min, n_max = max(int(n_min), 0), int(n_max)
+    first: int | None = None
+    last_below = n_min - 1
+    lo, size = n_min, 256
+    while lo <= n_max:
+        hi = min(n_max, lo + size - 1)
+        ns = np.arange(lo, hi + 1)
+        ok = np.asarray(power_at(ns), dtype=float) >= target
+        if first is None and ok.any():
+            first = int(ns[int(np.argmax(ok))])
+        if not ok.all():
+            last_below = int(ns[np.flatnonzero(~ok)[-1]])
+        if first is not None and hi >= 2 * max(last_below, first) and ok.all():
+            break
+        lo, size = hi + 1, size * 2
+    if first is None or last_below >= n_max:
+        return first, None
+    return first, last_below + 1
+
+
+def _with_sizes(ns: np.ndarray, *extra: int | None) -> np.ndarray:
+    """The grid plus the exact sizes, so the curve shows the crossing."""
+    more = [int(x) for x in extra if x is not None]
+    return np.unique(np.concatenate([ns, np.asarray(more, dtype=int)])) if more else ns
+
+
 def pairwise_time_to_significance(
     win_rate: float | None = None,
-    outcomes: Sequence[float] | None = None,
+    outcomes: ArrayLike | None = None,
     seconds_per_judgment: float = 60.0,
     onboarding_seconds: float = 0.0,
     judgments_per_annotator: float = 1.0,
@@ -187,8 +259,11 @@ def pairwise_time_to_significance(
     (1/0/0.5 per vote; adds the resampling curve and sets the win rate). Ties are dropped from the
     test, so with ties the closed form uses the decisive win rate and counts all votes' time.
 
-    Returns {test, win_rate, n_needed, n_needed_sim, hours_needed, hours_needed_sim, curve} where
-    curve is a DataFrame[n, power, power_sim, hours]; n_needed is None if not reached by n_max.
+    Returns {test, win_rate, n_needed, n_needed_stable, n_needed_sim, hours_needed,
+    hours_needed_sim, curve} where curve is a DataFrame[n, power, power_sim, hours]; n_needed is
+    the exact smallest n with closed-form power >= `power`, n_needed_stable the smallest n from
+    which it stays there (:func:`smallest_n`; None if not reached by n_max); n_needed_sim is the
+    first curve size whose resampled power reaches `power`.
     """
     tie_share = 0.0
     if outcomes is not None:
@@ -198,12 +273,22 @@ def pairwise_time_to_significance(
         win_rate = float(dec.mean()) if dec.size else 0.5
     if win_rate is None:
         raise ValueError("give win_rate or outcomes")
-    ns = n_grid(n_max)
-    decisive = np.maximum(np.round(ns * (1 - tie_share)).astype(int), 0)
-    closed = binomial_power(win_rate, decisive, alpha)
+    def closed_power(n: np.ndarray) -> np.ndarray:
+        decisive = np.maximum(np.round(np.asarray(n) * (1 - tie_share)).astype(int), 0)
+        return binomial_power(float(win_rate), decisive, alpha)
+
+    grid = n_grid(n_max)
+    closed = closed_power(grid)
+    # every n is tried unless the target is far out of reach on the whole grid (win rate ~0.5):
+    # the power's dips between grid steps are far smaller than this margin
+    if closed.max() < power - 0.1:
+        n_need, n_stable = None, None
+    else:
+        n_need, n_stable = smallest_n(closed_power, power, n_max)
+    ns = _with_sizes(grid, n_need, n_stable)
+    closed = closed_power(ns)
     curve = pd.DataFrame({"n": ns, "power": closed})
     if outcomes is not None and n_sim > 0:
-        n_need = _first(ns, closed, power)
         upto = ns <= (min(n_max, 4 * n_need) if n_need else n_max)
         sim = np.full(ns.size, np.nan)
         sim[upto] = simulate_binomial_power(outcomes, ns[upto], n_sim, alpha, seed)
@@ -211,7 +296,6 @@ def pairwise_time_to_significance(
     else:
         curve["power_sim"] = np.nan
     curve["hours"] = annotator_hours(ns, seconds_per_judgment, onboarding_seconds, judgments_per_annotator)
-    n_need = _first(ns, curve["power"].to_numpy(), power)
     n_sim_need = _first(ns, curve["power_sim"].fillna(-1).to_numpy(), power)
     hours = lambda n: (
         None
@@ -227,6 +311,7 @@ def pairwise_time_to_significance(
         "onboarding_seconds": float(onboarding_seconds),
         "judgments_per_annotator": float(judgments_per_annotator),
         "n_needed": n_need,
+        "n_needed_stable": n_stable,
         "n_needed_sim": n_sim_need,
         "hours_needed": hours(n_need),
         "hours_needed_sim": hours(n_sim_need),
@@ -252,17 +337,25 @@ def single_model_time_to_significance(
     (closed form with their Cohen's d + resampling curve) or only `effect_size`.
     A study of n per bot costs 2n judgments (one per conversation).
 
-    Returns {test, effect_size, n_needed, n_needed_sim, hours_needed, hours_needed_sim, curve}
-    with curve DataFrame[n, power, power_sim, hours] where n is per bot.
+    Returns {test, effect_size, n_needed, n_needed_stable, n_needed_sim, hours_needed,
+    hours_needed_sim, curve} with curve DataFrame[n, power, power_sim, hours] where n is per bot;
+    n_needed is exact (:func:`smallest_n`; the t-test's power grows with n, so n_needed_stable is
+    the same n).
     """
     if x is not None and y is not None:
         effect_size = cohens_d(x, y)
     if effect_size is None:
         raise ValueError("give x and y or effect_size")
-    ns = n_grid(n_max)
-    curve = pd.DataFrame({"n": ns, "power": ttest_power(effect_size, ns, alpha) if np.isfinite(effect_size) else 1.0})
+
+    def closed_power(n: np.ndarray) -> np.ndarray:
+        if not np.isfinite(effect_size):
+            return np.where(np.asarray(n) >= 2, 1.0, 0.0)
+        return ttest_power(effect_size, n, alpha)
+
+    n_need, n_stable = smallest_n(closed_power, power, n_max, n_min=2)
+    ns = _with_sizes(n_grid(n_max), n_need, n_stable)
+    curve = pd.DataFrame({"n": ns, "power": closed_power(ns)})
     if x is not None and y is not None and n_sim > 0:
-        n_need = _first(ns, curve["power"].to_numpy(), power)
         upto = ns <= (min(n_max, 4 * n_need) if n_need else n_max)
         sim = np.full(ns.size, np.nan)
         sim[upto] = simulate_ttest_power(x, y, ns[upto], n_sim, alpha, seed)
@@ -270,7 +363,6 @@ def single_model_time_to_significance(
     else:
         curve["power_sim"] = np.nan
     curve["hours"] = annotator_hours(2 * ns, seconds_per_judgment, onboarding_seconds, judgments_per_annotator)
-    n_need = _first(ns, curve["power"].to_numpy(), power)
     n_sim_need = _first(ns, curve["power_sim"].fillna(-1).to_numpy(), power)
     hours = lambda n: (
         None
@@ -286,6 +378,7 @@ def single_model_time_to_significance(
         "onboarding_seconds": float(onboarding_seconds),
         "judgments_per_annotator": float(judgments_per_annotator),
         "n_needed": n_need,
+        "n_needed_stable": n_stable,
         "n_needed_sim": n_sim_need,
         "hours_needed": hours(n_need),
         "hours_needed_sim": hours(n_sim_need),
@@ -313,7 +406,7 @@ def common_language_effect(x: Sequence[float], y: Sequence[float]) -> float:
     return float(px @ c @ py)
 
 
-def mann_whitney_power(auc: float, n_per_group: Sequence[int] | int, alpha: float = 0.05) -> np.ndarray:
+def mann_whitney_power(auc: float, n_per_group: ArrayLike, alpha: float = 0.05) -> np.ndarray:
     """Approximate power of the one-sided Mann-Whitney U test (H1: X > Y) with n per group when
     P(X > Y) + P(X = Y)/2 = `auc` (normal approximation with the null variance, Noether 1987)."""
     ns = np.atleast_1d(np.asarray(n_per_group, dtype=float))
@@ -352,7 +445,7 @@ def _resample_counts(rng: np.random.Generator, probs: np.ndarray, m: int, n_sim:
 def simulate_mann_whitney_power_pairs(
     samples: Mapping[str, Sequence[float]],
     pairs: Sequence[tuple[str, str]],
-    n_per_group: Sequence[int],
+    n_per_group: ArrayLike,
     n_sim: int = 200,
     alpha: float = 0.05,
     seed: int | None = 0,
@@ -393,7 +486,7 @@ def simulate_mann_whitney_power_pairs(
 def simulate_mann_whitney_power(
     x: Sequence[float],
     y: Sequence[float],
-    n_per_group: Sequence[int],
+    n_per_group: ArrayLike,
     n_sim: int = 200,
     alpha: float = 0.05,
     seed: int | None = 0,
@@ -423,11 +516,11 @@ def _mw_result(
     judgments_per_annotator: float,
     power: float,
     alpha: float,
+    n_approx: int | None,
 ) -> dict:
     hours_of = lambda n: annotator_hours(2 * n, seconds_per_judgment, onboarding_seconds, judgments_per_annotator)
     curve = pd.DataFrame({"n": ns, "judgments": 2 * ns, "power": approx, "power_sim": sim, "hours": hours_of(ns)})
     n_need = _first(ns, np.nan_to_num(sim, nan=-1.0), power)
-    n_approx = _first(ns, approx, power)
     hours = lambda n: None if n is None else float(hours_of(n))
     return {
         "test": "mann-whitney (one-sided)",
@@ -466,7 +559,8 @@ def mann_whitney_time_to_significance(
     Sizes: a geometric grid of about `points` values from 2 to n_max. The resampling runs up to
     4 × the size the normal approximation (:func:`mann_whitney_power`) asks for, or n_max.
     `n_needed` is the first size whose resampled power reaches `power` (None if not reached),
-    `n_needed_approx` the approximation's. Returns {test, alpha, target_power, auc, ..., n_needed,
+    `n_needed_approx` the approximation's, exact (every n tried, :func:`smallest_n`; the
+    approximation grows with n). Returns {test, alpha, target_power, auc, ..., n_needed,
     n_needed_approx, judgments_needed, hours_needed, hours_needed_approx, curve} with curve a
     DataFrame[n, judgments, power, power_sim, hours] (power = the approximation; power_sim NaN
     where not simulated).
@@ -502,12 +596,20 @@ def mann_whitney_pairs_time_to_significance(
     """:func:`mann_whitney_time_to_significance` for each pair (a, b) (H1: a > b) of the named
     samples, sharing the resampled draws between pairs (see :func:`simulate_mann_whitney_power_pairs`)."""
     ns = _mw_grid(n_max, points)
-    aucs, approx, upto = {}, {}, {}
+    aucs: dict[tuple[str, str], float] = {}
+    approx: dict[tuple[str, str], np.ndarray] = {}
+    upto: dict[tuple[str, str], int] = {}
+    exact: dict[tuple[str, str], int | None] = {}
+
+    def approx_power(auc: float) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda n: mann_whitney_power(auc, n, alpha)
+
     for pr in pairs:
         aucs[pr] = common_language_effect(samples[pr[0]], samples[pr[1]])
         approx[pr] = mann_whitney_power(aucs[pr], ns, alpha)
-        n_approx = _first(ns, approx[pr], power)
-        upto[pr] = min(n_max, 4 * n_approx) if n_approx else n_max
+        first = smallest_n(approx_power(aucs[pr]), power, n_max, n_min=2)[0]
+        exact[pr] = first
+        upto[pr] = min(n_max, 4 * first) if first else n_max
     if n_sim > 0:
         sims = simulate_mann_whitney_power_pairs(samples, pairs, ns, n_sim, alpha, seed, n_upto=upto)
     else:
@@ -523,6 +625,7 @@ def mann_whitney_pairs_time_to_significance(
             judgments_per_annotator,
             power,
             alpha,
+            exact[pr],
         )
         for pr in pairs
     }

@@ -7,8 +7,21 @@ The procedure follows paper 001 (after Dušek et al. 2018) and its released code
 
 - :func:`bootstrap_ranks`: resample the matches with replacement ``n_bootstrap`` times, rank the
   systems on each resample (vectorised with numpy: one matrix product per resample batch).
-- :func:`rank_range`: the shortest range of ranks that holds more than 99.5 % of a system's
-  bootstrap ranks.
+- :func:`rank_range`: a range of ranks that holds more than 99.5 % of a system's bootstrap ranks,
+  by one of two rules (``RANK_RANGE_RULES``):
+
+  * ``"released"`` (what the released code computed, ``compute_rank_range`` in
+    ``segmented_bootstrap_sampling.py``): of the qualifying ranges it sorts by length and then,
+    stably, by lower bound and takes the first, i.e. the *lowest lower bound wins over the
+    shortest*. Since [best rank seen, worst rank seen] always qualifies, the range runs from the
+    best rank the system got in any resample to the smallest upper bound that then holds > 99.5 %:
+    only the bad tail is trimmed. (Its authors' comment there: "best range? smallest range?")
+  * ``"shortest"`` (the paper's wording, after Dušek et al. 2018): the shortest qualifying range;
+    among equally short ranges the one with the best (lowest) ranks.
+
+  Ranks within one resample: a higher statistic ranks first; equal statistics keep the systems'
+  sorted-name order (the released code kept the order in which systems first appeared in the
+  resample; with thousands of draws exact ties are rare).
 - :func:`clusters_from_ranges`: systems whose ranges overlap, transitively, share a cluster;
   cluster 1 is the best.
 - :func:`trueskill_ratings`: TrueSkill with mu=0, sigma=0.5, tau=0 as in the released code.
@@ -23,6 +36,8 @@ import numpy as np
 import pandas as pd
 
 Statistic = Literal["win_share", "mean_win_rate"]
+RankRangeRule = Literal["released", "shortest"]
+RANK_RANGE_RULES = ("released", "shortest")
 
 
 def _encode(a: Iterable, b: Iterable, outcome: Iterable, systems: Sequence[str] | None):
@@ -122,12 +137,13 @@ def bootstrap_ranks(
     if m == 0:
         raise ValueError("no matches to bootstrap")
     if groups is None:
-        member = np.arange(m)
-    else:
-        labels = list(groups)
-        if len(labels) != m:
-            raise ValueError("groups must have one label per match")
-        _, member = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
+        return list(systems), _bootstrap_kinds(
+            ia, ib, outcome, len(systems), n_bootstrap, n_samples, seed, statistic, batch
+        )
+    labels = list(groups)
+    if len(labels) != m:
+        raise ValueError("groups must have one label per match")
+    _, member = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
     g = int(member.max()) + 1
     n = g if n_samples is None else int(n_samples)
     rng = np.random.default_rng(seed)
@@ -138,18 +154,45 @@ def bootstrap_ranks(
         flat = (np.arange(r)[:, None] * g + idx).ravel()
         counts = np.bincount(flat, minlength=r * g).reshape(r, g).astype(float)[:, member]
         out.append(ranks_from_scores(_statistic(counts, ia, ib, outcome, len(systems), statistic)))
-    return systems, np.vstack(out)
+    return list(systems), np.vstack(out)
 
 
-def rank_range(ranks: Iterable[int], coverage: float = 0.995) -> tuple[int, int]:
-    """The shortest range [lo, hi] holding more than ``coverage`` of the ranks (ties: the best lo)."""
+def _bootstrap_kinds(ia, ib, outcome, n_systems, n_bootstrap, n_samples, seed, statistic, batch) -> np.ndarray:
+    """Bootstrap of independent matches. A match enters the statistic only through its kind
+    (a, b, outcome), so drawing n matches uniformly with replacement and counting them is drawn as
+    one multinomial over the kinds (with the kinds' shares as probabilities): the same
+    distribution, at a cost that does not grow with the number of matches or draws."""
+    kinds, inverse = np.unique(np.stack([ia, ib, outcome]), axis=1, return_inverse=True)
+    weight = np.bincount(np.ravel(inverse), minlength=kinds.shape[1]) / len(ia)
+    n = len(ia) if n_samples is None else int(n_samples)
+    rng = np.random.default_rng(seed)
+    out = []
+    for start in range(0, n_bootstrap, batch):
+        r = min(batch, n_bootstrap - start)
+        counts = rng.multinomial(n, weight, size=r).astype(float)
+        out.append(ranks_from_scores(_statistic(counts, kinds[0], kinds[1], kinds[2], n_systems, statistic)))
+    return np.vstack(out)
+
+
+def rank_range(ranks: Iterable[int], coverage: float = 0.995, rule: RankRangeRule = "shortest") -> tuple[int, int]:
+    """A range [lo, hi] holding more than ``coverage`` of the ranks (see the module docstring).
+
+    ``rule="shortest"``: the shortest such range; among equally short ones the best (lowest) lo.
+    ``rule="released"``: the released code's choice: lo = the best rank seen at all, hi = the
+    smallest rank from which [lo, hi] holds more than ``coverage``.
+    """
     r = np.asarray(list(ranks), dtype=int)
     if r.size == 0:
         raise ValueError("no ranks")
+    if rule not in RANK_RANGE_RULES:
+        raise ValueError(f"rule must be one of {RANK_RANGE_RULES}, got {rule!r}")
     lo_all, hi_all = int(r.min()), int(r.max())
     counts = np.bincount(r - lo_all, minlength=hi_all - lo_all + 1)
     cum = np.concatenate([[0], np.cumsum(counts)])
     need = coverage * r.size
+    if rule == "released":
+        hi = lo_all + int(np.flatnonzero(cum[1:] > need)[0])
+        return lo_all, hi
     best: tuple[int, int] | None = None
     for lo in range(lo_all, hi_all + 1):
         for hi in range(lo, hi_all + 1):
@@ -161,8 +204,10 @@ def rank_range(ranks: Iterable[int], coverage: float = 0.995) -> tuple[int, int]
     return best
 
 
-def rank_ranges(systems: Sequence[str], ranks: np.ndarray, coverage: float = 0.995) -> dict[str, tuple[int, int]]:
-    return {s: rank_range(ranks[:, j], coverage) for j, s in enumerate(systems)}
+def rank_ranges(
+    systems: Sequence[str], ranks: np.ndarray, coverage: float = 0.995, rule: RankRangeRule = "shortest"
+) -> dict[str, tuple[int, int]]:
+    return {s: rank_range(ranks[:, j], coverage, rule) for j, s in enumerate(systems)}
 
 
 def clusters_from_ranges(ranges: dict[str, tuple[int, int]]) -> dict[str, int]:
@@ -207,12 +252,14 @@ def bootstrap_clusters(
     n_samples: int | None = None,
     systems: Sequence[str] | None = None,
     groups: Iterable | None = None,
+    rank_range_rule: RankRangeRule = "shortest",
 ) -> pd.DataFrame:
-    """Columns ``system, score, mean_rank, lo, hi, cluster``, best first (see :func:`bootstrap_ranks`)."""
+    """Columns ``system, score, mean_rank, lo, hi, cluster``, best first (see :func:`bootstrap_ranks`;
+    ``rank_range_rule``: see :func:`rank_range`)."""
     a, b, outcome = list(a), list(b), list(outcome)
     systems, ranks = bootstrap_ranks(a, b, outcome, systems, n_bootstrap, n_samples, seed, statistic,
                                      groups=groups)
-    ranges = rank_ranges(systems, ranks, coverage)
+    ranges = rank_ranges(systems, ranks, coverage, rank_range_rule)
     clusters = clusters_from_ranges(ranges)
     score = point_scores(a, b, outcome, systems, statistic)
     frame = pd.DataFrame(

@@ -95,7 +95,10 @@ MIXTURE_MIN_PRIOR = 0.25  # no component flatter than Beta(1/4, 1/4)
 
 
 def _prior(prior: float | tuple[float, float]) -> tuple[float, float]:
-    a, b = (float(prior), float(prior)) if np.isscalar(prior) else (float(prior[0]), float(prior[1]))
+    if isinstance(prior, tuple | list | np.ndarray):
+        a, b = float(prior[0]), float(prior[1])
+    else:
+        a = b = float(prior)
     if not (a > 0 and b > 0):
         raise ValueError(f"the mixing prior Beta(a, b) needs a, b > 0, got {prior!r}")
     return a, b
@@ -129,7 +132,7 @@ def _lbeta(a: float, b: float) -> float:
     return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
 
 
-def _log_mix_marginal(k, m, comps) -> np.ndarray:
+def _log_mix_marginal(k, m, comps) -> float | np.ndarray:
     """log of (1/J) Σ_j B(k + a_j, m - k + b_j) / B(a_j, b_j): the marginal likelihood of the counts
     under the mixture prior (vectorised over k, m; plain floats for scalars, which is what the
     per-judgment update of `SequentialPairTest` needs to stay cheap)."""
@@ -344,6 +347,9 @@ def _a_won(outcome, a: str, b: str) -> bool | None:
     raise ValueError(f"outcome {outcome!r} is neither {a!r}, {b!r}, True/False nor a tie")
 
 
+_FOLD_EVERY = 4096  # judgments kept before they are folded into the running intersection
+
+
 @dataclass
 class SequentialPairTest:
     """Anytime-valid test of one bot pair, fed one judgment at a time.
@@ -351,7 +357,8 @@ class SequentialPairTest:
     `alpha` is this pair's level; with several pairs pass `n_pairs` to test at alpha / n_pairs
     (Bonferroni). The test decides at the first n with M_n(0.5) ≥ 1/level, i.e. when the confidence
     sequence excludes 0.5; `winner` is the bot with more wins then, `stopped_at` that n. Judgments
-    after the decision are still counted (and narrow `interval`) but never change it. Ties are
+    after the decision are still counted (and narrow `interval`, see there for an empty
+    intersection: `interval_empty`) but never change it. Ties are
     ignored (they carry no information about which bot is better). `mixing` picks the statistic:
     "mixture" (default: the average over Beta(c, c), c = prior / 4^j, see the module docstring) or
     "single" (Beta(prior, prior) alone, the rule before the mixture).
@@ -379,6 +386,9 @@ class SequentialPairTest:
     mixing: str = DEFAULT_MIXING
     _lo: float = field(default=0.0, repr=False)
     _hi: float = field(default=1.0, repr=False)
+    _empty: bool = field(default=False, repr=False)  # the running intersection (_lo, _hi) is empty
+    # (wins_a, n) after each judgment not yet folded into the running intersection
+    _pending: list[tuple[int, int]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         mixture_components(self.prior, self.mixing)  # validates prior and mixing
@@ -393,6 +403,7 @@ class SequentialPairTest:
         if won is None:
             self.ties += 1
             return self
+        self._note_for_interval(self.wins_a + int(won), self.n + 1)
         self.n += 1
         self.wins_a += int(won)
         self.p_value = min(self.p_value, always_valid_p(self.wins_a, self.n, 0.5, self.prior, self.mixing))
@@ -413,10 +424,67 @@ class SequentialPairTest:
 
     @property
     def interval(self) -> tuple[float, float]:
-        """Running intersection of the (1 - level) confidence sequence for P(a beats b)."""
-        lo, hi = confidence_sequence(self.wins_a, self.n, self.level, self.prior, self.mixing)
-        self._lo, self._hi = max(self._lo, lo), min(self._hi, hi)
+        """(low, high) for P(a beats b): the intersection of the (1 - level) confidence sequence
+        CS_t over every judgment t = 1..n so far (still a (1 - level) confidence sequence, since all
+        CS_t hold at once with that probability). It depends only on the judgments, never on how
+        often it is read.
+
+        The intersection can be empty (every p was excluded at some t): that happens with
+        probability ≤ level when the win rate is constant, so it is evidence that it is not (drift,
+        heterogeneous annotators). Then `interval_empty` is True from that judgment on, and
+        `interval` is the current CS_n alone, so low ≤ high always.
+
+        >>> t = SequentialPairTest().extend([True] * 30 + [False] * 30)
+        >>> t.interval_empty, [round(x, 2) for x in t.interval]
+        (True, [0.32, 0.68])
+        """
+        if self.interval_empty:
+            return confidence_sequence(self.wins_a, self.n, self.level, self.prior, self.mixing)
         return self._lo, self._hi
+
+    @property
+    def interval_empty(self) -> bool:
+        """True once no win rate lies in every confidence sequence so far (see `interval`)."""
+        self._fold_pending()
+        return self._empty
+
+    def _note_for_interval(self, wins_a: int, n: int) -> None:
+        """Keep the counts after this judgment for the running intersection (see `interval`)."""
+        if not self._empty:
+            self._pending.append((wins_a, n))
+            if len(self._pending) >= _FOLD_EVERY:  # bounded memory when `interval` is rarely read
+                self._fold_pending()
+
+    def _fold_pending(self) -> None:
+        """Intersect (_lo, _hi) with CS_t for every judgment t since the last fold.
+
+        Cheap when little changes: a vectorised check finds the t whose CS_t lies wholly above _lo
+        (M_t(_lo) ≥ 1/level with _lo below the win rate), and only for those is the bound solved
+        for, most excluded first, until no CS_t cuts further; the same on the high side."""
+        if not self._pending:
+            return
+        k, m = (np.asarray(x, dtype=float) for x in zip(*self._pending, strict=True))
+        self._pending = []
+        threshold = -math.log(self.level)
+        for side in (0, 1):  # 0 raises the low end, 1 lowers the high end
+            open_ = np.ones(k.shape, dtype=bool)
+            while open_.any():
+                bound = self._hi if side else self._lo
+                p0 = min(max(bound, 1e-15), 1 - 1e-15)
+                lm = np.asarray(log_mixture_lr(k, m, p0, self.prior, self.mixing))
+                beyond = (k < p0 * m) if side else (k > p0 * m)
+                cuts = open_ & beyond & (lm >= threshold)
+                if not cuts.any():
+                    break
+                i = int(np.argmax(np.where(cuts, lm, -np.inf)))
+                open_[i] = False
+                cs = confidence_sequence(int(k[i]), int(m[i]), self.level, self.prior, self.mixing)
+                if side:
+                    self._hi = min(self._hi, cs[1])
+                else:
+                    self._lo = max(self._lo, cs[0])
+        if self._lo > self._hi:
+            self._empty = True
 
 
 @dataclass

@@ -16,7 +16,9 @@ Functions
                           released Spot The Bot R script called ``gLRT(mat, k = 2)`` whose
                           default method is ``"glrt1"``).
 ``pairwise_logrank``      all pairs, Bonferroni-adjusted.
-``cox_features``          per-system Cox PH model of the spotting time on the three features.
+``cox_features``          per-system Cox PH model of the spotting time on the three features, with
+                          the robust (sandwich) variance computed here with Efron tie weights
+                          (``cox_robust_variance``; lifelines' own ignores ties).
 
 Why not lifelines for the Turnbull estimator: ``KaplanMeierFitter.fit_interval_censoring``
 treats the intervals as closed ``[L, R]``, so an event in ``(0, k]`` and a right-censoring at
@@ -49,6 +51,8 @@ from scipy.special import chdtrc as _chi2_sf  # chdtrc(df, x) = P(chi2_df > x)
 __all__ = [
     "FEATURES",
     "cox_features",
+    "cox_robust_variance",
+    "efron_cox_pieces",
     "generalized_logrank",
     "logrank_exact",
     "pairwise_logrank",
@@ -450,42 +454,117 @@ def pairwise_logrank(df: pd.DataFrame, **kwargs) -> pd.DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
+def efron_cox_pieces(duration, event, X, beta) -> tuple[np.ndarray, np.ndarray]:
+    """Score residuals (n x p) and observed information (p x p) of a Cox model with Efron ties at
+    ``beta``.
+
+    Written here because lifelines (0.30) computes its robust ("Wei-Lin") variance from score
+    residuals that ignore ties (its docstring says so): with Spot The Bot's 3 distinct durations
+    almost every death is tied and the sandwich p-values moved by up to 0.08 against R.
+
+    At a death time t with d tied deaths D, risk set R, r_i = exp(x_i'beta), Efron's j-th term
+    (j = 0..d-1) has denominator S0_j = sum_R r - (j/d) sum_D r and weighted mean
+    xbar_j = (sum_R r x - (j/d) sum_D r x) / S0_j.  Subject i's score residual collects, over the
+    death times it is at risk at,
+
+    * if it dies at t: (1/d) sum_j (x_i - xbar_j)                      (its observed event)
+    * minus sum_j c_ij r_i (x_i - xbar_j) / S0_j with c_ij = 1 for a subject that survives t
+      and 1 - j/d for a tied death                                    (its Efron hazard share)
+
+    (Therneau & Grambsch 2000, sec. 7.2 / R survival's ``residuals(fit, "score")``).  The rows sum
+    to the total score (0 at the MLE).  The information is sum_t sum_j [S2_j / S0_j - xbar_j xbar_j'].
+    Residuals and information do not depend on centring X, which is done for exp's sake.
+    """
+    t = np.asarray(duration, dtype=float).ravel()
+    e = np.asarray(event, dtype=bool).ravel()
+    x = np.asarray(X, dtype=float)
+    x = x.reshape(len(t), -1) - x.reshape(len(t), -1).mean(axis=0)
+    b = np.asarray(beta, dtype=float).ravel()
+    eta = x @ b
+    r = np.exp(eta - eta.max())  # a common factor cancels in every ratio below
+    n, k = x.shape
+    resid = np.zeros((n, k))
+    info = np.zeros((k, k))
+    for time in np.unique(t[e]):
+        at_risk = t >= time
+        dead = e & (t == time)
+        d = int(dead.sum())
+        frac = np.arange(d) / d
+        s0 = r[at_risk].sum() - frac * r[dead].sum()  # (d,)
+        s1 = r[at_risk] @ x[at_risk] - frac[:, None] * (r[dead] @ x[dead])  # (d, k)
+        xr, xd = x[at_risk] * r[at_risk, None], x[dead] * r[dead, None]
+        s2 = (xr.T @ x[at_risk])[None] - frac[:, None, None] * (xd.T @ x[dead])[None]  # (d, k, k)
+        xbar = s1 / s0[:, None]
+        info += (s2 / s0[:, None, None] - xbar[:, :, None] * xbar[:, None, :]).sum(axis=0)
+        haz = 1.0 / s0
+        resid[dead] += x[dead] - xbar.mean(axis=0)
+        survivors = at_risk & ~dead
+        resid[survivors] -= r[survivors, None] * (x[survivors] * haz.sum() - haz @ xbar)
+        w = (1.0 - frac) * haz
+        resid[dead] -= r[dead, None] * (x[dead] * w.sum() - w @ xbar)
+    return resid, info
+
+
+def cox_robust_variance(duration, event, X, beta) -> tuple[np.ndarray, np.ndarray]:
+    """``(model_variance, robust_variance)`` of a Cox model with Efron ties at ``beta``.
+
+    Robust = the dfbeta sandwich D'D with D = score residuals x inverse information, each
+    observation its own cluster: R ``coxph(..., ties = "efron", robust = TRUE)``'s ``fit$var``
+    (``fit$naive.var`` is the model variance).  See :func:`efron_cox_pieces`.
+    """
+    resid, info = efron_cox_pieces(duration, event, X, beta)
+    model = np.linalg.inv(info)
+    dfbeta = resid @ model
+    return model, dfbeta.T @ dfbeta
+
+
 def cox_features(df: pd.DataFrame, features: Sequence[str] = FEATURES) -> pd.DataFrame:
     """Per-system Cox proportional hazards model of the spotting time on the features.
 
     ``df`` has columns ``system``, ``lower``, ``upper`` and the feature columns (default
     ``fluency``, ``sensibleness``, ``specificity``; each +1 better / 0 tie / -1 worse than the
-    other entity).  Follows the released ``analysis/cox.py`` of Spot The Bot: lifelines
-    ``CoxPHFitter(...).fit(duration, event, robust=True)`` per system where event = spotted and
-    duration = the segment length k (= ``upper`` if spotted, ``lower`` otherwise), i.e. the
-    spotting time of an interval-censored event (0, k] is set to k.  (The released R script also
-    tried icenReg's interval-censored ``ic_sp``; that is not reproduced here.)  Negative coef =
-    lower hazard = longer survival.
+    other entity).  Follows the released ``analysis/cox.py`` of Spot The Bot: a Cox model with a
+    robust (sandwich) variance per system where event = spotted and duration = the segment length
+    k (= ``upper`` if spotted, ``lower`` otherwise), i.e. the spotting time of an
+    interval-censored event (0, k] is set to k.  (The released R script also tried icenReg's
+    interval-censored ``ic_sp``; that is not reproduced here.)  Negative coef = lower hazard =
+    longer survival.
 
-    Returns columns ``system, feature, coef, p, note``.  Degenerate systems do not raise: with no
-    event (or no censoring), a constant covariate or a failed fit the coefficient and p are NaN
-    and ``note`` says why (constant covariates are left out of that system's model).
+    Coefficients: lifelines ``CoxPHFitter`` (Efron ties).  Variance: the robust dfbeta sandwich
+    with Efron weights for tied deaths (:func:`cox_robust_variance`), as R
+    ``coxph(Surv(duration, event) ~ fluency + sensibleness + specificity, ties = "efron",
+    robust = TRUE)``; ``p`` is the two-sided Wald p on the robust SE (R's ``Pr(>|z|)``).  The
+    released code's lifelines ``robust=True`` ignores ties in the sandwich; with only 2-3
+    distinct segment lengths nearly every event is tied and its p-values differ from R's by up to
+    0.08 (4 of the 27 decisions at 0.05 on the released DailyDialog and Empathetic data flip).
+
+    Returns columns ``system, feature, coef, se, robust_se, p, note`` (``se`` = model-based).
+    Degenerate systems do not raise: with no event (or no censoring), a constant covariate or a
+    failed fit the coefficient and p are NaN and ``note`` says why (constant covariates are left
+    out of that system's model).
     """
     from lifelines import CoxPHFitter  # local: importing lifelines is slow
+    from scipy.special import ndtr
 
     features = list(features)
     _require_columns(df, ["system", "lower", "upper", *features])
+    nan4 = (math.nan,) * 4
     rows = []
     for system, sub in df.groupby("system", sort=True):
         lo, hi = _as_intervals(sub["lower"], sub["upper"])
         event = np.isfinite(hi) & (lo < hi) | (lo == hi)
         duration = np.where(np.isfinite(hi), hi, lo)
         X = sub[features].astype(float).reset_index(drop=True)
-        result = {f: (math.nan, math.nan, "") for f in features}
+        result = {f: (*nan4, "") for f in features}
         if event.sum() == 0:
-            result = {f: (math.nan, math.nan, "no spotted events") for f in features}
+            result = {f: (*nan4, "no spotted events") for f in features}
         elif np.isnan(X.to_numpy()).any():
-            result = {f: (math.nan, math.nan, "missing feature values") for f in features}
+            result = {f: (*nan4, "missing feature values") for f in features}
         else:
             usable = [f for f in features if X[f].nunique() > 1]
             for f in features:
                 if f not in usable:
-                    result[f] = (math.nan, math.nan, "constant covariate")
+                    result[f] = (*nan4, "constant covariate")
             if usable:
                 data = X[usable].copy()
                 data["_duration"] = duration
@@ -493,21 +572,25 @@ def cox_features(df: pd.DataFrame, features: Sequence[str] = FEATURES) -> pd.Dat
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        cph = CoxPHFitter().fit(
-                            data, duration_col="_duration", event_col="_event", robust=True
-                        )
-                    summ = cph.summary
-                    for f in usable:
-                        coef, p = float(summ.loc[f, "coef"]), float(summ.loc[f, "p"])
-                        note = "" if np.isfinite(coef) and np.isfinite(p) else "non-finite estimate"
-                        result[f] = (coef, p, note)
+                        cph = CoxPHFitter().fit(data, duration_col="_duration", event_col="_event")
+                    beta = cph.params_.loc[usable].to_numpy(float)
+                    model, robust = cox_robust_variance(duration, event, X[usable].to_numpy(float), beta)
+                    se = np.sqrt(np.diag(model))
+                    rse = np.sqrt(np.diag(robust))
+                    p = 2.0 * ndtr(-np.abs(beta / rse))
+                    for i, f in enumerate(usable):
+                        values = (float(beta[i]), float(se[i]), float(rse[i]), float(p[i]))
+                        note = "" if all(np.isfinite(values)) else "non-finite estimate"
+                        result[f] = (*values, note)
                 except Exception as exc:  # noqa: BLE001 -- convergence failure, singular design, ...
                     for f in usable:
-                        result[f] = (math.nan, math.nan, f"fit failed: {type(exc).__name__}")
+                        result[f] = (*nan4, f"fit failed: {type(exc).__name__}")
         for f in features:
-            coef, p, note = result[f]
-            rows.append({"system": system, "feature": f, "coef": coef, "p": p, "note": note})
-    return pd.DataFrame(rows, columns=["system", "feature", "coef", "p", "note"])
+            coef, se_, rse_, p_, note = result[f]
+            rows.append(
+                {"system": system, "feature": f, "coef": coef, "se": se_, "robust_se": rse_, "p": p_, "note": note}
+            )
+    return pd.DataFrame(rows, columns=["system", "feature", "coef", "se", "robust_se", "p", "note"])
 
 
 def _require_columns(df: pd.DataFrame, cols: Sequence[str]) -> None:

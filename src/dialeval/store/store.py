@@ -18,6 +18,7 @@ from . import migrations
 from .engine import check_connection, database_url, make_engine
 from .schema import (
     AnnotatorRow,
+    AssignmentRow,
     BotRow,
     ConversationRow,
     EventRow,
@@ -68,7 +69,29 @@ class Store:
             yield session
 
     # -- studies and bots -------------------------------------------------------------------
-    def ensure_study(self, name: str, method: str, config: dict[str, Any] | None = None) -> Study:
+    def ensure_study(self, name: str, method: str, config: dict[str, Any] | None = None,
+                     uid: str | None = None) -> Study:
+        """The study row of that name (made when new). With `uid` (the folder's stable id, kept in the
+        row's config as ``study_uid``) the row is found by it first, so a changed `name:` renames the
+        study instead of starting an empty one."""
+        if uid is not None:
+            config = {**(config or {}), "study_uid": uid}
+            with self.session() as s:
+                by_uid = next((st for st in s.scalars(select(Study)) if (st.config or {}).get("study_uid") == uid),
+                              None)
+                if by_uid is not None and by_uid.name != name:
+                    if s.scalar(select(Study).where(Study.name == name)) is not None:
+                        raise StoreError(f"cannot rename study '{by_uid.name}' to '{name}': this database "
+                                         f"already holds another study of that name")
+                    s.add(EventRow(study_id=by_uid.id, kind="study-renamed",
+                                   payload={"from": by_uid.name, "to": name}))
+                    by_uid.name = name
+                elif by_uid is None:
+                    other = s.scalar(select(Study).where(Study.name == name))
+                    other_uid = (other.config or {}).get("study_uid") if other is not None else None
+                    if other_uid and other_uid != uid:
+                        raise StoreError(f"this database already holds a study named '{name}' from another "
+                                         f"study folder; give this one another name")
         with self.session() as s:
             study = s.scalar(select(Study).where(Study.name == name))
             if study is None:
@@ -417,6 +440,17 @@ class Store:
             ann_ext = {r.id: r.external_id for r in ann_rows}
             unit_rows = list(s.scalars(select(UnitRow).where(UnitRow.study_id == study_id).order_by(UnitRow.id)))
             unit_ext = {r.id: r.external_id for r in unit_rows}
+            from .work import EXCLUDED_ASSIGNMENT_STATUSES  # judgments of unfinished work: kept, not counted
+
+            excluded = {
+                aid: EXCLUDED_ASSIGNMENT_STATUSES[status]
+                for aid, status in s.execute(
+                    select(AssignmentRow.id, AssignmentRow.status).where(
+                        AssignmentRow.study_id == study_id,
+                        AssignmentRow.status.in_(tuple(EXCLUDED_ASSIGNMENT_STATUSES)),
+                    )
+                )
+            }
             judgments = [
                 Judgment(
                     annotator_id=ann_ext[j.annotator_id],
@@ -428,7 +462,8 @@ class Store:
                     elapsed_s=j.elapsed_s,
                     created_at=j.created_at,
                     shown_order=j.shown_order,
-                    meta={**(j.meta or {}), "judgment_id": j.id, "assignment_id": j.assignment_id},
+                    meta={**(j.meta or {}), "judgment_id": j.id, "assignment_id": j.assignment_id,
+                          **({"excluded": excluded[j.assignment_id]} if j.assignment_id in excluded else {})},
                 )
                 for j in s.scalars(select(JudgmentRow).where(JudgmentRow.study_id == study_id).order_by(JudgmentRow.id))
             ]

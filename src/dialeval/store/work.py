@@ -31,6 +31,20 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+# Assignment statuses: assigned (open) | submitted | expired (unit back in the pool; the annotator
+# gets it back on return if nobody took it) | abandoned (expired, and its unit was given to somebody
+# else) | returned (the platform submission was returned or timed out). Judgments made on an
+# assignment of the last three kinds are kept but excluded from analysis, with this reason.
+EXCLUDED_ASSIGNMENT_STATUSES: dict[str, str] = {
+    "expired": "assignment expired unfinished",
+    "abandoned": "assignment expired and was given to another annotator",
+    "returned": "submission returned or timed out on the platform",
+}
+RESUMED_NOTICE = "Welcome back: your task is as you left it."
+REASSIGNED_NOTICE = ("Your earlier task expired and was given to somebody else, so here is a new one. "
+                     "What you did on it is kept.")
+
+
 def _aware(ts: datetime | None) -> datetime | None:
     # SQLite gives naive datetimes back; they were stored as UTC.
     if ts is not None and ts.tzinfo is None:
@@ -63,12 +77,13 @@ class AssignmentInfo:
     unit_kind: str
     conversation_ids: list[str]  # external conversation ids of the unit
     payload: dict[str, Any]  # the unit's payload
-    status: str  # assigned | submitted | expired
+    status: str  # assigned | submitted | expired | abandoned | returned
     shown_order: list[Any] | None  # what was shown left-to-right / in order (randomised per assignment)
     state: dict[str, Any]  # per-method progress; survives a page refresh
     started_at: datetime | None = None
     expires_at: datetime | None = None
     submitted_at: datetime | None = None
+    notice: str | None = None  # a message for the annotator (e.g. resumed after expiry), not stored
 
     @property
     def is_open(self) -> bool:
@@ -174,7 +189,9 @@ def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
                     "seconds_total": max(span, 0.0),
                     "submitted": assigned[(r.id, "submitted")],
                     "open": assigned[(r.id, "assigned")],
-                    "expired": assigned[(r.id, "expired")],
+                    "expired": assigned[(r.id, "expired")] + assigned[(r.id, "abandoned")]
+                    + assigned[(r.id, "returned")],
+                    "meta": dict(r.meta or {}),
                     "created_at": _aware(r.created_at),
                 }
             )
@@ -334,7 +351,7 @@ def annotator_assignments(
             .where(AssignmentRow.study_id == study_id, AssignmentRow.annotator_id == annotator_id)
         )
         if not include_expired:
-            q = q.where(AssignmentRow.status != "expired")
+            q = q.where(AssignmentRow.status.not_in(tuple(EXCLUDED_ASSIGNMENT_STATUSES)))
         return [_assignment(a, u) for a, u in s.execute(q.order_by(AssignmentRow.id))]
 
     if isinstance(session_or_store, Session):
@@ -482,13 +499,19 @@ def list_judgments(
     assignment_id: int | None = None,
     annotator_id: int | None = None,
     question: str | None = None,
+    include_excluded: bool = False,
 ) -> list[JudgmentLite]:
+    """Judgments of the study; those of expired/abandoned/returned assignments only with
+    `include_excluded` (they are kept, never counted: see EXCLUDED_ASSIGNMENT_STATUSES)."""
+
     def run(s: Session) -> list[JudgmentLite]:
         q = (
             select(JudgmentRow, AnnotatorRow.status)
             .join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
             .where(JudgmentRow.study_id == study_id)
         )
+        if not include_excluded:
+            q = q.where(_counted(JudgmentRow.assignment_id))
         if assignment_id is not None:
             q = q.where(JudgmentRow.assignment_id == assignment_id)
         if annotator_id is not None:
@@ -578,6 +601,7 @@ def scheduling_judgments(
     )
     if exclude_questions:
         q = q.where(JudgmentRow.question.not_in(exclude_questions))
+    q = q.where(_counted(JudgmentRow.assignment_id))
     return [
         ScoredJudgment(jid, question, value, dict(meta or {}), status, dict(ameta or {}))
         for jid, question, value, meta, status, ameta in session.execute(q.order_by(JudgmentRow.id))
@@ -613,3 +637,140 @@ def list_events(session_or_store, study_id: int, kind: str | None = None) -> lis
         return run(session_or_store)
     with session_or_store.session() as s:
         return run(s)
+
+
+# -- expiry, resumption, returns (issue 8) --------------------------------------------------------
+def _counted(assignment_column):
+    """SQL condition: the judgment has no assignment, or its assignment is not expired/abandoned/returned."""
+    excluded = select(AssignmentRow.id).where(AssignmentRow.status.in_(tuple(EXCLUDED_ASSIGNMENT_STATUSES)))
+    return assignment_column.is_(None) | assignment_column.not_in(excluded)
+
+
+def excluded_assignments(store, study_id: int) -> dict[int, str]:
+    """assignment id -> why its judgments are not counted (expired, abandoned, returned)."""
+    with store.session() as s:
+        return {
+            aid: EXCLUDED_ASSIGNMENT_STATUSES[status]
+            for aid, status in s.execute(
+                select(AssignmentRow.id, AssignmentRow.status).where(
+                    AssignmentRow.study_id == study_id,
+                    AssignmentRow.status.in_(tuple(EXCLUDED_ASSIGNMENT_STATUSES)),
+                )
+            )
+        }
+
+
+def _superseded(session: Session, row: AssignmentRow) -> bool:
+    """True when another annotator was given the same unit after this assignment expired."""
+    since = _aware(row.expires_at)
+    for other_start in session.scalars(
+        select(AssignmentRow.started_at).where(
+            AssignmentRow.unit_id == row.unit_id,
+            AssignmentRow.id > row.id,
+            AssignmentRow.annotator_id != row.annotator_id,
+        )
+    ):
+        if since is None or _aware(other_start) >= since:
+            return True
+    return False
+
+
+def _revive(session: Session, row: AssignmentRow, expires_at: datetime | None) -> None:
+    row.status = "assigned"
+    row.expires_at = expires_at
+    session.add(EventRow(study_id=row.study_id, kind="assignment-revived", annotator_id=row.annotator_id,
+                         payload={"assignment": row.id}))
+
+
+def resume_assignment(
+    store, study_id: int, annotator_id: int, expires_at: datetime | None, now: datetime | None = None
+) -> tuple[AssignmentInfo | None, str | None]:
+    """The assignment the annotator should continue, and a notice for them.
+
+    An open assignment comes back as it is (past its expiry too: nobody can have taken it while it
+    was still open, so its expiry is extended). When the annotator's latest assignment expired and
+    nobody was given its unit since, it is revived; when somebody was, it becomes `abandoned` and the
+    notice says so (the caller then assigns fresh work). Locks only when an expired one is found.
+    """
+    now = now or utcnow()
+    with store.session() as s:
+        rows = list(
+            s.execute(
+                select(AssignmentRow, UnitRow)
+                .join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
+                .where(AssignmentRow.study_id == study_id, AssignmentRow.annotator_id == annotator_id)
+                .order_by(AssignmentRow.id)
+            )
+        )
+        for a, u in rows:
+            if a.status == "assigned":
+                exp = _aware(a.expires_at)
+                if exp is not None and exp <= now:
+                    a.expires_at = expires_at
+                    return _assignment(a, u), RESUMED_NOTICE
+                return _assignment(a, u), None
+        latest = rows[-1][0] if rows else None
+        if latest is None or latest.status != "expired":
+            return None, None
+        latest_id = latest.id
+    with store.locked(study_id) as s:
+        row = s.get(AssignmentRow, latest_id)
+        if row is None or row.status != "expired":  # changed meanwhile: let the caller look again
+            return None, None
+        if _superseded(s, row):
+            row.status = "abandoned"
+            s.add(EventRow(study_id=study_id, kind="assignment-abandoned", annotator_id=annotator_id,
+                           payload={"assignment": row.id}))
+            return None, REASSIGNED_NOTICE
+        _revive(s, row, expires_at)
+        info = _assignment(row, s.get(UnitRow, row.unit_id))
+        info.notice = RESUMED_NOTICE
+        return info, RESUMED_NOTICE
+
+
+def revive_assignment(store, study_id: int, assignment_id: int, expires_at: datetime | None) -> bool:
+    """Reopen an expired assignment whose unit nobody took since (a late answer still counts)."""
+    with store.locked(study_id) as s:
+        row = s.get(AssignmentRow, assignment_id)
+        if row is None or row.status != "expired" or _superseded(s, row):
+            return False
+        later = s.scalar(
+            select(func.count()).select_from(AssignmentRow).where(
+                AssignmentRow.annotator_id == row.annotator_id, AssignmentRow.id > row.id
+            )
+        )
+        if later:  # the annotator has moved on to other work
+            return False
+        _revive(s, row, expires_at)
+        return True
+
+
+def mark_returned(store, study_id: int, annotator_id: int, reason: str = "returned") -> int:
+    """The annotator's platform submission was returned or timed out: free their unfinished work
+    (open and expired assignments become `returned`) and record it. Returns how many were freed."""
+    with store.locked(study_id) as s:
+        rows = list(
+            s.scalars(
+                select(AssignmentRow).where(
+                    AssignmentRow.study_id == study_id,
+                    AssignmentRow.annotator_id == annotator_id,
+                    AssignmentRow.status.in_(("assigned", "expired")),
+                )
+            )
+        )
+        for row in rows:
+            row.status = "returned"
+        ann = s.get(AnnotatorRow, annotator_id)
+        if ann is not None:
+            ann.meta = {**(ann.meta or {}), "returned_at": utcnow().isoformat(), "returned_reason": reason}
+        s.add(EventRow(study_id=study_id, kind="submission-returned", annotator_id=annotator_id,
+                       payload={"assignments": [r.id for r in rows], "reason": reason}))
+        return len(rows)
+
+
+def find_annotator(store, study_id: int, external_id: str) -> AnnotatorInfo | None:
+    with store.session() as s:
+        row = s.scalar(
+            select(AnnotatorRow).where(AnnotatorRow.study_id == study_id, AnnotatorRow.external_id == external_id)
+        )
+        return _annotator(row) if row is not None else None

@@ -6,16 +6,33 @@ Opening ``/s/<slug>/admin?token=...`` once sets a signed admin cookie for that s
 
 from __future__ import annotations
 
+import csv
+import io
+import re
 import tempfile
 from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..store import work
+from ..textclean import clean_text
 from .auth import ADMIN_COOKIE, token_matches
 from .csrf import CSRF_FIELD, csrf_token, csrf_valid, same_origin
+
+
+def completion_state(row: dict, meta: dict) -> str:
+    """complete | failed (blocked) | returned | in progress | not started, from an admin table row."""
+    if meta.get("completed_at"):
+        return "complete"
+    if row["status"] == "blocked":
+        return "failed"
+    if meta.get("returned_at"):
+        return "returned"
+    if row["open"] or row["submitted"] or row["judgments"]:
+        return "in progress"
+    return "not started"
 
 
 def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_form, WebError) -> None:
@@ -45,6 +62,9 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
         summary = None
         if served.protocol is not None:
             summary = await run_in_threadpool(served.protocol.admin_summary)
+        completions = {r["id"]: r for r in await run_in_threadpool(completion_rows, served, annotators)}
+        for a in annotators:
+            a["completion"] = completions.get(a["id"], {})
         return render(request, "admin.html", study=served.ctx, counts=counts, statuses=statuses,
                       annotators=annotators, summary=summary, error=served.error,
                       csrf=csrf_token(served.secret, "admin:" + nonce))
@@ -82,7 +102,8 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
     async def conversation(request: Request, slug: str, conversation_id: str):
         served = get_served(slug)
         admin_nonce(request, served)
-        conv = await run_in_threadpool(served.ctx.store.get_conversation, served.ctx.study_id, conversation_id)
+        conv = await run_in_threadpool(served.ctx.store.get_conversation, served.ctx.study_id,
+                                       clean_text(conversation_id))  # no NUL towards PostgreSQL
         return render(request, "admin_conversation.html", study=served.ctx, conversation=conv)
 
     @app.get("/s/{slug}/admin/export.csv")
@@ -102,3 +123,147 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
         name = f"{served.slug}-judgments.csv"
         return Response(body, media_type="text/csv",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    # -- completion, approvals, returns (issue 8) ---------------------------------------------
+    @app.post("/s/{slug}/admin/annotators/{annotator_id}/returned")
+    async def mark_returned(request: Request, slug: str, annotator_id: int):
+        served = get_served(slug)
+        nonce = admin_nonce(request, served)
+        data = await read_form(request)
+        if not same_origin(request) or not csrf_valid(served.secret, "admin:" + nonce, data.get(CSRF_FIELD)):
+            raise WebError(403, "The form's security token is missing or out of date.")
+        ann = await run_in_threadpool(work.get_annotator, served.ctx.store, annotator_id)
+        if ann is None or ann.study_id != served.ctx.study_id:
+            raise WebError(404, "No such annotator.")
+        await run_in_threadpool(work.mark_returned, served.ctx.store, served.ctx.study_id, annotator_id)
+        return RedirectResponse(served.ctx.url("admin"), status_code=303)
+
+    @app.post("/s/{slug}/admin/returned")
+    async def mark_returned_list(request: Request, slug: str):
+        """Paste the ids of returned or timed-out submissions (Prolific participant ids, MTurk worker
+        ids) to free their unfinished work for others. JSON {"ids": [...]} works too."""
+        served = get_served(slug)
+        nonce = admin_nonce(request, served)
+        data = await read_form(request)
+        if not same_origin(request) or not csrf_valid(served.secret, "admin:" + nonce,
+                                                      request.headers.get("X-CSRF-Token") or data.get(CSRF_FIELD)):
+            raise WebError(403, "The form's security token is missing or out of date.")
+        raw = data.get("ids") or ""
+        ids = [str(i).strip() for i in raw] if isinstance(raw, list) else re.split(r"[\s,;]+", str(raw))
+        ids = [i for i in ids if i]
+        if not ids:
+            raise WebError(400, "Give the participant or worker ids of the returned submissions.")
+        freed, unknown = 0, []
+        for external in ids:
+            ann = await run_in_threadpool(work.find_annotator, served.ctx.store, served.ctx.study_id, external)
+            if ann is None:
+                unknown.append(external)
+                continue
+            freed += await run_in_threadpool(work.mark_returned, served.ctx.store, served.ctx.study_id, ann.id)
+        if "application/json" in request.headers.get("accept", ""):
+            return JSONResponse({"ok": True, "marked": len(ids) - len(unknown), "assignments_freed": freed,
+                                 "unknown": unknown})
+        return RedirectResponse(served.ctx.url("admin"), status_code=303)
+
+    @app.get("/s/{slug}/admin/approvals.csv")
+    async def approvals_csv(request: Request, slug: str):
+        """Every annotator with completion state, code and the suggested decision."""
+        served = get_served(slug)
+        admin_nonce(request, served)
+        rows = await run_in_threadpool(completion_rows, served)
+        fields = ["platform", "participant_id", "state", "completion_code", "completed_at", "decision", "reason",
+                  "mturk_assignment_id"]
+        return csv_response(rows, fields, f"{served.slug}-approvals.csv")
+
+    @app.get("/s/{slug}/admin/approvals/prolific.txt")
+    async def approvals_prolific_txt(request: Request, slug: str):
+        """Prolific's bulk approve: participant ids to approve, one per line (paste into the dialog)."""
+        served = get_served(slug)
+        admin_nonce(request, served)
+        rows = await run_in_threadpool(completion_rows, served)
+        ids = [r["participant_id"] for r in rows if r["platform"] == "prolific" and r["decision"] == "approve"]
+        return Response("\n".join(ids) + ("\n" if ids else ""), media_type="text/plain",
+                        headers={"Content-Disposition": f'attachment; filename="{served.slug}-prolific-approve.txt"'})
+
+    @app.get("/s/{slug}/admin/approvals/prolific.json")
+    async def approvals_prolific_json(request: Request, slug: str):
+        """The body of Prolific's bulk-approve API call: {"study_id", "participant_ids"}."""
+        served = get_served(slug)
+        admin_nonce(request, served)
+        rows = await run_in_threadpool(completion_rows, served)
+        approve = [r for r in rows if r["platform"] == "prolific" and r["decision"] == "approve"]
+        study_ids = sorted({r["prolific_study_id"] for r in approve if r.get("prolific_study_id")})
+        body = {"study_id": study_ids[0] if len(study_ids) == 1 else None,
+                "participant_ids": [r["participant_id"] for r in approve]}
+        return JSONResponse(body, headers={
+            "Content-Disposition": f'attachment; filename="{served.slug}-prolific-bulk-approve.json"'})
+
+    @app.get("/s/{slug}/admin/approvals/mturk.csv")
+    async def approvals_mturk_csv(request: Request, slug: str):
+        """MTurk's batch review upload: one row per MTurk assignment, "x" in Approve or a reason in Reject."""
+        served = get_served(slug)
+        admin_nonce(request, served)
+        rows = await run_in_threadpool(mturk_rows, served)
+        return csv_response(rows, ["HITId", "AssignmentId", "WorkerId", "Approve", "Reject"],
+                            f"{served.slug}-mturk-review.csv")
+
+    def csv_response(rows: list[dict], fields: list[str], name: str) -> Response:
+        from ..formats.tidy import neutralise_formula
+
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: neutralise_formula(r.get(k)) for k in fields})
+        return Response(buf.getvalue(), media_type="text/csv",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    def completion_rows(served, annotators: list[dict] | None = None) -> list[dict]:
+        """One row per annotator: completion state, the code they were shown, a suggested decision."""
+        rec = served.ctx.config.recruitment
+        out = []
+        if annotators is None:
+            annotators = work.list_annotators(served.ctx.store, served.ctx.study_id)
+        for a in annotators:
+            meta = a.get("meta") or {}
+            state = completion_state(a, meta)
+            code = None
+            if state == "complete":
+                code = rec.completion_code or served.signer.completion_code(a["id"])
+            if state == "complete" and a["status"] == "active":
+                decision, reason = "approve", ""
+            elif state == "complete":
+                decision, reason = "review", "; ".join(a["reasons"]) or a["status"]
+            elif state == "failed":
+                decision, reason = "return", "; ".join(a["reasons"]) or "did not pass the practice"
+            elif state == "returned":
+                decision, reason = "none", "submission returned"
+            else:
+                decision, reason = "reject", "the session was not completed"
+            out.append({"id": a["id"], "platform": a["platform"], "participant_id": a["external_id"],
+                        "state": state, "completion_code": code, "completed_at": meta.get("completed_at"),
+                        "decision": decision, "reason": reason,
+                        "mturk_assignment_id": meta.get("completed_mturk_assignment")
+                        or meta.get("mturk_assignment_id"),
+                        "prolific_study_id": meta.get("prolific_study_id"), "meta": meta})
+        return out
+
+    def mturk_rows(served) -> list[dict]:
+        out = []
+        for r in completion_rows(served):
+            if r["platform"] != "mturk":
+                continue
+            meta = r["meta"]
+            seen = list(meta.get("mturk_assignments") or [])
+            if not seen and meta.get("mturk_assignment_id"):
+                seen = [{"assignment_id": meta["mturk_assignment_id"], "hit_id": meta.get("mturk_hit_id")}]
+            paid = meta.get("completed_mturk_assignment")
+            for m in seen:
+                approve = reject = ""
+                if r["decision"] == "approve" and m["assignment_id"] == paid:
+                    approve = "x"
+                elif r["decision"] == "reject":
+                    reject = "The task was not completed."
+                out.append({"HITId": m.get("hit_id") or "", "AssignmentId": m["assignment_id"],
+                            "WorkerId": r["participant_id"], "Approve": approve, "Reject": reject})
+        return out

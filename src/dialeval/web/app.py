@@ -18,12 +18,14 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import jinja2
-from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import METHODS
 from ..errors import DialevalError
@@ -31,10 +33,13 @@ from ..protocols import get_protocol
 from ..protocols.base import Outcome, Protocol, StudyContext
 from ..store import work
 from ..store.work import AnnotatorInfo
+from ..textclean import clean_value
 from . import entry as entry_mod
 from .auth import (
     COOKIE_MAX_AGE,
     IDENTITY_COOKIE,
+    SESSION_HEADER,
+    SESSION_PARAM,
     CookieSigner,
     Identity,
     load_admin_token,
@@ -103,6 +108,18 @@ def run_hook_blocking(fn, *args):
         return pool.submit(lambda: asyncio.run(fn(*args))).result()
 
 
+def partition_last_cookie(response: Response) -> None:
+    """Add the CHIPS `Partitioned` attribute to the cookie just set (Python < 3.14's http.cookies,
+    which Starlette uses, cannot write it), so the cookie is kept in a cross-site iframe where
+    third-party cookies are blocked."""
+    for i in range(len(response.raw_headers) - 1, -1, -1):
+        name, value = response.raw_headers[i]
+        if name == b"set-cookie":
+            if b"partitioned" not in value.lower():
+                response.raw_headers[i] = (name, value + b"; Partitioned")
+            return
+
+
 def make_environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(HERE / "templates")),
@@ -164,9 +181,14 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         return "application/json" in request.headers.get("accept", "") or \
             request.headers.get("content-type", "").startswith("application/json")
 
+    def error_as_html(request: Request) -> bool:
+        """Errors are pages for a browser's navigation (Accept: text/html), JSON for fetch() and APIs."""
+        return "text/html" in request.headers.get("accept", "") and not wants_json(request)
+
     def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         context.setdefault("request", request)
         context.setdefault("csrf", "")
+        context.setdefault("session_token", getattr(request.state, "session_token", None))
         html = env.get_template(template).render(**context)
         return HTMLResponse(html, status_code=status)
 
@@ -176,14 +198,33 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
             raise WebError(404, "There is no such study here.")
         return served
 
+    def session_values(request: Request) -> list[tuple[str, bool]]:
+        """The signed session: the cookie, then the token carried by the page (header or ?sid=) for
+        browsers that keep no cookie in a cross-site iframe. [(value, came from the token)]."""
+        out = []
+        cookie = request.cookies.get(IDENTITY_COOKIE)
+        if cookie:
+            out.append((cookie, False))
+        token = request.headers.get(SESSION_HEADER) or request.query_params.get(SESSION_PARAM)
+        if token and token != cookie:
+            out.append((token, True))
+        return out
+
     def identity(request: Request, served: ServedStudy) -> tuple[Identity, AnnotatorInfo] | None:
-        ident = served.signer.read_identity(request.cookies.get(IDENTITY_COOKIE))
-        if ident is None:
-            return None
-        annotator = work.get_annotator(served.ctx.store, ident.annotator_id)
-        if annotator is None or annotator.study_id != served.ctx.study_id:
-            return None
-        return ident, annotator
+        for value, from_token in session_values(request):
+            ident = served.signer.read_identity(value)
+            if ident is None:
+                continue
+            annotator = work.get_annotator(served.ctx.store, ident.annotator_id)
+            if annotator is None or annotator.study_id != served.ctx.study_id:
+                continue
+            bound = annotator.meta.get("session_nonce")
+            if bound and bound != ident.nonce:  # the id was moved to another browser: this one is signed out
+                continue
+            if from_token:
+                request.state.session_token = value  # carried on in every link and redirect (see url_for)
+            return ident, annotator
+        return None
 
     def require_identity(request: Request, served: ServedStudy) -> tuple[Identity, AnnotatorInfo]:
         found = identity(request, served)
@@ -191,11 +232,36 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
             raise WebError(403, "Your session was not found. Please open the study link again.")
         return found
 
-    def set_identity(response: Response, request: Request, served: ServedStudy, annotator_id: int) -> None:
-        secure = request.url.scheme == "https"
-        response.set_cookie(IDENTITY_COOKIE, served.signer.identity_cookie(annotator_id), max_age=COOKIE_MAX_AGE,
+    def url_for(request: Request, served: ServedStudy, path: str) -> str:
+        """A study URL; with ?sid= when this browser is identified by the page's token, not a cookie."""
+        url = served.ctx.url(path)
+        token = getattr(request.state, "session_token", None)
+        if token:
+            url += ("&" if "?" in url else "?") + urlencode({SESSION_PARAM: token})
+        return url
+
+    def embedded_or_https(request: Request) -> bool:
+        return request.url.scheme == "https"
+
+    def set_identity(response: Response, request: Request, served: ServedStudy, annotator_id: int,
+                     nonce: str | None = None) -> str:
+        """Sign the annotator in: the cookie (partitioned, SameSite=None over https, so it also works in
+        MTurk's cross-site iframe) and the same signed value as a token; binds the annotator's platform
+        id to this browser session. Returns the token."""
+        nonce = nonce or secrets.token_urlsafe(16)
+        value = served.signer.identity_cookie(annotator_id, nonce)
+        work.update_annotator_meta(served.ctx.store, annotator_id, session_nonce=nonce)
+        secure = embedded_or_https(request)
+        response.set_cookie(IDENTITY_COOKIE, value, max_age=COOKIE_MAX_AGE,
                             path=f"/s/{served.slug}", httponly=True, secure=secure,
                             samesite="none" if secure else "lax")
+        if secure:
+            partition_last_cookie(response)
+        # The token rides in the URLs only where a cookie may be dropped: in a frame (browsers that do
+        # not send Sec-Fetch-Dest are treated alike); a top-level tab keeps its cookie.
+        if request.headers.get("sec-fetch-dest", "iframe") in ("iframe", "frame", "embed", "object"):
+            request.state.session_token = value
+        return value
 
     async def read_form(request: Request) -> dict[str, Any]:
         body = await request.body()
@@ -217,6 +283,10 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
             data[key] = values if len(values) > 1 else (values[0] if values else "")
         return data
 
+    async def read_clean_form(request: Request) -> dict[str, Any]:
+        """The posted form or JSON, every text without NUL and other control characters (textclean.py)."""
+        return clean_value(await read_form(request))
+
     def check_post(request: Request, served: ServedStudy, ident: Identity, data: dict[str, Any]) -> None:
         if not same_origin(request):
             raise WebError(403, "This form was sent from another site and was refused.")
@@ -226,6 +296,8 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
 
     def outcome_response(request: Request, served: ServedStudy, outcome: Outcome) -> Response:
         target = outcome.redirect or served.ctx.url("task")
+        if target.startswith(f"/s/{served.slug}/"):
+            target = url_for(request, served, target.removeprefix(f"/s/{served.slug}/"))
         if wants_json(request):
             return JSONResponse({"ok": True, "done": outcome.done, "redirect": target, **(outcome.data or {})})
         return RedirectResponse(target, status_code=303)
@@ -249,18 +321,30 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
 
     @app.exception_handler(WebError)
     async def web_error(request: Request, exc: WebError):
-        if wants_json(request):
+        if not error_as_html(request):
             return JSONResponse({"ok": False, "error": exc.message}, status_code=exc.status, headers=exc.headers)
-        return render(request, "message.html", status=exc.status, title="Sorry", message=exc.message,
-                      study=None)
+        response = render(request, "message.html", status=exc.status, title="Sorry", message=exc.message,
+                          study=None)
+        response.headers.update(exc.headers)
+        return response
+
+    # Starlette's class, not FastAPI's subclass: the router's own 404/405 are Starlette's.
+    @app.exception_handler(StarletteHTTPException)
+    async def starlette_error(request: Request, exc: StarletteHTTPException):
+        # unknown paths (404) and wrong methods (405) raised by the router, before any route runs
+        messages = {404: "There is no such page here.", 405: "This page cannot be used that way."}
+        message = messages.get(exc.status_code) or str(exc.detail)
+        return await web_error(request, WebError(exc.status_code, message, headers=dict(exc.headers or {})))
+
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception):
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return await web_error(request, WebError(500, "Something went wrong on our side; nothing you sent "
+                                                      "was lost. Please try again in a moment."))
 
     @app.exception_handler(DialevalError)
     async def dialeval_error(request: Request, exc: DialevalError):
         return await web_error(request, WebError(400, str(exc)))
-
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException):
-        return await web_error(request, WebError(exc.status_code, str(exc.detail)))
 
     from fastapi.exceptions import RequestValidationError
 
@@ -290,32 +374,92 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         if ent.preview:
             return render(request, "entry.html", study=served.ctx, preview=True, entry=ent, existing=False)
         if ent.external_id is not None:  # Prolific or MTurk: the platform names the annotator
-            row = await run_in_threadpool(served.ctx.store.get_or_create_annotator, served.ctx.study_id,
-                                          ent.external_id, ent.platform, ent.meta)
-            if ent.meta:
-                await run_in_threadpool(work.update_annotator_meta, served.ctx.store, row.id,
-                                        **{k: v for k, v in ent.meta.items() if v})
-            response = RedirectResponse(served.ctx.url("consent"), status_code=303)
-            set_identity(response, request, served, row.id)
-            return response
+            return await platform_entry(request, served, ent)
         existing = await run_in_threadpool(identity, request, served) is not None
-        return render(request, "entry.html", study=served.ctx, preview=False, entry=ent, existing=existing)
+        return render(request, "entry.html", study=served.ctx, preview=False, entry=ent, existing=existing,
+                      sid=getattr(request.state, "session_token", None))
+
+    async def platform_entry(request: Request, served: ServedStudy, ent: entry_mod.Entry) -> Response:
+        """A Prolific/MTurk arrival. The platform id is bound to the first browser session that used it;
+        another browser is refused or asked to confirm (recruitment.second_browser)."""
+        store, sid = served.ctx.store, served.ctx.study_id
+        row = await run_in_threadpool(store.get_or_create_annotator, sid, ent.external_id, ent.platform, ent.meta)
+        annotator = await run_in_threadpool(work.get_annotator, store, row.id)
+        current = await run_in_threadpool(identity, request, served)
+        same_browser = current is not None and current[1].id == annotator.id
+        if not same_browser and annotator.meta.get("session_nonce"):
+            if served.ctx.config.recruitment.second_browser == "refuse":
+                raise WebError(403, "This study was already started with your id in another browser or "
+                                    "device. Please continue there; if you cannot, contact the researcher.")
+            return render(request, "confirm_browser.html", study=served.ctx, annotator=annotator,
+                          ticket=served.signer.confirm_token(annotator.id),
+                          meta=json.dumps({k: v for k, v in ent.meta.items() if v}))
+        await run_in_threadpool(record_platform_meta, served, annotator, ent.meta)
+        response = RedirectResponse("", status_code=303)
+        nonce = current[0].nonce if same_browser else None
+        await run_in_threadpool(set_identity, response, request, served, annotator.id, nonce)
+        response.headers["location"] = url_for(request, served, "consent")
+        return response
+
+    def record_platform_meta(served: ServedStudy, annotator: AnnotatorInfo, meta: dict[str, Any]) -> None:
+        """Keep the platform's ids; MTurk assignment ids are recorded one per MTurk assignment, never
+        overwritten (the current one is what the done page submits)."""
+        meta = {k: v for k, v in meta.items() if v}
+        if not meta:
+            return
+        extra: dict[str, Any] = {}
+        if annotator.platform == "mturk" and meta.get("mturk_assignment_id"):
+            seen = list(annotator.meta.get("mturk_assignments") or [])
+            if not any(m.get("assignment_id") == meta["mturk_assignment_id"] for m in seen):
+                seen.append({"assignment_id": meta["mturk_assignment_id"], "hit_id": meta.get("mturk_hit_id"),
+                             "first_seen": work.utcnow().isoformat()})
+            extra["mturk_assignments"] = seen
+        work.update_annotator_meta(served.ctx.store, annotator.id, **meta, **extra)
+
+    @app.post("/s/{slug}/confirm-browser")
+    async def confirm_browser(request: Request, slug: str):
+        served = get_served(slug)
+        if not same_origin(request):
+            raise WebError(403, "This form was sent from another site and was refused.")
+        data = await read_clean_form(request)
+        annotator_id = served.signer.read_confirm(data.get("ticket"))
+        if annotator_id is None or served.ctx.config.recruitment.second_browser != "confirm":
+            raise WebError(403, "This confirmation is out of date. Please open the study link again.")
+        annotator = await run_in_threadpool(work.get_annotator, served.ctx.store, annotator_id)
+        if annotator is None or annotator.study_id != served.ctx.study_id:
+            raise WebError(404, "There is no such participant in this study.")
+        try:
+            meta = json.loads(data.get("meta") or "{}")
+        except ValueError:
+            meta = {}
+        if isinstance(meta, dict):
+            allowed = {"prolific_study_id", "prolific_session_id", "mturk_assignment_id", "mturk_hit_id",
+                       "mturk_submit_to"}
+            await run_in_threadpool(record_platform_meta, served, annotator,
+                                    {k: v for k, v in meta.items() if k in allowed and isinstance(v, str)})
+        await run_in_threadpool(served.ctx.store.log_event, served.ctx.study_id, "session-moved", {},
+                                annotator.id)
+        response = RedirectResponse("", status_code=303)
+        await run_in_threadpool(set_identity, response, request, served, annotator.id)  # signs out the old one
+        response.headers["location"] = url_for(request, served, "consent")
+        return response
 
     @app.post("/s/{slug}/start")
     async def start_post(request: Request, slug: str):
         served = get_served(slug)
         if not same_origin(request):
             raise WebError(403, "This form was sent from another site and was refused.")
-        data = await read_form(request)
+        data = await read_clean_form(request)
         found = await run_in_threadpool(identity, request, served)
         if found is not None and data.get("new") != "1":
-            return RedirectResponse(served.ctx.url("consent"), status_code=303)
+            return RedirectResponse(url_for(request, served, "consent"), status_code=303)
         platform = "volunteer" if data.get("volunteer") == "1" else "link"
         external = entry_mod.new_external_id(platform)
         row = await run_in_threadpool(served.ctx.store.get_or_create_annotator, served.ctx.study_id, external,
                                       platform, {})
-        response = RedirectResponse(served.ctx.url("consent"), status_code=303)
-        set_identity(response, request, served, row.id)
+        response = RedirectResponse("", status_code=303)
+        await run_in_threadpool(set_identity, response, request, served, row.id)
+        response.headers["location"] = url_for(request, served, "consent")
         return response
 
     def page_context(served: ServedStudy, ident: Identity, annotator: AnnotatorInfo) -> dict[str, Any]:
@@ -331,63 +475,80 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
     async def consent_post(request: Request, slug: str):
         served = get_served(slug)
         ident, annotator = await run_in_threadpool(require_identity, request, served)
-        data = await read_form(request)
+        data = await read_clean_form(request)
         check_post(request, served, ident, data)
         if data.get("agree") != "yes":
             raise WebError(400, "Please tick the box to agree before you continue, or close this page to leave.")
         await run_in_threadpool(work.update_annotator_meta, served.ctx.store, annotator.id,
                                 consented_at=work.utcnow().isoformat())
-        return RedirectResponse(served.ctx.url("instructions"), status_code=303)
+        return RedirectResponse(url_for(request, served, "instructions"), status_code=303)
 
     @app.get("/s/{slug}/instructions", response_class=HTMLResponse)
     async def instructions(request: Request, slug: str):
         served = get_served(slug)
         ident, annotator = await run_in_threadpool(require_identity, request, served)
         if not annotator.meta.get("consented_at"):
-            return RedirectResponse(served.ctx.url("consent"), status_code=303)
+            return RedirectResponse(url_for(request, served, "consent"), status_code=303)
         return render(request, "instructions.html", **page_context(served, ident, annotator))
 
     @app.post("/s/{slug}/instructions")
     async def instructions_post(request: Request, slug: str):
         served = get_served(slug)
         ident, annotator = await run_in_threadpool(require_identity, request, served)
-        data = await read_form(request)
+        data = await read_clean_form(request)
         check_post(request, served, ident, data)
         await run_in_threadpool(work.update_annotator_meta, served.ctx.store, annotator.id,
                                 instructed_at=work.utcnow().isoformat())
-        return RedirectResponse(served.ctx.url("task"), status_code=303)
+        return RedirectResponse(url_for(request, served, "task"), status_code=303)
+
+    def not_ready(request: Request, served: ServedStudy, annotator: AnnotatorInfo) -> Response | None:
+        """A redirect to consent or instructions when the annotator has not been through them."""
+        if not annotator.meta.get("consented_at"):
+            return RedirectResponse(url_for(request, served, "consent"), status_code=303)
+        if not annotator.meta.get("instructed_at"):
+            return RedirectResponse(url_for(request, served, "instructions"), status_code=303)
+        return None
+
+    async def current_assignment(served: ServedStudy, annotator: AnnotatorInfo, *, assign: bool = True):
+        """(assignment or None, notice): the annotator's own unfinished assignment (also one that expired
+        while nobody else took its unit), else new work from the protocol when `assign`."""
+        protocol = served.protocol
+        assignment, notice = await run_in_threadpool(work.resume_assignment, served.ctx.store,
+                                                     served.ctx.study_id, annotator.id, protocol.expiry())
+        if assignment is None and assign:
+            assignment = await call(protocol.assign, annotator)
+        return assignment, notice
 
     @app.get("/s/{slug}/task", response_class=HTMLResponse)
     async def task(request: Request, slug: str):
         served = get_served(slug)
         ident, annotator = await run_in_threadpool(require_identity, request, served)
-        if not annotator.meta.get("consented_at"):
-            return RedirectResponse(served.ctx.url("consent"), status_code=303)
-        if not annotator.meta.get("instructed_at"):
-            return RedirectResponse(served.ctx.url("instructions"), status_code=303)
+        redirect = not_ready(request, served, annotator)
+        if redirect is not None:
+            return redirect
         if annotator.status == "blocked":
-            return RedirectResponse(served.ctx.url("done"), status_code=303)
+            return RedirectResponse(url_for(request, served, "done"), status_code=303)
         protocol = served.protocol
         if protocol is None:
             raise WebError(503, served.error or "This study's pages are not available.")
-        assignment = await run_in_threadpool(work.open_assignment, served.ctx.store, served.ctx.study_id,
-                                             annotator.id)
+        assignment, notice = await current_assignment(served, annotator)
         if assignment is None:
-            assignment = await call(protocol.assign, annotator)
-        if assignment is None:
-            return RedirectResponse(served.ctx.url("done"), status_code=303)
+            return RedirectResponse(url_for(request, served, "done" + ("?reassigned=1" if notice else "")),
+                                    status_code=303)
         context = await call(protocol.render, annotator, assignment)
         progress = await call(protocol.progress, annotator, assignment)
         base = page_context(served, ident, annotator)
-        return render(request, protocol.template, assignment=assignment, progress=progress,
-                      action_url=lambda action: served.ctx.url(f"a/{assignment.id}/{action}"),
-                      new_request_id=lambda: uuid.uuid4().hex, **base, **context)
+        page = {"assignment": assignment, "progress": progress, "notice": notice, "show_howto": True,
+                "action_url": lambda action: url_for(request, served, f"a/{assignment.id}/{action}"),
+                "new_request_id": lambda: uuid.uuid4().hex, **base}
+        page.update({k: v for k, v in context.items() if k != "notice" or v})
+        return render(request, protocol.template, **page)
 
     @app.post("/s/{slug}/a/{assignment_id}/{action}")
     async def act(request: Request, slug: str, assignment_id: int, action: str):
         served = get_served(slug)
         ident, annotator = await run_in_threadpool(require_identity, request, served)
-        data = await read_form(request)
+        data = await read_clean_form(request)
         check_post(request, served, ident, data)
         protocol = served.protocol
         if protocol is None:
@@ -402,11 +563,14 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         request_id = data.get("request_id")
         if not isinstance(request_id, str) or not re.fullmatch(r"[A-Za-z0-9_\-]{8,100}", request_id):
             raise WebError(400, "The form has no valid request id; reload the page and try again.")
+        if assignment.status == "expired" and await run_in_threadpool(
+                work.revive_assignment, served.ctx.store, served.ctx.study_id, assignment.id, protocol.expiry()):
+            assignment.status = "assigned"  # a late answer on a task nobody else took still counts
         if not assignment.is_open:
             if await run_in_threadpool(work.judgment_exists, served.ctx.store, annotator.id, request_id):
                 return outcome_response(request, served, Outcome(done=True, data={"repeat": True}))
             raise WebError(409, "This task is already finished or has expired. Continue with the next one.",
-                           headers={"X-Dialeval-Next": served.ctx.url("task")})
+                           headers={"X-Dialeval-Next": url_for(request, served, "task")})
         if annotator.status == "blocked":
             raise WebError(403, "You cannot continue with this study.")
         if action in protocol.rate_limited_actions and not served.limiter.allow(f"{annotator.id}:{action}"):
@@ -418,35 +582,105 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
             outcome = Outcome()
         return outcome_response(request, served, outcome)
 
-    @app.get("/s/{slug}/done", response_class=HTMLResponse)
-    async def done(request: Request, slug: str):
+    def completion_code(served: ServedStudy, annotator: AnnotatorInfo) -> str:
+        return served.ctx.config.recruitment.completion_code or served.signer.completion_code(annotator.id)
+
+    def return_link(served: ServedStudy, annotator: AnnotatorInfo) -> dict[str, str] | None:
+        """Where an annotator who cannot go on returns the study (the failed-practice page)."""
+        rec = served.ctx.config.recruitment
+        if rec.return_url:
+            return {"url": rec.return_url, "label": "Return the study"}
+        if annotator.platform == "prolific":
+            return {"url": entry_mod.PROLIFIC_SUBMISSIONS, "label": "Return the study on Prolific"}
+        return None
+
+    @app.get("/s/{slug}/a/{assignment_id}/events")
+    async def events(request: Request, slug: str, assignment_id: int, generation: str = "", cursor: int = 0):
+        """A live reply as Server-Sent Events: each chunk is sent as soon as the bot produced it."""
         served = get_served(slug)
         _ident, annotator = await run_in_threadpool(require_identity, request, served)
+        protocol = served.protocol
+        if protocol is None or not hasattr(protocol, "event_stream"):
+            raise WebError(404, "This page has no live replies.")
+        assignment = await run_in_threadpool(work.get_assignment, served.ctx.store, assignment_id)
+        if assignment is None or assignment.study_id != served.ctx.study_id:
+            raise WebError(404, "There is no such task.")
+        if assignment.annotator_id != annotator.id:
+            raise WebError(403, "This task belongs to somebody else.")
+        last = request.headers.get("last-event-id", "")
+        start = int(last) if last.isdigit() else max(0, cursor)
+
+        async def stream():
+            yield "retry: 1500\n\n"
+            async for event, position in protocol.event_stream(annotator, assignment, generation, start):
+                if event is None:
+                    yield ": keep-alive\n\n"
+                else:
+                    yield f"id: {position}\ndata: {json.dumps(event)}\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    @app.get("/s/{slug}/done", response_class=HTMLResponse)
+    async def done(request: Request, slug: str):
+        """The completion page: a code, the Prolific redirect or the MTurk submit only for a complete
+        session (protocols' `completion`); otherwise back to the task, or why nothing is left."""
+        served = get_served(slug)
+        _ident, annotator = await run_in_threadpool(require_identity, request, served)
+        page = {"study": served.ctx, "annotator": annotator, "code": None, "mturk": None, "csrf": "",
+                "state": None, "return_link": return_link(served, annotator), "sid": None}
         if annotator.status == "blocked":
-            return render(request, "done.html", study=served.ctx, blocked=True, annotator=annotator, code=None,
-                          mturk=None, csrf="")
-        if served.protocol is not None and annotator.meta.get("instructed_at"):
-            open_a = await run_in_threadpool(work.open_assignment, served.ctx.store, served.ctx.study_id,
-                                             annotator.id)
-            if open_a is not None:
-                return RedirectResponse(served.ctx.url("task"), status_code=303)
-        rec = served.ctx.config.recruitment
-        code = rec.completion_code or served.signer.completion_code(annotator.id)
+            return render(request, "done.html", **{**page, "state": "failed", "blocked": True})
+        redirect = not_ready(request, served, annotator)
+        if redirect is not None:
+            return redirect
+        protocol = served.protocol
+        if protocol is None:
+            raise WebError(503, served.error or "This study's pages are not available.")
+        notice = "reassigned" if request.query_params.get("reassigned") else None
         if not annotator.meta.get("completed_at"):
+            assignment, resumed = await current_assignment(served, annotator, assign=False)
+            if assignment is not None:  # unfinished work: back to it
+                return RedirectResponse(url_for(request, served, "task"), status_code=303)
+            if resumed:
+                notice = "reassigned"
+            completion = await run_in_threadpool(protocol.completion, annotator, False)
+            if completion.done < completion.quota:
+                more, _ = await current_assignment(served, annotator)  # is there more work for them?
+                if more is not None:
+                    return RedirectResponse(url_for(request, served, "task"), status_code=303)
+            if completion.state != "complete":
+                await run_in_threadpool(served.ctx.store.log_event, served.ctx.study_id, "nothing-left",
+                                        {"done": completion.done}, annotator.id)
+                return render(request, "done.html", **{**page, "state": "nothing-left", "blocked": False,
+                                                       "notice": notice})
+            mturk_id = annotator.meta.get("mturk_assignment_id")
             await run_in_threadpool(work.update_annotator_meta, served.ctx.store, annotator.id,
-                                    completed_at=work.utcnow().isoformat())
+                                    completed_at=work.utcnow().isoformat(),
+                                    completion={"state": "complete", "done": completion.done,
+                                                "quota": completion.quota, "reason": completion.reason},
+                                    **({"completed_mturk_assignment": mturk_id} if mturk_id else {}))
+            annotator = await run_in_threadpool(work.get_annotator, served.ctx.store, annotator.id)
+        rec = served.ctx.config.recruitment
+        code = completion_code(served, annotator)
         if annotator.platform == "prolific" and rec.completion_code:
             return RedirectResponse(entry_mod.prolific_done_url(rec.completion_code), status_code=303)
         mturk = None
         if annotator.platform == "mturk":
-            mturk = {"url": entry_mod.mturk_submit_url(annotator.meta),
-                     "assignment_id": annotator.meta.get("mturk_assignment_id", "")}
-        return render(request, "done.html", study=served.ctx, blocked=False, annotator=annotator, code=code,
-                      mturk=mturk, csrf="")
+            current = annotator.meta.get("mturk_assignment_id", "")
+            finished_with = annotator.meta.get("completed_mturk_assignment") or current
+            if current and current != finished_with:
+                # the same worker in a new HIT of this study: their session is already paid for there
+                return render(request, "done.html", **{**page, "state": "already-done", "blocked": False,
+                                                       "finished_with": finished_with})
+            mturk = {"url": entry_mod.mturk_submit_url(annotator.meta), "assignment_id": current}
+        return render(request, "done.html", **{**page, "state": "complete", "blocked": False, "code": code,
+                                               "mturk": mturk, "notice": notice})
 
     from .admin import add_admin_routes
 
-    add_admin_routes(app, studies, render=render, get_served=get_served, read_form=read_form, WebError=WebError)
+    add_admin_routes(app, studies, render=render, get_served=get_served, read_form=read_clean_form,
+                     WebError=WebError)
     return app
 
 

@@ -18,6 +18,10 @@ ADMIN_TOKEN_FILE = ".admin-token"
 IDENTITY_COOKIE = "dialeval_id"
 ADMIN_COOKIE = "dialeval_admin"
 COOKIE_MAX_AGE = 14 * 24 * 3600
+# The same signed session value, carried by the page for browsers that store no cookie in a
+# cross-site iframe: a header on fetch(), or ?sid= on links, form actions and redirects.
+SESSION_HEADER = "X-Dialeval-Session"
+SESSION_PARAM = "sid"
 
 
 def _file_value(path: Path, nbytes: int = 32) -> str:
@@ -90,6 +94,19 @@ class CookieSigner:
             data = self._admin.loads(value, max_age=12 * 3600)
             return str(data["n"]) if data.get("admin") else None
         except (BadSignature, KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def confirm_token(self, annotator_id: int) -> str:
+        """A short-lived signed ticket to move an annotator's session to this browser (second_browser: confirm)."""
+        return self._id.dumps({"move": int(annotator_id)})
+
+    def read_confirm(self, value: str | None, max_age: int = 600) -> int | None:
+        if not value:
+            return None
+        try:
+            data = self._id.loads(value, max_age=max_age)
+            return int(data["move"])
+        except (BadSignature, KeyError, TypeError, ValueError):
             return None
 
     def completion_code(self, annotator_id: int) -> str:

@@ -9,6 +9,8 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
+# A participant's own submissions on Prolific, where "Return" is (the failed-practice page links it).
+PROLIFIC_SUBMISSIONS = "https://app.prolific.com/submissions"
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_HOSTS = {"www.mturk.com", "workersandbox.mturk.com"}
 _ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,120}$")

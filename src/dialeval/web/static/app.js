@@ -1,9 +1,26 @@
-// dialeval: our own small helper script. Never puts user or bot text into innerHTML.
+// dialeval: our own small helper script (no library). Never puts user or bot text into innerHTML.
+// What it adds to every page: forms sent with fetch, drafts kept until the server accepted them,
+// a warning when the same task is open in two tabs, plain network messages with a retry,
+// keyboard shortcuts for choices, the "How to" dialog and the conversation tabs on phones.
 (function () {
   "use strict";
+  document.documentElement.classList.add("js");
+
+  var NETWORK_MESSAGE = "We could not reach the server (is the connection down?). Nothing you entered is lost.";
+
   function csrf() {
     var m = document.querySelector('meta[name="csrf-token"]');
     return m ? m.getAttribute("content") : "";
+  }
+  // A browser that keeps no cookie in a cross-site iframe is identified by the page's token.
+  function session() {
+    var m = document.querySelector('meta[name="dialeval-session"]');
+    return m ? m.getAttribute("content") : "";
+  }
+  function headers(extra) {
+    var h = Object.assign({ "Accept": "application/json", "X-CSRF-Token": csrf() }, extra || {});
+    if (session()) h["X-Dialeval-Session"] = session();
+    return h;
   }
   function requestId() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID().replace(/-/g, "");
@@ -14,7 +31,7 @@
     if (!data.request_id) data.request_id = requestId();
     return fetch(url, {
       method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRF-Token": csrf() },
+      headers: headers({ "Content-Type": "application/json" }),
       body: JSON.stringify(data)
     }).then(function (r) {
       return r.json().catch(function () { return { ok: false, error: "Unexpected answer from the server (" + r.status + ")." }; })
@@ -28,10 +45,91 @@
     parent.appendChild(el);
     return el;
   }
-  function showError(form, message) {
-    var box = form.querySelector("[data-error]");
-    if (box) { box.textContent = message || ""; if (message) box.scrollIntoView({ block: "nearest" }); }
+
+  // -- drafts: what is typed or ticked stays in localStorage until the server accepted it ------------
+  var DRAFT_PREFIX = "dialeval:draft:";
+  function draftKey(form) {
+    var key = form.getAttribute("data-draft");
+    return key ? DRAFT_PREFIX + window.location.pathname + ":" + key : null;
   }
+  function storage() {
+    try { return window.localStorage; } catch (e) { return null; }
+  }
+  function draftFields(form) {
+    return Array.prototype.filter.call(form.elements, function (el) {
+      if (!el.name && !el.hasAttribute("data-slider")) return false;
+      if (el.type === "hidden") return el.hasAttribute("data-slider-value");
+      return el.type !== "submit" && el.type !== "button";
+    });
+  }
+  function fieldId(el) { return el.name || ("slider:" + el.getAttribute("data-slider")); }
+  function saveDraft(form) {
+    var key = draftKey(form), store = storage();
+    if (!key || !store) return;
+    var values = {};
+    draftFields(form).forEach(function (el) {
+      var id = fieldId(el);
+      if (el.type === "radio" || el.type === "checkbox") {
+        if (!values[id]) values[id] = [];
+        if (el.checked) values[id].push(el.value);
+      } else {
+        values[id] = el.value;
+      }
+    });
+    try { store.setItem(key, JSON.stringify({ at: Date.now(), values: values })); } catch (e) { /* full: ignore */ }
+  }
+  function restoreDraft(form) {
+    var key = draftKey(form), store = storage();
+    if (!key || !store) return false;
+    var raw = store.getItem(key);
+    if (!raw) return false;
+    var values;
+    try { values = JSON.parse(raw).values || {}; } catch (e) { return false; }
+    draftFields(form).forEach(function (el) {
+      var id = fieldId(el);
+      if (!Object.prototype.hasOwnProperty.call(values, id)) return;
+      var v = values[id];
+      if (el.type === "radio" || el.type === "checkbox") el.checked = Array.isArray(v) && v.indexOf(el.value) !== -1;
+      else if (typeof v === "string") el.value = v;
+    });
+    form.dispatchEvent(new CustomEvent("dialeval:restored", { bubbles: true }));
+    return true;
+  }
+  function clearDraft(form) {
+    var key = draftKey(form), store = storage();
+    if (key && store) store.removeItem(key);
+  }
+  function initDrafts(root) {
+    (root || document).querySelectorAll("form[data-draft]").forEach(function (form) {
+      if (form.dataset.draftReady === "1") return;
+      form.dataset.draftReady = "1";
+      restoreDraft(form);
+      form.addEventListener("input", function () { saveDraft(form); });
+      form.addEventListener("change", function () { saveDraft(form); });
+    });
+  }
+
+  // -- messages ----------------------------------------------------------------------------------
+  function errorBox(form) {
+    return form.querySelector("[data-error]") ||
+      (form.nextElementSibling && form.nextElementSibling.matches("[data-error]") ? form.nextElementSibling : null);
+  }
+  // Show a message under a form; with `retry`, a "Try again" button that calls it.
+  function showError(form, message, retry) {
+    var box = errorBox(form);
+    if (!box) return;
+    box.textContent = message || "";
+    if (message && retry) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "secondary small retry";
+      button.textContent = "Try again";
+      button.addEventListener("click", function () { box.textContent = ""; retry(); });
+      box.appendChild(button);
+    }
+    if (message) box.scrollIntoView({ block: "nearest" });
+  }
+
   function submitAjax(form, ev) {
     ev.preventDefault();
     if (form.dataset.busy === "1") return;  // a double click sends once; the server would ignore a repeat anyway
@@ -39,29 +137,122 @@
     var buttons = form.querySelectorAll("button[type=submit]");
     buttons.forEach(function (b) { b.disabled = true; });
     showError(form, "");
+    function release() { form.dataset.busy = "0"; buttons.forEach(function (b) { b.disabled = false; }); }
     var body = new FormData(form);
     fetch(form.action, {
       method: "POST", credentials: "same-origin", body: body,
-      headers: { "Accept": "application/json", "X-CSRF-Token": csrf() }
+      headers: headers()
     }).then(function (r) {
-      return r.json().catch(function () { return { ok: false, error: "Unexpected answer from the server (" + r.status + ")." }; })
+      return r.json().catch(function () { return { ok: false, error: "The server had a problem (" + r.status + "). Please try again." }; })
         .then(function (j) { j.status = r.status; return j; });
     }).then(function (j) {
-      if (j.ok) { window.location.assign(j.redirect || window.location.href); return; }
-      if (j.status === 409) { window.location.reload(); return; }
-      showError(form, j.error || "Something went wrong.");
-      form.dataset.busy = "0";
-      buttons.forEach(function (b) { b.disabled = false; });
+      if (j.ok) {
+        clearDraft(form);
+        window.location.replace(j.redirect || window.location.href);  // no extra history entry: back stays sane
+        return;
+      }
+      if (j.status === 409) {
+        clearDraft(form);
+        showError(form, (j.error || "This task was already answered.") + " (Perhaps in another tab.) Loading the next one…");
+        setTimeout(function () { window.location.replace(window.location.href); }, 2500);
+        return;
+      }
+      release();
+      showError(form, j.error || "Something went wrong.", j.status >= 500 ? function () { form.requestSubmit(); } : null);
     }).catch(function () {
-      showError(form, "The network failed; your answer was not sent. Please try again.");
-      form.dataset.busy = "0";
-      buttons.forEach(function (b) { b.disabled = false; });
+      release();
+      showError(form, NETWORK_MESSAGE + " Your answer was not sent yet.", function () { form.requestSubmit(); });
     });
   }
   document.addEventListener("submit", function (ev) {
     var form = ev.target;
     if (form && form.hasAttribute("data-ajax")) submitAjax(form, ev);
   });
+
+  // -- the same task open in two tabs ----------------------------------------------------------------
+  function watchOtherTabs() {
+    var task = document.body.getAttribute("data-task");
+    var banner = document.getElementById("other-tab");
+    if (!task || !banner) return;
+    var me = requestId();
+    function seen() { banner.hidden = false; }
+    if ("BroadcastChannel" in window) {
+      var channel = new BroadcastChannel("dialeval-tabs");
+      channel.onmessage = function (e) {
+        var m = e.data || {};
+        if (m.task !== task || m.tab === me) return;
+        seen();
+        if (m.type === "hello") channel.postMessage({ type: "here", task: task, tab: me });
+      };
+      channel.postMessage({ type: "hello", task: task, tab: me });
+      window.addEventListener("pagehide", function () { channel.close(); });
+    } else {
+      var store = storage();
+      if (!store) return;
+      window.addEventListener("storage", function (e) {
+        if (e.key !== "dialeval:tab:" + task || !e.newValue) return;
+        var m = JSON.parse(e.newValue);
+        if (m.tab === me) return;
+        seen();
+        if (m.type === "hello") store.setItem("dialeval:tab:" + task, JSON.stringify({ type: "here", tab: me, at: Date.now() }));
+      });
+      store.setItem("dialeval:tab:" + task, JSON.stringify({ type: "hello", tab: me, at: Date.now() }));
+    }
+  }
+
+  // -- keyboard: number keys choose (shown on the buttons as <kbd>) -------------------------------------
+  document.addEventListener("keydown", function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+    var t = e.target;
+    if (t && (t.tagName === "TEXTAREA" || (t.tagName === "INPUT" && /^(text|search|email|number|range)$/.test(t.type)) || t.isContentEditable)) return;
+    if (!/^[0-9]$/.test(e.key)) return;
+    if (document.querySelector("dialog[open]")) return;
+    var input = document.querySelector('input[data-key="' + e.key + '"]');
+    if (!input || input.disabled) return;
+    e.preventDefault();
+    if (input.type === "checkbox") input.checked = !input.checked; else input.checked = true;
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+    input.focus();
+  });
+
+  // -- "How to": the instructions in a dialog over the task, so nothing on the page is lost ------------
+  function initHowto() {
+    var link = document.querySelector("[data-howto]");
+    var dialog = document.getElementById("howto");
+    if (!link || !dialog || typeof dialog.showModal !== "function") return;
+    link.addEventListener("click", function (e) {
+      e.preventDefault();
+      dialog.showModal();
+    });
+  }
+
+  // -- conversation tabs on narrow screens (ACUTE-Eval) -----------------------------------------------
+  function initTabs() {
+    var list = document.querySelector(".tabs[role=tablist]");
+    if (!list) return;
+    list.hidden = false;
+    var tabs = Array.prototype.slice.call(list.querySelectorAll("[role=tab]"));
+    function select(tab) {
+      tabs.forEach(function (t) {
+        var on = t === tab;
+        t.setAttribute("aria-selected", on ? "true" : "false");
+        t.tabIndex = on ? 0 : -1;
+        var panel = document.getElementById(t.getAttribute("aria-controls"));
+        if (panel) panel.classList.toggle("tab-hidden", !on);
+      });
+    }
+    tabs.forEach(function (tab, i) {
+      tab.addEventListener("click", function () { select(tab); });
+      tab.addEventListener("keydown", function (e) {
+        if (e.key !== "ArrowRight" && e.key !== "ArrowLeft") return;
+        var next = tabs[(i + (e.key === "ArrowRight" ? 1 : tabs.length - 1)) % tabs.length];
+        select(next);
+        next.focus();
+      });
+    });
+    select(tabs[0]);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var auto = document.querySelector("form[data-autosubmit]");
     if (auto) setTimeout(function () { auto.submit(); }, 1500);
@@ -72,6 +263,15 @@
         document.querySelectorAll("input[name=elapsed_ms]").forEach(function (i) { i.value = String(Date.now() - t0); });
       }, true);
     }
+    initDrafts(document);
+    watchOtherTabs();
+    initHowto();
+    initTabs();
   });
-  window.dialeval = { post: post, appendText: appendText, csrf: csrf, requestId: requestId };
+  // A page restored from the back/forward cache may be out of date: ask the server again.
+  window.addEventListener("pageshow", function (e) {
+    if (e.persisted && document.body.getAttribute("data-task")) window.location.reload();
+  });
+  window.dialeval = { post: post, appendText: appendText, csrf: csrf, requestId: requestId, initDrafts: initDrafts,
+                      clearDraft: clearDraft, saveDraft: saveDraft, showError: showError, NETWORK_MESSAGE: NETWORK_MESSAGE };
 })();

@@ -1,5 +1,6 @@
-// Live chat pages: send a message, follow the bot's reply as it is produced, retry after a bot
-// error, and post the page's forms without reloading. Our own code; no library.
+// Live chat pages: send a message, follow the bot's reply token by token as it is produced
+// (Server-Sent Events from /events; long-polling `watch` when EventSource fails), retry after a bot
+// error or a network failure, and post the page's forms without reloading. Our own code; no library.
 // Every text from the server is inserted with textContent, never innerHTML.
 (function () {
   "use strict";
@@ -13,6 +14,9 @@
     if (window.crypto && window.crypto.randomUUID) return window.crypto.randomUUID().replace(/-/g, "");
     return (Date.now().toString(36) + Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2));
   }
+
+  var NETWORK_MESSAGE = "We could not reach the server (is the connection down?). Nothing you typed is lost.";
+  function helpers() { return window.dialeval || {}; }
 
   function post(url, data) {
     var body = Object.assign({ request_id: requestId() }, data || {});
@@ -31,6 +35,10 @@
         }
         return json;
       });
+    }, function () {
+      var error = new Error(NETWORK_MESSAGE);  // fetch's own "Failed to fetch" says nothing to an annotator
+      error.network = true;
+      throw error;
     });
   }
 
@@ -49,10 +57,13 @@
     return out;
   }
 
-  function showError(form, message) {
-    var box = form && (form.querySelector("[data-error]") ||
-      (form.nextElementSibling && form.nextElementSibling.matches("[data-error]") ? form.nextElementSibling : null));
-    if (!box) box = document.querySelector("#live [data-error]");
+  function showError(form, message, retry) {
+    if (form && helpers().showError && (form.querySelector("[data-error]") ||
+        (form.nextElementSibling && form.nextElementSibling.matches("[data-error]")))) {
+      helpers().showError(form, message, retry);
+      return;
+    }
+    var box = document.querySelector("#live [data-error]");
     if (box) box.textContent = message || "";
   }
 
@@ -74,14 +85,24 @@
         var current = document.getElementById("live");
         if (!fresh || !current) { window.location.reload(); return; }
         current.replaceWith(document.importNode(fresh, true));
-        var oldProgress = document.querySelector(".topbar .progress");
-        var newProgress = doc.querySelector(".topbar .progress");
-        if (oldProgress && newProgress) oldProgress.replaceWith(document.importNode(newProgress, true));
+        [".topbar .progress", ".topbar .persona-quick"].forEach(function (sel) {
+          var old = document.querySelector(sel), fresh2 = doc.querySelector(sel);
+          if (old && fresh2) old.replaceWith(document.importNode(fresh2, true));
+        });
         var meta = doc.querySelector('meta[name="csrf-token"]');
         if (meta) document.querySelector('meta[name="csrf-token"]').setAttribute("content", meta.getAttribute("content"));
         init();
       })
-      .catch(function () { window.location.reload(); });
+      .catch(function () {
+        var box = document.querySelector("#live [data-error]");
+        if (box) {
+          box.textContent = NETWORK_MESSAGE + " ";
+          var b = document.createElement("button");
+          b.type = "button"; b.className = "secondary small retry"; b.textContent = "Try again";
+          b.addEventListener("click", function () { refresh(); });
+          box.appendChild(b);
+        }
+      });
   }
 
   function scrollTranscript() {
@@ -118,20 +139,48 @@
       el.textContent = "";
     }
     el.textContent += text;  // text only: a reply holding <script> stays text
+    if (!window.dialevalFirstChunkAt) window.dialevalFirstChunkAt = Date.now();  // read by the browser tests
     scrollTranscript();
+  }
+
+  function handleEvent(root, ev) {
+    if (ev.event === "chunk") { appendChunk(root, ev.slot, ev.text); return false; }
+    if (ev.event === "error") { showBotError(root, ev.message); return true; }
+    if (ev.event === "done") { refresh(); return true; }
+    if (ev.event === "idle") { askReply(root); return true; }
+    return false;
+  }
+
+  // Server-Sent Events: each chunk arrives as soon as the bot wrote it. On a broken stream fall
+  // back to long-polling from the last event received (nothing is shown twice).
+  function stream(root, generation) {
+    if (!window.EventSource || !root.dataset.eventsUrl) { follow(root, 0, generation); return; }
+    following = true;
+    var received = 0;
+    var base = root.dataset.eventsUrl;
+    // the URL may already carry ?sid= (a cookie-less iframe): add the rest with & then
+    var url = base + (base.indexOf("?") >= 0 ? "&" : "?") + "generation=" + encodeURIComponent(generation || "") + "&cursor=0";
+    var source = new EventSource(url, { withCredentials: true });
+    source.onmessage = function (e) {
+      received += 1;
+      var ev;
+      try { ev = JSON.parse(e.data); } catch (err) { return; }
+      if (handleEvent(root, ev)) { source.close(); following = false; }
+    };
+    source.onerror = function () {
+      source.close();
+      if (following) follow(root, received, generation);
+    };
   }
 
   function follow(root, cursor, generation) {
     following = true;
     post(root.dataset.watchUrl, { cursor: String(cursor || 0), generation: generation || "" }).then(function (res) {
+      showError(null, "");
       var events = res.events || [];
       var ended = false;
-      for (var i = 0; i < events.length; i++) {
-        var ev = events[i];
-        if (ev.event === "chunk") appendChunk(root, ev.slot, ev.text);
-        else if (ev.event === "error") { showBotError(root, ev.message); ended = true; following = false; }
-        else if (ev.event === "done") { ended = true; following = false; refresh(); }
-        else if (ev.event === "idle") { ended = true; following = false; askReply(root); }
+      for (var i = 0; i < events.length && !ended; i++) {
+        if (handleEvent(root, events[i])) { ended = true; following = false; }
       }
       if (!ended) {
         if (res.finished) { following = false; refresh(); }
@@ -140,7 +189,9 @@
     }).catch(function (err) {
       following = false;
       if (err.status === 409 || err.status === 403) { refresh(); return; }
-      setTimeout(function () { follow(root, cursor, generation); }, 1500);  // a network hiccup: keep following
+      // a network hiccup: say so, and keep following (the reply is being written on the server anyway)
+      if (err.network) showError(null, "The connection was lost; reconnecting… Your conversation is kept.");
+      setTimeout(function () { follow(root, cursor, generation); }, 1500);
     });
   }
 
@@ -148,10 +199,10 @@
     showWaiting(root);
     post(root.dataset.replyUrl, {}).then(function (res) {
       if (res.finished) refresh();
-      else follow(root, 0, res.generation);
+      else stream(root, res.generation);
     }).catch(function (err) {
       if (err.status === 429) { setTimeout(function () { askReply(root); }, 2500); return; }
-      showBotError(root, err.message);
+      showBotError(root, err.network ? NETWORK_MESSAGE : err.message);
     });
   }
 
@@ -164,6 +215,7 @@
     var root = document.getElementById("live");
     if (!root) return;
     shownAt = Date.now();
+    if (helpers().initDrafts) helpers().initDrafts(root);
     scrollTranscript();
 
     var composer = root.querySelector("form[data-chat-send]");
@@ -183,7 +235,9 @@
         button.disabled = true;
         textarea.disabled = true;
         var rid = composer.querySelector('input[name="request_id"]').value;
+        var send = function () {
         post(root.dataset.sendUrl, { text: text, request_id: rid }).then(function (res) {
+          if (helpers().clearDraft) helpers().clearDraft(composer);
           var list = document.getElementById("transcript");
           if (list) {
             var li = document.createElement("li");
@@ -200,12 +254,17 @@
           showWaiting(root);
           scrollTranscript();
           if (res.finished) refresh();
-          else follow(root, 0, res.generation);
+          else stream(root, res.generation);
         }).catch(function (err) {
           button.disabled = false;
           textarea.disabled = false;
-          showError(composer, err.message);
+          // same request_id on a retry: a message that did arrive is never stored twice
+          showError(composer, err.message, err.network || err.status >= 500 ? function () {
+            button.disabled = true; textarea.disabled = true; send();
+          } : null);
         });
+        };
+        send();
       });
       textarea.focus();
     }
@@ -225,15 +284,21 @@
         if (button) button.disabled = true;
         var data = formData(form);
         data.elapsed_ms = String(Date.now() - shownAt);
+        var send = function () {
         post(form.getAttribute("action"), data).then(function (res) {
-          if (res.done && res.redirect) { window.location.href = res.redirect; return; }
-          if (res.redirect && res.redirect.indexOf("/task") === -1) { window.location.href = res.redirect; return; }
+          if (helpers().clearDraft) helpers().clearDraft(form);
+          if (res.done && res.redirect) { window.location.replace(res.redirect); return; }
+          if (res.redirect && res.redirect.indexOf("/task") === -1) { window.location.replace(res.redirect); return; }
           refresh();
         }).catch(function (err) {
           if (button) button.disabled = false;
-          showError(form, err.message);
+          showError(form, err.message, err.network || err.status >= 500 ? function () {
+            if (button) button.disabled = true; send();
+          } : null);
           if (err.status === 409) refresh();
         });
+        };
+        send();
       });
     });
 
@@ -249,16 +314,58 @@
       });
     }
 
+    // A slider counts only once it was moved: its value goes into the hidden field then (the
+    // server refuses an empty one), so an untouched slider can never pass for a rating of 50.
     root.querySelectorAll("[data-slider]").forEach(function (slider) {
-      slider.addEventListener("input", function () {
-        var item = slider.closest(".da-item");
+      var key = slider.getAttribute("data-slider");
+      var hidden = root.querySelector('[data-slider-value="' + key + '"]');
+      var item = slider.closest(".da-item");
+      var label = item && item.querySelector("[data-slider-state]");
+      function mark() {
         if (item) item.classList.remove("untouched");
+        if (label) label.textContent = "answered";
+        slider.setAttribute("aria-valuetext", slider.value + " of 100");
+      }
+      if (hidden && hidden.value !== "") { slider.value = hidden.value; mark(); }
+      function moved() {
+        if (hidden) hidden.value = slider.value;
+        mark();
+      }
+      slider.addEventListener("input", moved);
+      slider.addEventListener("change", moved);
+      // A finger that lands on a slider jumps its thumb at once; when the gesture then turns out to
+      // be a vertical scroll (touch-action: pan-y makes the browser cancel the pointer), undo that.
+      var before = null;
+      slider.addEventListener("pointerdown", function (e) {
+        if (e.pointerType !== "touch") return;
+        before = { value: slider.value, hidden: hidden ? hidden.value : "", untouched: item && item.classList.contains("untouched"),
+                   label: label ? label.textContent : "" };
       });
+      slider.addEventListener("pointercancel", function () {
+        if (!before) return;
+        slider.value = before.value;
+        if (hidden) hidden.value = before.hidden;
+        if (item && before.untouched) {
+          item.classList.add("untouched");
+          slider.setAttribute("aria-valuetext", "not moved yet");
+        }
+        if (label) label.textContent = before.label;
+        before = null;
+        var form = slider.form;
+        if (form && helpers().saveDraft) helpers().saveDraft(form);
+      });
+      slider.addEventListener("pointerup", function () { before = null; });
     });
 
     var errorBox = root.querySelector("#bot-error");
     var errorShown = errorBox && !errorBox.hidden;
     if (root.dataset.stage === "waiting" && !errorShown && !following) askReply(root);
+    var choose = root.querySelector("#choose-form, #rate-form, #final-form, #da-rate-form");
+    // On a laptop the question and its answers open on screen: the form's end at the bottom, or,
+    // when the form is taller than the window, its top just under the sticky header.
+    if (choose && window.innerWidth > 700) {
+      choose.scrollIntoView({ block: choose.offsetHeight > window.innerHeight * 0.75 ? "start" : "end" });
+    }
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

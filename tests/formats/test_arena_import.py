@@ -1,0 +1,123 @@
+"""Importer of Chatbot Arena battles (formats/arena.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pandas as pd
+import pytest
+
+from dialeval.errors import ImportFormatError
+from dialeval.formats.arena import JUDGE_PLATFORM, normalise_winner, read_arena_battles
+
+BATTLES = [
+    {"model_a": "gpt-4", "model_b": "vicuna-13b", "winner": "model_a", "judge": "u1", "turn": 1,
+     "tstamp": 1682351591.5, "question_id": "q1",
+     "conversation_a": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}],
+     "conversation_b": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hey."}]},
+    {"model_a": "vicuna-13b", "model_b": "gpt-4", "winner": "tie (bothbad)", "judge": "u2", "turn": 2,
+     "question_id": "q2"},
+    {"model_a": "vicuna-13b", "model_b": "gpt-4", "winner": "both_bad", "question_id": "q3"},
+]
+
+
+def _jsonl(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_battles_with_text_judges_and_turns(tmp_path):
+    ds = read_arena_battles(_jsonl(tmp_path / "b.jsonl", BATTLES))
+    assert ds.method == "arena" and ds.meta["battles"] == 3
+    assert [j.value["winner"] for j in ds.judgments] == ["model_a", "tie (bothbad)", "tie (bothbad)"]
+    assert [j.annotator_id for j in ds.judgments] == ["u1", "u2", "crowd"]  # no judge: the crowd
+    first = ds.judgments[0]
+    assert first.value["turn"] == 1 and first.meta["battle"] == "q1"
+    assert first.created_at is not None and first.created_at.year == 2023
+    # the text becomes one conversation per side, named in the judgment
+    conv = ds.conversation_map()[first.value["conversation_a"]]
+    assert conv.bots == ["gpt-4"] and [t.speaker for t in conv.turns] == ["human", "bot"]
+    assert conv.turns[1].bot == "gpt-4" and conv.turns[1].text == "Hello!"
+    assert len(ds.conversations) == 2  # battles without text have none
+
+
+def test_json_list_csv_and_parquet_read_alike(tmp_path):
+    plain = [{k: v for k, v in b.items() if not k.startswith("conversation")} for b in BATTLES]
+    (tmp_path / "b.json").write_text(json.dumps(plain), encoding="utf-8")
+    pd.DataFrame(plain).to_csv(tmp_path / "b.csv", index=False)
+    pd.DataFrame(plain).to_parquet(tmp_path / "b.parquet")
+    values = [
+        [j.value for j in read_arena_battles(tmp_path / f"b.{ext}").judgments] for ext in ("json", "csv", "parquet")
+    ]
+    assert values[0] == values[1] == values[2]
+    assert values[0][0] == {"model_a": "gpt-4", "model_b": "vicuna-13b", "winner": "model_a", "turn": 1}
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"model_a": "x", "model_b": "y", "winner": "left"}, "line 1, field 'winner': unknown outcome 'left'"),
+        ({"model_a": "x", "winner": "tie"}, "line 1, field 'model_b': missing"),
+        ({"model_a": "x", "model_b": "y", "winner": "tie", "turn": "two"}, "field 'turn': not an integer"),
+    ],
+)
+def test_bad_battles_name_line_and_field(tmp_path, record, message):
+    with pytest.raises(ImportFormatError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_arena_battles(_jsonl(tmp_path / "b.jsonl", [record]))
+
+
+def test_outcome_spellings():
+    assert normalise_winner(" Tie (BothBad) ") == "tie (bothbad)"
+    assert normalise_winner("bothbad") == "tie (bothbad)"
+    assert normalise_winner("model_b") == "model_b"
+    assert normalise_winner("a") is None and normalise_winner(None) is None
+
+
+def test_published_battles_and_a_judge_file(shared_data):
+    folder = shared_data("arena-judges")
+    ds = read_arena_battles(folder / "human.jsonl", judge_files=[folder / "gpt-4-0125-preview.jsonl"])
+    crowd = [j for j in ds.judgments if j.annotator_id == "crowd"]
+    assert len(crowd) == 26919
+    # the README of the data: model_a 9,516; model_b 9,391; tie 2,880; tie (bothbad) 5,132
+    assert Counter(j.value["winner"] for j in crowd) == {
+        "model_a": 9516, "model_b": 9391, "tie": 2880, "tie (bothbad)": 5132
+    }
+    assert len({j.value["model_a"] for j in crowd} | {j.value["model_b"] for j in crowd}) == 20
+    judge = next(a for a in ds.annotators if a.id == "gpt-4-0125-preview")
+    assert judge.platform == JUDGE_PLATFORM
+    verdicts = [j for j in ds.judgments if j.annotator_id == judge.id]
+    assert len(verdicts) == 26919 and {j.meta["battle"] for j in verdicts} == {j.meta["battle"] for j in crowd}
+
+
+def test_judge_file_of_other_battles_is_refused(tmp_path):
+    battles = _jsonl(tmp_path / "b.jsonl", [{"num": 0, "model_a": "x", "model_b": "y", "winner": "tie"}])
+    other = _jsonl(tmp_path / "judge.jsonl", [{"num": 0, "model_a": "x", "model_b": "z", "winner": "tie"}])
+    with pytest.raises(ImportFormatError, match="battle 0 is x vs y in the battle file, x vs z here"):
+        read_arena_battles(battles, judge_files=[other])
+
+
+def test_cli_import_with_judges_and_report(tmp_path):
+    from typer.testing import CliRunner
+
+    from dialeval.cli import app
+
+    runner = CliRunner()
+    votes = [("x", "y", "model_a"), ("y", "x", "model_b"), ("x", "y", "tie"), ("y", "x", "model_a")]
+    crowd = _jsonl(tmp_path / "crowd.jsonl",
+                   [{"num": k, "model_a": a, "model_b": b, "winner": w} for k, (a, b, w) in enumerate(votes)])
+    judge = _jsonl(tmp_path / "judge-1.jsonl",
+                   [{"num": k, "model_a": a, "model_b": b, "winner": "model_a"} for k, (a, b, _) in enumerate(votes)])
+    study = tmp_path / "arena"
+    result = runner.invoke(app, ["import", "arena", str(crowd), str(study), "--judges", str(judge)])
+    assert result.exit_code == 0, result.output
+    assert "8 judgments" in " ".join(result.output.split())
+    result = runner.invoke(app, ["report", str(study)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((study / "report" / "report.json").read_text())
+    assert report["battles"] == 4  # the judge is not ranked
+    # crowd: x won battles 0, 1 and 2 was a tie, y won 3; the judge always says model_a
+    assert report["judges"]["judge-1"] == {"battles": 4, "agreement_non_tie": 0.6667, "non_tie_battles": 3,
+                                           "share_model_a": 1.0, "share_tie": 0.0}
+    bad = runner.invoke(app, ["import", "dialeval", str(crowd), str(tmp_path / "x"), "--judges", str(judge)])
+    assert bad.exit_code == 2 and "--judges belongs to arena imports" in bad.output
