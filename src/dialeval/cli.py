@@ -86,8 +86,8 @@ def _hide_flag_types() -> None:
     def display_type_rich(self, ctx):
         return None if getattr(self, "is_flag", False) else original(self, ctx)
 
-    display_type_rich._dialeval = True
-    TyperOption.display_type_rich = display_type_rich
+    setattr(display_type_rich, "_dialeval", True)  # noqa: B010  (marks the patch: applied once)
+    setattr(TyperOption, "display_type_rich", display_type_rich)  # noqa: B010
 
 
 _hide_flag_types()

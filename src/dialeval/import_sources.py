@@ -35,12 +35,18 @@ def source_digest(path: str | Path, *more: str | Path) -> str:
 def source_record(fmt: str, path: str | Path, digest: str, **details: Any) -> dict[str, Any]:
     from datetime import UTC, datetime
 
-    return {"format": fmt, "path": str(Path(path).resolve()), "sha256": digest,
-            "at": datetime.now(UTC).isoformat(timespec="seconds"), **details}
+    return {
+        "format": fmt,
+        "path": str(Path(path).resolve()),
+        "sha256": digest,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **details,
+    }
 
 
-def already_imported(previous: list[dict[str, Any]], fmt: str, digest: str, domain: str | None = None
-                     ) -> dict[str, Any] | None:
+def already_imported(
+    previous: list[dict[str, Any]], fmt: str, digest: str, domain: str | None = None
+) -> dict[str, Any] | None:
     """The earlier import of the same content (and format and domain), if there was one."""
     for record in previous:
         if record.get("sha256") == digest and record.get("format") == fmt and record.get("domain") == domain:
@@ -48,8 +54,9 @@ def already_imported(previous: list[dict[str, Any]], fmt: str, digest: str, doma
     return None
 
 
-def refuse_other_source(study: str | Path, previous: list[dict[str, Any]], judgments: int, conversations: int,
-                        append: bool) -> None:
+def refuse_other_source(
+    study: str | Path, previous: list[dict[str, Any]], judgments: int, conversations: int, append: bool
+) -> None:
     """A study that already holds data takes another source only with --append."""
     if append or not (previous or judgments or conversations):
         return

@@ -6,7 +6,6 @@ exit codes are the README's: 0 done, 2 something the user can fix (one line, no 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -164,8 +163,9 @@ def test_version():
     assert result.exit_code == 0 and result.output.strip() == f"dialeval {__version__}"
 
 
-@pytest.mark.parametrize("command", ["init", "generate", "import", "export", "report", "compare", "serve", "demo",
-                                     "simulate", "plan"])
+@pytest.mark.parametrize(
+    "command", ["init", "generate", "import", "export", "report", "compare", "serve", "demo", "simulate", "plan"]
+)
 def test_help_has_no_bool_tags(command):
     result = invoke(command, "--help", env={"COLUMNS": "120"})
     assert result.exit_code == 0
@@ -277,8 +277,13 @@ def test_generate_progress_has_a_known_total_and_never_exceeds_it(tmp_path):
     text = (folder / "study.yaml").read_text().replace("conversations: 10", "conversations: 1")
     (folder / "study.yaml").write_text(text.replace("turns: 6", "turns: 2"))
     for run in range(2):
-        result = subprocess.run([*DIALEVAL, "generate", str(folder)], capture_output=True, text=True,
-                                env={**os.environ, "COLUMNS": "100"}, timeout=300)
+        result = subprocess.run(
+            [*DIALEVAL, "generate", str(folder)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "100"},
+            timeout=300,
+        )
         assert result.returncode == 0, result.stderr
         shown = re.findall(r"(\d+)/(\d+|\?) +\d+:\d\d:\d\d", result.stdout)
         assert shown, result.stdout
@@ -291,8 +296,9 @@ def test_generate_progress_has_a_known_total_and_never_exceeds_it(tmp_path):
 
 
 def test_demo_progress_has_a_known_total(tmp_path):
-    result = subprocess.run([*DIALEVAL, "demo", "--no-serve", "--out", str(tmp_path / "d")], capture_output=True,
-                            text=True, timeout=600)
+    result = subprocess.run(
+        [*DIALEVAL, "demo", "--no-serve", "--out", str(tmp_path / "d")], capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr
     shown = re.findall(r"(\d+)/(\d+|\?) +\d+:\d\d:\d\d", result.stdout)
     assert shown and all(t != "?" and int(d) <= int(t) for d, t in shown), result.stdout
@@ -300,8 +306,13 @@ def test_demo_progress_has_a_known_total(tmp_path):
 
 def test_tables_fold_instead_of_truncating_off_a_terminal(tmp_path):
     folder = small_acute(tmp_path / ("a-rather-long-folder-name-" * 3) / "study")
-    result = subprocess.run([*DIALEVAL, "report", str(folder)], capture_output=True, text=True, timeout=600,
-                            env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
+    result = subprocess.run(
+        [*DIALEVAL, "report", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
+    )
     assert result.returncode == 0, result.stderr
     assert "…" not in result.stdout
     assert str(folder / "report" / "index.html") in result.stdout

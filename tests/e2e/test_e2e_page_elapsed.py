@@ -17,13 +17,25 @@ pytestmark = pytest.mark.browser
 
 
 def test_live_form_sends_the_time_the_page_measured(live_server, browser_page, tmp_path):
-    folder = make_live_study(tmp_path / "sm", "single-model", ["eliza"], name="sm-elapsed",
-                             protocol={"bot_turns": 1}, annotation={"units_per_annotator": 1})
+    folder = make_live_study(
+        tmp_path / "sm",
+        "single-model",
+        ["eliza"],
+        name="sm-elapsed",
+        protocol={"bot_turns": 1},
+        annotation={"units_per_annotator": 1},
+    )
     server = live_server([folder])
     page = browser_page()
     sent: list[dict] = []
-    page.on("request", lambda r: sent.append(json.loads(r.post_data)) if r.method == "POST" and r.url.endswith(
-        "/rate") and r.post_data else None)
+    page.on(
+        "request",
+        lambda r: (
+            sent.append(json.loads(r.post_data))
+            if r.method == "POST" and r.url.endswith("/rate") and r.post_data
+            else None
+        ),
+    )
     page.goto(f"{server.url}/s/sm-elapsed/")
     page.click("button:has-text('Start')")
     page.check("#agree")

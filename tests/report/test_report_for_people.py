@@ -139,8 +139,24 @@ def test_html_has_no_json_and_every_table_names_its_key(demo, method):
     # Numbers for people, cell by cell: no 16-digit floats, no counts written as 29.0.
     long_numbers = [t for t in page.text if re.fullmatch(r"\s*-?[\d,]*\.\d{4,}\s*", t)]
     assert not long_numbers, long_numbers[:3]
-    counts = {"n", "wins", "losses", "ties", "draws", "wins a", "wins b", "judgments", "conversations", "items",
-              "annotations", "opponents", "total", "passed", "failed", "rated"}
+    counts = {
+        "n",
+        "wins",
+        "losses",
+        "ties",
+        "draws",
+        "wins a",
+        "wins b",
+        "judgments",
+        "conversations",
+        "items",
+        "annotations",
+        "opponents",
+        "total",
+        "passed",
+        "failed",
+        "rated",
+    }
     for key, header in page.headers.items():
         for i, name in enumerate(header):
             if name in counts:
@@ -159,8 +175,9 @@ def test_report_states_the_answer_first(demo, method):
     assert best in page.answer[0]
     for pair in report["answer"]["pairs"]:
         if pair["decided"]:
-            assert any(s.startswith(f"{pair['winner']} is preferred") and f"to {pair['loser']} (" in s
-                       for s in page.answer), pair
+            assert any(
+                s.startswith(f"{pair['winner']} is preferred") and f"to {pair['loser']} (" in s for s in page.answer
+            ), pair
         else:
             said = [s for s in page.answer if s.startswith(f"{pair['winner']} vs {pair['loser']} is undecided")]
             assert said or any("more pairs are undecided" in s for s in page.answer), pair
@@ -189,9 +206,15 @@ def test_grid_is_in_rank_order(demo, method):
 def _store_dataset(folder: Path, dataset: Dataset, bots: list[str]) -> None:
     from dialeval.study import open_study, write_study_file
 
-    write_study_file(folder, {"name": folder.name, "method": dataset.method,
-                              "bots": [{"name": b, "type": "imported"} for b in bots],
-                              "imported_from": {"format": "test", "path": "synthetic"}})
+    write_study_file(
+        folder,
+        {
+            "name": folder.name,
+            "method": dataset.method,
+            "bots": [{"name": b, "type": "imported"} for b in bots],
+            "imported_from": {"format": "test", "path": "synthetic"},
+        },
+    )
     opened = open_study(folder)
     try:
         opened.store.save_dataset(opened.id, dataset)
@@ -205,8 +228,9 @@ def ten_bot_acute() -> tuple[Dataset, list[str]]:
     ds = Dataset(method="acute")
     for b in bots:
         for i in range(4):
-            ds.conversations.append(Conversation(id=f"{b}-{i}", bots=[b],
-                                                 turns=[Turn("human", "Hi!"), Turn("bot", "hello", bot=b)]))
+            ds.conversations.append(
+                Conversation(id=f"{b}-{i}", bots=[b], turns=[Turn("human", "Hi!"), Turn("bot", "hello", bot=b)])
+            )
     for w in range(40):
         ds.annotators.append(Annotator(id=f"w{w}"))
     k = 0
@@ -217,13 +241,22 @@ def ten_bot_acute() -> tuple[Dataset, list[str]]:
             for _ in range(6):
                 ca, cb = f"{a}-{rng.randrange(4)}", f"{b}-{rng.randrange(4)}"
                 uid = f"u{k}"
-                ds.units.append(Unit(id=uid, kind="acute", conversation_ids=[ca, cb],
-                                     payload={"speakers_to_eval": [a, b]}))
+                ds.units.append(
+                    Unit(id=uid, kind="acute", conversation_ids=[ca, cb], payload={"speakers_to_eval": [a, b]})
+                )
                 a_wins = rng.random() < 0.5 + 0.04 * (j - i)
                 w, l_ = (ca, cb) if a_wins else (cb, ca)
-                ds.judgments.append(Judgment(annotator_id=f"w{k % 40}", unit_id=uid, question="preference",
-                                             value={"winner": w, "loser": l_}, justification="reads better",
-                                             elapsed_s=60.0, shown_order=[ca, cb]))
+                ds.judgments.append(
+                    Judgment(
+                        annotator_id=f"w{k % 40}",
+                        unit_id=uid,
+                        question="preference",
+                        value={"winner": w, "loser": l_},
+                        justification="reads better",
+                        elapsed_s=60.0,
+                        shown_order=[ca, cb],
+                    )
+                )
                 k += 1
     return ds, bots
 
@@ -242,9 +275,17 @@ def ten_bot_da() -> tuple[Dataset, list[str]]:
             value = {c: float(min(100, max(0, level + rng.gauss(0, 12)))) for c in DA_CRITERIA}
             value["robotic"] = 100.0 - value["robotic"]
             value["repetitive"] = 100.0 - value["repetitive"]
-            ds.judgments.append(Judgment(annotator_id=ann, unit_id=f"hit-{ann}", question="ratings", value=value,
-                                         conversation_id=cid, elapsed_s=300.0,
-                                         meta={"system": system, "qc": system == "qc"}))
+            ds.judgments.append(
+                Judgment(
+                    annotator_id=ann,
+                    unit_id=f"hit-{ann}",
+                    question="ratings",
+                    value=value,
+                    conversation_id=cid,
+                    elapsed_s=300.0,
+                    meta={"system": system, "qc": system == "qc"},
+                )
+            )
     return ds, [*bots, "qc"]
 
 
@@ -253,8 +294,13 @@ def test_ten_systems_report_without_warnings(tmp_path, make):
     dataset, bots = make()
     folder = tmp_path / "ten"
     _store_dataset(folder, dataset, bots)
-    result = subprocess.run([*DIALEVAL, "report", str(folder)], capture_output=True, text=True, timeout=900,
-                            env={**os.environ, "COLUMNS": "120"})
+    result = subprocess.run(
+        [*DIALEVAL, "report", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "120"},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip() == "", result.stderr  # no matplotlib or pandas warning reaches the terminal
     assert "Warning" not in result.stdout

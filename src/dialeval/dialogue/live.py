@@ -480,7 +480,7 @@ def page_elapsed(data: dict[str, Any], state: dict[str, Any] | None = None, key:
     what a simulated annotator reports instead of sleeping."""
     raw = data.get("elapsed_ms")
     try:
-        ms = float(raw) if raw not in (None, "") else None
+        ms = float(raw) if raw is not None and raw != "" else None
     except (TypeError, ValueError):
         ms = None
     if ms is not None and 0 <= ms <= MAX_PAGE_ELAPSED_MS:

@@ -16,24 +16,24 @@ MAX_LISTED_UNDECIDED = 6
 
 LIMITS = {
     "acute": "Limits: ACUTE-Eval judges whole conversations, so a win says which conversations read better, "
-             "not which turn made the difference; self-chats show how a bot talks to itself, not to people. "
-             "The p-values are per pair (two-sided binomial) and not corrected for the number of pairs; "
-             "the answer depends on the question's wording.",
+    "not which turn made the difference; self-chats show how a bot talks to itself, not to people. "
+    "The p-values are per pair (two-sided binomial) and not corrected for the number of pairs; "
+    "the answer depends on the question's wording.",
     "pairwise-turn": "Limits: PW-Turn compares the two bots' replies to the same history, which the chosen "
-                     "replies shape, so later turns are not independent; win rates are over bot turns "
-                     "(here the report's turn range), p-values per pair (two-sided binomial), not corrected "
-                     "for the number of pairs.",
+    "replies shape, so later turns are not independent; win rates are over bot turns "
+    "(here the report's turn range), p-values per pair (two-sided binomial), not corrected "
+    "for the number of pairs.",
     "single-model": "Limits: SM-Turn and SM-Dialog rate one bot at a time, so differences between bots rest "
-                    "on different annotators and conversations; Likert ratings are treated as interval data "
-                    "(t-tests), and the p-values are not corrected for the number of pairs and metrics.",
+    "on different annotators and conversations; Likert ratings are treated as interval data "
+    "(t-tests), and the p-values are not corrected for the number of pairs and metrics.",
     "spot-the-bot": "Limits: Spot The Bot ranks bots by how long they pass as human in bot–bot "
-                    "conversations, which is not the same as being a good partner; the win rates use the "
-                    "paper's chi-square tests per pair, not corrected for the number of pairs; rank ranges "
-                    "come from a bootstrap over conversations.",
+    "conversations, which is not the same as being a good partner; the win rates use the "
+    "paper's chi-square tests per pair, not corrected for the number of pairs; rank ranges "
+    "come from a bootstrap over conversations.",
     "direct-assessment": "Limits: Direct Assessment scores are standardised per annotator (z), so they rank "
-                         "systems within this study and are not comparable across studies; annotators who did "
-                         "not rate the degraded bot lower are removed before scoring; the pairwise tests are "
-                         "one-sided Mann-Whitney tests, not corrected for the number of pairs.",
+    "systems within this study and are not comparable across studies; annotators who did "
+    "not rate the degraded bot lower are removed before scoring; the pairwise tests are "
+    "one-sided Mann-Whitney tests, not corrected for the number of pairs.",
 }
 
 
@@ -81,12 +81,31 @@ def _needed_total(entry: dict | None, per_group: bool = False) -> int | None:
     return None
 
 
-def _pair(a: str, b: str, effect: str, p: float | None, n: int, needed: int | None, unit: str = "judgments",
-          decided_by: str = "p", no_difference: bool = False) -> dict[str, Any]:
+def _pair(
+    a: str,
+    b: str,
+    effect: str,
+    p: float | None,
+    n: int,
+    needed: int | None,
+    unit: str = "judgments",
+    decided_by: str = "p",
+    no_difference: bool = False,
+) -> dict[str, Any]:
     decided = p is not None and not (isinstance(p, float) and math.isnan(p)) and p < ALPHA
     more = None if decided or needed is None else max(int(needed) - int(n), 0)
-    return {"winner": a, "loser": b, "effect": effect, "p": p, "n": n, "unit": unit, "decided": decided,
-            "more_for_80_power": more, "decided_by": decided_by, "no_difference": no_difference}
+    return {
+        "winner": a,
+        "loser": b,
+        "effect": effect,
+        "p": p,
+        "n": n,
+        "unit": unit,
+        "decided": decided,
+        "more_for_80_power": more,
+        "decided_by": decided_by,
+        "no_difference": no_difference,
+    }
 
 
 def _pairwise_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -104,7 +123,7 @@ def _pairwise_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _stb_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for w in report.get("win_rates") or []:
         rate = w.get("win_rate")
         n = int((w.get("wins") or 0) + (w.get("losses") or 0))
@@ -115,8 +134,18 @@ def _stb_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
             continue  # the grid lists each pair both ways
         share = rate if rate >= 0.5 else 1 - rate
         needed = _needed_total(_tts_lookup(report, w["a"], w["b"])) or _binomial_n_needed(share)
-        out.append(_pair(a, b, f"{_pct(share)} of decided comparisons", w.get("p"), n, needed, unit="comparisons",
-                         no_difference=abs(share - 0.5) < 1e-9))
+        out.append(
+            _pair(
+                a,
+                b,
+                f"{_pct(share)} of decided comparisons",
+                w.get("p"),
+                n,
+                needed,
+                unit="comparisons",
+                no_difference=abs(share - 0.5) < 1e-9,
+            )
+        )
     return out
 
 
@@ -131,8 +160,18 @@ def _sm_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
         a, b, xa, xb = (t["a"], t["b"], ma, mb) if ma >= mb else (t["b"], t["a"], mb, ma)
         n = int((t.get("n_a") or 0) + (t.get("n_b") or 0))
         needed = _needed_total(_tts_lookup(report, t["a"], t["b"], "sm_dialog"), per_group=True)
-        out.append(_pair(a, b, f"mean SM-Dialog rating {xa:.2f} vs {xb:.2f}", t.get("p"), n, needed,
-                         unit="conversations", no_difference=xa == xb))
+        out.append(
+            _pair(
+                a,
+                b,
+                f"mean SM-Dialog rating {xa:.2f} vs {xb:.2f}",
+                t.get("p"),
+                n,
+                needed,
+                unit="conversations",
+                no_difference=xa == xb,
+            )
+        )
     return out
 
 
@@ -147,13 +186,28 @@ def _da_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
         if z.get(a) is None or z.get(b) is None or z[a] < z[b] or (z[a] == z[b] and a > b):
             continue
         needed = _needed_total(_tts_lookup(report, a, b), per_group=True)
-        out.append(_pair(a, b, f"overall z {z[a]:.2f} vs {z[b]:.2f}", row.get("p"), n[a] + n[b], needed,
-                         unit="rated conversations", no_difference=z[a] == z[b]))
+        out.append(
+            _pair(
+                a,
+                b,
+                f"overall z {z[a]:.2f} vs {z[b]:.2f}",
+                row.get("p"),
+                n[a] + n[b],
+                needed,
+                unit="rated conversations",
+                no_difference=z[a] == z[b],
+            )
+        )
     return out
 
 
-PAIRS = {"acute": _pairwise_pairs, "pairwise-turn": _pairwise_pairs, "spot-the-bot": _stb_pairs,
-         "single-model": _sm_pairs, "direct-assessment": _da_pairs}
+PAIRS = {
+    "acute": _pairwise_pairs,
+    "pairwise-turn": _pairwise_pairs,
+    "spot-the-bot": _stb_pairs,
+    "single-model": _sm_pairs,
+    "direct-assessment": _da_pairs,
+}
 
 
 def _list(names: list[str]) -> str:
@@ -167,8 +221,11 @@ def answer(report: dict[str, Any]) -> dict[str, Any]:
     pairs = PAIRS.get(method, lambda r: [])(report)
     summary: list[str] = []
     if not systems:
-        return {"summary": ["No judgments yet: there is nothing to conclude."], "pairs": [],
-                "limits": LIMITS.get(method, "")}
+        return {
+            "summary": ["No judgments yet: there is nothing to conclude."],
+            "pairs": [],
+            "limits": LIMITS.get(method, ""),
+        }
     order = [s["name"] for s in systems]
     best = order[0]
     beaten_by_best = {p["loser"] for p in pairs if p["decided"] and p["winner"] == best}
@@ -180,11 +237,14 @@ def answer(report: dict[str, Any]) -> dict[str, Any]:
     elif others and others <= beaten_by_best:
         summary.append(f"{best} is preferred to every other system, each difference significant at p < {ALPHA}.")
     elif beaten_by_best:
-        summary.append(f"{best} ranks first; it is significantly preferred to {_list(sorted(beaten_by_best))}, "
-                       "not (yet) to the others.")
+        summary.append(
+            f"{best} ranks first; it is significantly preferred to {_list(sorted(beaten_by_best))}, "
+            "not (yet) to the others."
+        )
     else:
-        summary.append(f"{best} ranks first, but no difference between it and the others is significant yet "
-                       f"(p < {ALPHA}).")
+        summary.append(
+            f"{best} ranks first, but no difference between it and the others is significant yet (p < {ALPHA})."
+        )
     by_winner: dict[str, list[dict]] = {}
     for p in pairs:
         if p["decided"]:
@@ -205,6 +265,8 @@ def answer(report: dict[str, Any]) -> dict[str, Any]:
     if len(undecided) > MAX_LISTED_UNDECIDED:
         summary.append(f"{len(undecided) - MAX_LISTED_UNDECIDED} more pairs are undecided (see the tables below).")
     if report.get("filtered_annotators"):
-        summary.append(f"{len(report['filtered_annotators'])} annotators were filtered out by quality control "
-                       "and are not counted above.")
+        summary.append(
+            f"{len(report['filtered_annotators'])} annotators were filtered out by quality control "
+            "and are not counted above."
+        )
     return {"summary": summary, "pairs": pairs, "limits": LIMITS.get(method, "")}

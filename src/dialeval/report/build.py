@@ -77,7 +77,7 @@ def _filtered(dataset: Dataset) -> list[dict[str, Any]]:
 def figures(report: dict[str, Any]) -> dict[str, Any]:
     """name -> matplotlib figure, for whatever this report has to draw."""
     method = report.get("method")
-    order = [s.get("name") for s in report.get("systems") or [] if isinstance(s, dict)]
+    order: list[str] = [str(s.get("name")) for s in report.get("systems") or [] if isinstance(s, dict)]
     figs: dict[str, Any] = {}
     if method in ("acute", "pairwise-turn"):
         figs["win-rates"] = plots.winrate_heatmap(report.get("matchups", []), order=order)
@@ -249,7 +249,7 @@ def _body(report: dict[str, Any]) -> str:
 
     from .render import render
 
-    order = [s.get("name") for s in report.get("systems") or [] if isinstance(s, dict)]
+    order: list[str] = [str(s.get("name")) for s in report.get("systems") or [] if isinstance(s, dict)]
     scalars = {k: v for k, v in report.items() if k not in SKIP and (v is None or isinstance(v, (str, int, float, bool))
                                                                      or (isinstance(v, list) and len(v) <= 8
                                                                          and all(isinstance(x, (str, int, float))

@@ -107,9 +107,9 @@ def lines(series: dict[str, list[tuple[float, float]]], title: str, xlabel: str,
     if not series:
         return None
     fig, ax = plt.subplots(figsize=(6, 3.6) if len(series) <= 14 else (6, 4.5))
-    for k, (name, points) in enumerate(series.items()):
+    for index, (name, points) in enumerate(series.items()):
         xs, ys = zip(*points)
-        style = _STYLES[(k // 10) % len(_STYLES)]  # the colour cycle repeats after 10: change the dash
+        style = _STYLES[(index // 10) % len(_STYLES)]  # the colour cycle repeats after 10: change the dash
         if step:
             ax.step(xs, ys, where="post", label=name, ls=style)
         else:

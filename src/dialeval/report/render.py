@@ -126,8 +126,9 @@ def human_key(key: str) -> str:
     return " › ".join(part for part in text.split(".") if part)
 
 
-def html_table(key: str, header: list[str], rows: list[list[str]], numeric: list[bool] | None = None,
-               note: str | None = None) -> str:
+def html_table(
+    key: str, header: list[str], rows: list[list[str]], numeric: list[bool] | None = None, note: str | None = None
+) -> str:
     numeric = numeric or [False] * len(header)
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = []
@@ -140,10 +141,13 @@ def html_table(key: str, header: list[str], rows: list[list[str]], numeric: list
     more = ""
     if len(rows) > MAX_ROWS:
         more = f'<p class="note">{len(rows) - MAX_ROWS} more rows in report.json ({escape(key)}).</p>'
-    caption = (f'<caption>report.json: <code>{escape(human_key(key))}</code>'
-               f'{(" · " + escape(note)) if note else ""}</caption>')
-    html = (f'<div class="scroll"><table data-key="{escape(key)}">{caption}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table></div>{more}")
+    caption = (
+        f"<caption>report.json: <code>{escape(human_key(key))}</code>{(' · ' + escape(note)) if note else ''}</caption>"
+    )
+    html = (
+        f'<div class="scroll"><table data-key="{escape(key)}">{caption}<thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>{more}"
+    )
     nested = "." in key or "[" in key
     if len(rows) > (FOLD_NESTED_ROWS if nested else FOLD_ROWS):
         # Long detail (a power curve, a histogram) stays one click away instead of filling the page.
@@ -249,18 +253,31 @@ def grid_table(key: str, grid: dict, order: list[str] | None = None) -> str:
             stars = "" if _is_missing(p) else "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
             cells.append(f"{rate:.0%}{stars}" + (f" (n={int(n)})" if _is_number(n) else ""))
         rows.append(cells)
-    return html_table(key, ["row over column", *order], rows, [False] + [True] * len(order),
-                      note="rank order; * p < .05, ** p < .01, *** p < .001")
+    return html_table(
+        key,
+        ["row over column", *order],
+        rows,
+        [False] + [True] * len(order),
+        note="rank order; * p < .05, ** p < .01, *** p < .001",
+    )
 
 
 def _is_curve(value: Any) -> bool:
-    return isinstance(value, list) and len(value) > 0 and all(
-        isinstance(p, (list, tuple)) and len(p) == 2 and all(_is_number(x) or x is None for x in p) for p in value)
+    return (
+        isinstance(value, list)
+        and len(value) > 0
+        and all(
+            isinstance(p, (list, tuple)) and len(p) == 2 and all(_is_number(x) or x is None for x in p) for p in value
+        )
+    )
 
 
 def _is_ranked(value: Any) -> bool:
-    return isinstance(value, list) and len(value) > 0 and all(
-        isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) for p in value)
+    return (
+        isinstance(value, list)
+        and len(value) > 0
+        and all(isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) for p in value)
+    )
 
 
 def mapping_table(key: str, value: dict, name: str = "") -> str:
@@ -289,8 +306,10 @@ def render(key: str, value: Any, name: str = "", order: list[str] | None = None)
         return records_table(key, value)
     if isinstance(value, dict):
         items = list(value.values())
-        if items and all(isinstance(v, dict) for v in items) and all(
-            all(_inline(x) for x in _flatten(v).values()) for v in items
+        if (
+            items
+            and all(isinstance(v, dict) for v in items)
+            and all(all(_inline(x) for x in _flatten(v).values()) for v in items)
         ):
             return _column_of_mappings(key, "", [str(k) for k in value], items).removeprefix("<h4></h4>")
         if items and all(_is_curve(v) for v in items):
@@ -315,8 +334,10 @@ def curves_table(key: str, curves: dict[str, list]) -> str:
     lookup = {k: {p[0]: p[1] for p in v} for k, v in curves.items()}
     x_dec = column_decimals("x", xs)
     y_dec = {k: column_decimals("y", [p[1] for p in v]) for k, v in curves.items()}
-    rows = [[fmt(x, "x", x_dec)] + [fmt(lookup[k].get(x), "y", y_dec[k]) if x in lookup[k] else "" for k in curves]
-            for x in xs]
+    rows = [
+        [fmt(x, "x", x_dec)] + [fmt(lookup[k].get(x), "y", y_dec[k]) if x in lookup[k] else "" for k in curves]
+        for x in xs
+    ]
     return html_table(key, ["x", *curves], rows, [True] * (len(curves) + 1))
 
 
