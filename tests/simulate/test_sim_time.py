@@ -51,7 +51,7 @@ def completed_demo(tmp_path_factory):
     made = invoke("demo", "--no-serve", "--out", out)
     assert made.exit_code == 0, made.output
     for method in METHODS:
-        result = invoke("simulate", out / method, "--annotators", 10, "--careless", 0, "--seed", 2)
+        result = invoke("simulate", out / method, "--annotators", 20, "--careless", 0, "--seed", 2)
         assert result.exit_code == 0, result.output
     return out
 
@@ -77,7 +77,7 @@ def test_simulated_seconds_per_judgment_match_the_documented_ones(completed_demo
             continue
         seconds = mean(by_step[step])
         # Within 20% (the bar) where there are enough steps to measure a mean that closely;
-        # one onboarding per annotator (10 rows, lognormal sd ~55%) only within 50%.
+        # one onboarding per annotator (20 rows, lognormal sd ~55%) only within 50%.
         tolerance = 0.2 if len(by_step[step]) >= 30 else 0.5
         assert abs(seconds - documented) <= tolerance * documented, (
             f"{method} {step}: mean {seconds:.1f} s over {len(by_step[step])} judgments, documented {documented} s"
