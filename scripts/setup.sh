@@ -3,12 +3,13 @@
 #   scripts/setup.sh --base     the base install: what `dialeval demo` needs (make demo), no apt
 #   scripts/setup.sh [--full]   everything the tests need (make test): the Debian packages (chromium
 #                               for the browser tests, WordNet for METEOR, R for the survival
-#                               cross-check) and the extras postgres, llm, metrics, parquet, test
+#                               cross-check, HAProxy for the several-hosts test and load benchmark)
+#                               and the extras postgres, llm, metrics, parquet, test
 #   add --no-apt to skip the Debian packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium wordnet-base wordnet-sense-index r-base-core r-cran-survival npm)
+APT_PACKAGES=(chromium wordnet-base wordnet-sense-index r-base-core r-cran-survival npm haproxy)
 PYTHON=${PYTHON:-python3}
 FULL=1
 APT=1

@@ -300,6 +300,12 @@ def serve(
     port: int = typer.Option(8000, "--port"),
     workers: int = typer.Option(1, "--workers", help="stateless worker processes sharing the database"),
     open_browser: bool = typer.Option(False, "--open/--no-browser", help="open the start page in a browser"),
+    db_connections: int | None = typer.Option(
+        None, "--db-connections", min=1,
+        help="database connections this server may open in all, shared by the workers "
+             "(default: PostgreSQL's max_connections minus a reserve)"),
+    access_log: bool = typer.Option(False, "--access-log",
+                                    help="one line per request on stderr: method, path, status, ms, hashed annotator"),
 ) -> None:
     """Serve studies to annotators; prints the annotator, Prolific, MTurk and admin links.
 
@@ -314,7 +320,100 @@ def serve(
         workers=workers,
         open_browser=open_browser,
         print_fn=lambda text: console.print(text, highlight=False, markup=False, soft_wrap=True),
+        db_connections=db_connections,
+        access_log=access_log,
     )
+
+
+# -- backup / restore / migrate -----------------------------------------------------------------------------
+def _study_database(study: Path) -> tuple[str, str]:
+    """(study name, database URL) of a study folder, without writing to its database."""
+    from .config import load_study
+    from .store.engine import database_url
+
+    config = load_study(study)
+    folder = study if study.is_dir() else study.parent
+    return config.name, database_url(folder, config.database)
+
+
+def _print_counts(counts: dict[str, int]) -> None:
+    shown = {k: counts[k] for k in ("studies", "conversations", "turns", "annotators", "units", "assignments",
+                                    "judgments", "events") if k in counts}
+    console.print(", ".join(f"{n} {k}" for k, n in shown.items()), highlight=False)
+
+
+@app.command()
+@friendly
+def backup(
+    study: Path = typer.Argument(..., help="the study folder"),
+    dest: Path = typer.Argument(..., help="the backup file to write (SQLite); must not exist"),
+) -> None:
+    """Copy a study's data to one file, consistently, even while it is being served.
+
+    Example: dialeval backup my-study backups/my-study-2026-05-01.db
+    """
+    from .store.transfer import backup as run_backup
+    from .store.transfer import study_id_in
+
+    name, url = _study_database(study)
+    counts = run_backup(url, study_id_in(url, name), dest)
+    console.print(f"backup of '{name}' written to {dest}", highlight=False)
+    _print_counts(counts)
+
+
+@app.command()
+@friendly
+def restore(
+    backup_file: Path = typer.Argument(..., help="a file made by `dialeval backup`"),
+    study: Path = typer.Argument(..., help="the study folder; its database (study.yaml) must not hold the study"),
+) -> None:
+    """Put a backup into the study folder's database (SQLite file or PostgreSQL), every id kept.
+
+    Example: dialeval restore backups/my-study-2026-05-01.db my-study
+    """
+    from .store.transfer import copy_between, study_uid_in
+    from .study import STUDY_ID_FILE
+
+    if not backup_file.is_file():
+        raise DialevalError(f"no backup file {backup_file}")
+    name, url = _study_database(study)
+    folder = study if study.is_dir() else study.parent
+    counts = copy_between(f"sqlite:///{backup_file.resolve()}", url, name)
+    uid = study_uid_in(url, name)
+    if uid:  # the folder now serves the restored study: give it that study's stable id
+        (folder / STUDY_ID_FILE).write_text(uid + "\n", encoding="utf-8")
+    console.print(f"restored '{name}' into {url.split('?')[0]}", highlight=False)
+    _print_counts(counts)
+
+
+@app.command()
+@friendly
+def migrate(
+    study: Path = typer.Argument(..., help="the study folder"),
+    to: str = typer.Option(..., "--to", help="the new database, e.g. postgresql://user@host/db"),
+) -> None:
+    """Move a study to another database (e.g. SQLite to PostgreSQL) with every row and id kept;
+    study.yaml then names the new database. Stop serving the study first.
+
+    Example: dialeval migrate my-study --to postgresql://dialeval@db.example.org/dialeval
+    """
+    from .config import STUDY_FILE
+    from .store.engine import normalize_url
+    from .store.transfer import copy_between
+
+    name, url = _study_database(study)
+    if normalize_url(to) == url:
+        raise DialevalError("the study already uses that database")
+    counts = copy_between(url, to, name)
+    folder = study if study.is_dir() else study.parent
+    path = folder / STUDY_FILE
+    lines = path.read_text(encoding="utf-8").splitlines()
+    # a line edit keeps the file's comments; the old database stays as it was
+    kept = [ln for ln in lines if not ln.startswith("database:")]
+    kept.append(f"database: {to}")
+    path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    console.print(f"moved '{name}' to {to.split('?')[0]}; {path} now names it", highlight=False)
+    _print_counts(counts)
 
 
 @app.command()
@@ -381,7 +480,8 @@ def demo(
             for error in result.errors[:5]:
                 err_console.print(f"  {method}: {error}", highlight=False, markup=False, soft_wrap=True)
     if not no_serve:
-        serve(folders, host=host, port=port, workers=workers, open_browser=not no_browser)
+        serve(folders, host=host, port=port, workers=workers, open_browser=not no_browser, db_connections=None,
+              access_log=False)
 
 
 @app.command()

@@ -38,3 +38,9 @@ class JudgmentError(DialevalError):
 
 class StoreError(DialevalError):
     """A database that cannot be opened or migrated."""
+
+
+class StoreBusy(StoreError):
+    """The database could not be reached in time (no free connection, a lock held too long).
+
+    Not the user's input: the web app answers 503 with Retry-After, and the request can be repeated."""

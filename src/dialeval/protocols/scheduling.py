@@ -50,9 +50,12 @@ class SchedulingView:
     rng: random.Random
     # the annotator's expired, abandoned and returned assignments: not in caps, but already seen
     past: list[AssignmentInfo] = field(default_factory=list)
+    store: Any = None  # when given, units are read through the per-process cache
 
     def units(self, kind: str | None = None) -> list[UnitInfo]:
-        return work.list_units(self.session, self.study_id, kind)
+        if self.store is None:
+            return work.list_units(self.session, self.study_id, kind)
+        return work.units_cached(self.session, self.store, self.study_id, kind)
 
     def used(self, unit_id: int) -> int:
         """Submitted + open assignments of a unit (expired ones returned to the pool)."""
@@ -83,7 +86,8 @@ def assign_locked(protocol, annotator: AnnotatorInfo,
                 return a
         view = SchedulingView(session=session, study_id=study_id, annotator=annotator, history=history,
                               load=work.unit_load(session, study_id), rng=protocol.study.fresh_rng(),
-                              past=[a for a in everything if a.status in work.EXCLUDED_ASSIGNMENT_STATUSES])
+                              past=[a for a in everything if a.status in work.EXCLUDED_ASSIGNMENT_STATUSES],
+                              store=store)
         choice = choose(view)
         if choice is None:
             return None
@@ -195,23 +199,11 @@ def adaptive_plan(protocol, view: SchedulingView, method: str, questions: Sequen
                   judgments_per_unit: int = 1) -> AdaptivePlan | None:
     """None when the study does not use adaptive collection; else the plan (see AdaptivePlan).
     Logs the event ``adaptive-stopped`` (with the stopping tables) the first time it stops."""
-    from ..adaptive import is_filtered, study_state
-
     config = protocol.config
     cfg = config.adaptive
     if not cfg.enabled:
         return None
-    outcomes: dict[str, list] = {q: [] for q in questions}
-    n = 0
-    for j in work.scheduling_judgments(view.session, view.study_id):
-        if is_filtered(j.annotator_status, j.annotator_meta):
-            continue
-        o = outcome(j)
-        if o is None or j.question not in outcomes:
-            continue
-        outcomes[j.question].append(o)
-        n += 1
-    states = {q: study_state(outcomes[q], method, config) for q in questions}
+    states, n = _adaptive_states(protocol, view, method, tuple(questions), outcome)
     stopped = None
     if states and all(st.done for st in states.values()):
         stopped = "decided"
@@ -227,6 +219,56 @@ def adaptive_plan(protocol, view: SchedulingView, method: str, questions: Sequen
             "questions": {q: {"ranking": st.ranking(), "pairs": st.stopping_table()} for q, st in states.items()},
         })
     return plan
+
+
+# Judgment ids are handed out at insert, but on PostgreSQL concurrent inserts may commit out of
+# order: a judgment below the highest id fed can still appear. The ids of the last REREAD_WINDOW
+# judgments are therefore read again each time and the new ones among them fed.
+REREAD_WINDOW = 2000
+
+
+@dataclass
+class _AdaptiveCache:
+    states: dict[str, Any]
+    judgments: int
+    statuses: tuple  # annotators per status when built: a flag or a block means a full replay
+    fed: set[int] = field(default_factory=set)  # ids fed above `floor`
+    floor: int = 0  # every judgment with an id <= floor has been fed (or never will be)
+
+
+def _adaptive_states(protocol, view: SchedulingView, method: str, questions: tuple[str, ...],
+                     outcome: Callable[[work.ScoredJudgment], tuple[str, str, str | None] | None]
+                     ) -> tuple[dict[str, Any], int]:
+    """The AdaptiveState per question after every counted judgment, kept per process between
+    assignments and fed only the judgments stored since (AdaptiveState.update), instead of
+    replaying the whole study each time. Rebuilt from scratch when an annotator's status changed
+    (their judgments may no longer count). Same outcomes, same order as a full replay."""
+    from ..adaptive import is_filtered, study_state
+
+    statuses = work.annotator_status_mark(view.session, view.study_id)
+    caches = protocol.store.__dict__.setdefault("_adaptive_cache", {})
+    key = (view.study_id, method, questions)
+    cache = caches.get(key)
+    if cache is None or cache.statuses != statuses:
+        cache = _AdaptiveCache({q: study_state([], method, protocol.config) for q in questions}, 0, statuses)
+    for j in work.scheduling_judgments(view.session, view.study_id, after_id=cache.floor):
+        if j.id in cache.fed:
+            continue
+        cache.fed.add(j.id)
+        if is_filtered(j.annotator_status, j.annotator_meta):
+            continue
+        o = outcome(j)
+        if o is None or j.question not in cache.states:
+            continue
+        cache.states[j.question].update(*o)
+        cache.judgments += 1
+    if cache.fed:
+        top = max(cache.fed)
+        if top - cache.floor > 2 * REREAD_WINDOW:
+            cache.floor = top - REREAD_WINDOW
+            cache.fed = {i for i in cache.fed if i > cache.floor}
+    caches[key] = cache
+    return cache.states, cache.judgments
 
 
 def adaptive_note(protocol) -> str | None:

@@ -116,8 +116,9 @@ class SpotTheBotProtocol(Protocol):
             return None
         seen_bot_convs = {s["conversation"] for a in mine for s in a.payload["segments"] if not s["human"]}
         candidates = []
+        seen = view.seen_units()
         for u in view.units(KIND):
-            if u.id in view.seen_units() or view.used(u.id) >= opt.annotations_per_segment:
+            if u.id in seen or view.used(u.id) >= opt.annotations_per_segment:
                 continue
             if any(s["conversation"] in seen_bot_convs for s in u.payload["segments"] if not s["human"]):
                 continue

@@ -12,6 +12,41 @@ from ..errors import StoreError
 
 DEFAULT_DB_NAME = "dialeval.db"
 DATABASE_URL_ENV = "DIALEVAL_DATABASE_URL"
+POOL_SIZE_ENV = "DIALEVAL_DB_POOL_SIZE"  # connections per process (serve sets it from --db-connections)
+POOL_TIMEOUT_ENV = "DIALEVAL_DB_POOL_TIMEOUT"  # seconds a request waits for a free one (then 503)
+DEFAULT_POOL_SIZE = 10
+MAX_POOL_SIZE = 20  # a worker runs at most ~40 blocking calls at once; more connections do not help
+RESERVED_CONNECTIONS = 10  # left to psql, backups, migrations and other clients
+
+
+def pool_settings() -> tuple[int, float]:
+    """(connections per process, seconds to wait for one) from the environment."""
+    try:
+        size = int(os.environ.get(POOL_SIZE_ENV) or DEFAULT_POOL_SIZE)
+        timeout = float(os.environ.get(POOL_TIMEOUT_ENV) or 10)
+    except ValueError as exc:
+        raise StoreError(f"{POOL_SIZE_ENV} / {POOL_TIMEOUT_ENV} must be numbers: {exc}") from exc
+    return max(1, size), max(0.1, timeout)
+
+
+def connection_budget(engine: Engine, workers: int, total: int | None = None) -> int:
+    """Connections per worker process: `total` (serve --db-connections) divided over the workers;
+    by default the server's max_connections minus its superuser reserve, the connections already
+    open (other clients) and RESERVED_CONNECTIONS. SQLite has no such limit."""
+    workers = max(1, workers)
+    if total is None:
+        if engine.dialect.name != "postgresql":
+            return MAX_POOL_SIZE
+        with engine.connect() as c:
+            max_conn = int(c.exec_driver_sql("SHOW max_connections").scalar_one())
+            reserved = int(c.exec_driver_sql("SHOW superuser_reserved_connections").scalar_one())
+            in_use = int(c.exec_driver_sql("SELECT count(*) FROM pg_stat_activity WHERE backend_type = "
+                                           "'client backend'").scalar_one())
+        total = max_conn - reserved - in_use - RESERVED_CONNECTIONS
+    if total < workers:
+        raise StoreError(f"a connection budget of {total} cannot give each of {workers} workers one "
+                         f"connection; lower --workers or raise the server's max_connections")
+    return max(1, min(MAX_POOL_SIZE, total // workers))
 
 
 def database_url(study_dir: str | Path | None = None, configured: str | None = None) -> str:
@@ -42,10 +77,18 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
-def _sqlite_begin_immediate(conn) -> None:
-    # Take the write lock at BEGIN so two workers never both read-then-write the same rows
-    # (the scheduler relies on it); pysqlite's own deferred BEGIN is switched off below.
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
+READ_ONLY = "dialeval_read_only"  # execution option of Store.read() sessions
+
+
+def _sqlite_begin(conn) -> None:
+    # A writing transaction takes the write lock at BEGIN so two workers never both read-then-write
+    # the same rows (the scheduler relies on it); pysqlite's own deferred BEGIN is switched off
+    # below. A read-only one (Store.read) begins deferred: in WAL mode readers never wait for the
+    # writer, so page views and lookups do not queue behind every commit.
+    if conn.get_execution_options().get(READ_ONLY):
+        conn.exec_driver_sql("BEGIN")
+    else:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def make_engine(url: str) -> Engine:
@@ -54,21 +97,25 @@ def make_engine(url: str) -> Engine:
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
+                               pool_size=20, max_overflow=20)
         event.listen(engine, "connect", _sqlite_pragmas)
 
         @event.listens_for(engine, "connect")
         def _no_pysqlite_begin(dbapi_connection, _record):
             dbapi_connection.isolation_level = None
 
-        event.listen(engine, "begin", _sqlite_begin_immediate)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     if url.startswith("postgresql"):
         try:
             import psycopg  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise StoreError("PostgreSQL needs psycopg 3: pip install 'dialeval[postgres]'") from exc
-        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        size, timeout = pool_settings()
+        # A fixed pool (no overflow): the process never opens more than its share of the budget;
+        # a request that finds none free waits `timeout` s, then gets 503 + Retry-After.
+        return create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=0, pool_timeout=timeout)
     raise StoreError(f"unsupported database URL {url!r}: use sqlite:///path.db or postgresql://user@host/db")
 
 

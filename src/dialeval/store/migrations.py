@@ -11,7 +11,7 @@ from collections.abc import Callable
 from sqlalchemy import Connection, inspect, text
 
 from ..errors import StoreError
-from .schema import SCHEMA_VERSION, Base, EventRow
+from .schema import SCHEMA_VERSION, SHARED_TABLES, Base, EventRow
 
 
 def _v1_to_v2(conn: Connection) -> None:
@@ -37,6 +37,13 @@ def current_version(conn: Connection) -> int | None:
     return int(row[0]) if row else None
 
 
+def add_shared_tables(conn: Connection) -> None:
+    """Create the tables of schema.SHARED_TABLES that a database lacks (new tables only, never a
+    change to an existing one, so no version step is needed and older dialevals ignore them)."""
+    tables = [Base.metadata.tables[model.__tablename__] for model in SHARED_TABLES]
+    Base.metadata.create_all(conn, tables=tables, checkfirst=True)
+
+
 def upgrade(conn: Connection, dialeval_version: str) -> int:
     """Create or migrate the schema to SCHEMA_VERSION; returns the version found before."""
     found = current_version(conn)
@@ -59,4 +66,5 @@ def upgrade(conn: Connection, dialeval_version: str) -> int:
             text("UPDATE dialeval_schema SET version = :v, dialeval_version = :d WHERE id = 1"),
             {"v": SCHEMA_VERSION, "d": dialeval_version},
         )
+    add_shared_tables(conn)
     return found

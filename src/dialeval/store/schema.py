@@ -163,3 +163,25 @@ class EventRow(Base):
     annotator_id: Mapped[int | None] = mapped_column(ForeignKey("annotators.id"), nullable=True)
     payload: Mapped[dict] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+# -- tables shared by every serving process and host (created on open when missing; additive) --------
+class SecretRow(Base):
+    """Values every host serving a study must agree on: the cookie/CSRF signing key, the admin token."""
+
+    __tablename__ = "study_secrets"
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(40), primary_key=True)
+    value: Mapped[str] = mapped_column(String(200))
+
+
+class RateBucketRow(Base):
+    """A token bucket of the rate limiter (e.g. chat messages per annotator), counted across hosts."""
+
+    __tablename__ = "rate_buckets"
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float)
+    updated: Mapped[float] = mapped_column(Float)  # seconds since the epoch
+
+
+SHARED_TABLES = (SecretRow, RateBucketRow)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import fcntl
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +16,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .. import __version__
-from ..errors import StoreError
+from ..errors import StoreBusy, StoreError
 from ..records import Annotator, Conversation, Dataset, Judgment, Turn, Unit
 from . import migrations
-from .engine import check_connection, database_url, make_engine
+from .engine import READ_ONLY, check_connection, database_url, make_engine
 from .schema import (
     AnnotatorRow,
     AssignmentRow,
@@ -23,12 +27,17 @@ from .schema import (
     ConversationRow,
     EventRow,
     JudgmentRow,
+    RateBucketRow,
+    SecretRow,
     Study,
     TurnRow,
     UnitRow,
 )
 
 IMPORT_EVENT = "import"  # an events row per imported source: {format, path, sha256, ...}
+WRITER_WAIT_S = 30.0
+CONVERSATION_CACHE_SIZE = 5000
+
 
 class Store:
     def __init__(self, url: str):
@@ -36,8 +45,20 @@ class Store:
         self.engine: Engine = make_engine(url)
         check_connection(self.engine)
         with self.engine.begin() as conn:
+            if self.engine.dialect.name == "postgresql":  # workers and hosts start at once: one migrates
+                conn.execute(text("SELECT pg_advisory_xact_lock(6999999)"))
             self.migrated_from = migrations.upgrade(conn, __version__)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._writer = threading.RLock() if self.engine.dialect.name == "sqlite" else None
+        self._writer_depth = 0
+        self._study_turns: dict[int, threading.RLock] = {}
+        self._conversations: dict[tuple[int, str], Conversation] = {}  # see get_conversation
+        self._writer_file = None
+        db_file = self.engine.url.database if self._writer is not None else None
+        if db_file and db_file != ":memory:":
+            self._writer_file = open(f"{db_file}-writer.lock", "a+b")  # noqa: SIM115 - kept open for flock
+        self._read_sessions = sessionmaker(self.engine.execution_options(**{READ_ONLY: True}),
+                                           expire_on_commit=False)
 
     @classmethod
     def for_study_dir(cls, study_dir: str | Path, configured_url: str | None = None) -> Store:
@@ -47,13 +68,54 @@ class Store:
     def is_postgres(self) -> bool:
         return self.engine.dialect.name == "postgresql"
 
+    def ping(self) -> None:
+        """One query on the database (raises when it cannot be reached)."""
+        with self.engine.connect() as c:
+            c.execute(text("SELECT 1"))
+
     def close(self) -> None:
         self.engine.dispose()
+        if self._writer_file is not None:
+            self._writer_file.close()
+            self._writer_file = None
 
     @contextmanager
     def session(self) -> Iterator[Session]:
         """A transaction: committed when the block ends, rolled back on an error."""
-        with self._sessions() as session, session.begin():
+        with self._writer_turn(), self._sessions() as session, session.begin():
+            yield session
+
+    @contextmanager
+    def _writer_turn(self) -> Iterator[None]:
+        # SQLite lets one writer in at a time and makes the others poll with growing sleeps (its
+        # busy handler, up to 100 ms): with many waiting threads and processes the file sits idle
+        # between commits and commits per second collapse. Writers therefore queue instead: the
+        # threads of a process on a lock (bounded wait -> StoreBusy -> 503), the processes on an
+        # flock of a file beside the database (the kernel wakes the next one at once; released
+        # when a process dies). Re-entrant: a nested write in one thread behaves as before.
+        if self._writer is None:
+            yield
+            return
+        if not self._writer.acquire(timeout=WRITER_WAIT_S):
+            raise StoreBusy(f"the database stayed busy for {WRITER_WAIT_S:g} s")
+        outer = self._writer_depth == 0
+        try:
+            if outer and self._writer_file is not None:
+                fcntl.flock(self._writer_file, fcntl.LOCK_EX)
+            self._writer_depth += 1
+            try:
+                yield
+            finally:
+                self._writer_depth -= 1
+                if outer and self._writer_file is not None:
+                    fcntl.flock(self._writer_file, fcntl.LOCK_UN)
+        finally:
+            self._writer.release()
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A read-only transaction (one consistent snapshot; on SQLite it takes no write lock)."""
+        with self._read_sessions() as session, session.begin():
             yield session
 
     @contextmanager
@@ -62,11 +124,22 @@ class Store:
 
         SQLite takes the whole-file lock at BEGIN IMMEDIATE (see engine.py); PostgreSQL takes a
         transaction-scoped advisory lock keyed by the study, so other studies are not blocked.
+        On PostgreSQL the threads of one process first queue on a lock of their own, so that
+        waiting for the study costs no pooled connection (other pages keep theirs).
         """
-        with self.session() as session:
-            if self.is_postgres:
+        if not self.is_postgres:
+            with self.session() as session:
+                yield session
+            return
+        turn = self._study_turns.setdefault(study_id, threading.RLock())
+        if not turn.acquire(timeout=WRITER_WAIT_S):
+            raise StoreBusy(f"the study stayed locked for {WRITER_WAIT_S:g} s")
+        try:
+            with self.session() as session:
                 session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 7_000_000 + study_id})
-            yield session
+                yield session
+        finally:
+            turn.release()
 
     # -- studies and bots -------------------------------------------------------------------
     def ensure_study(self, name: str, method: str, config: dict[str, Any] | None = None,
@@ -106,7 +179,7 @@ class Store:
             return study
 
     def get_study(self, name: str | None = None) -> Study:
-        with self.session() as s:
+        with self.read() as s:
             if name is None:
                 studies = s.scalars(select(Study)).all()
                 if len(studies) != 1:
@@ -118,7 +191,7 @@ class Store:
             return study
 
     def list_studies(self) -> list[Study]:
-        with self.session() as s:
+        with self.read() as s:
             return list(s.scalars(select(Study).order_by(Study.id)))
 
     def upsert_bot(self, study_id: int, name: str, type: str, config: dict[str, Any]) -> None:
@@ -132,7 +205,7 @@ class Store:
     # -- conversations ------------------------------------------------------------------------
     def conversation_status(self, study_id: int) -> dict[str, str | None]:
         """external id -> error (None when the conversation is complete)."""
-        with self.session() as s:
+        with self.read() as s:
             rows = s.execute(
                 select(ConversationRow.external_id, ConversationRow.error).where(ConversationRow.study_id == study_id)
             )
@@ -140,6 +213,7 @@ class Store:
 
     def save_conversation(self, study_id: int, conversation: Conversation) -> int:
         """Insert or replace one conversation with its turns; returns its row id."""
+        self._conversations.pop((study_id, conversation.id), None)
         with self.session() as s:
             old = s.scalar(
                 select(ConversationRow).where(
@@ -163,7 +237,14 @@ class Store:
             return row.id
 
     def get_conversation(self, study_id: int, external_id: str) -> Conversation:
-        with self.session() as s:
+        """One conversation with its turns. Finished, non-live conversations (what units show) are
+        kept per process once read: every task page and answer reads them, and they do not change
+        while a study is served (units point at them). Live chats are always read afresh."""
+        key = (study_id, external_id)
+        cached = self._conversations.get(key)
+        if cached is not None:
+            return replace(cached, turns=list(cached.turns), bots=list(cached.bots))
+        with self.read() as s:
             row = s.scalar(
                 select(ConversationRow).where(
                     ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
@@ -172,10 +253,17 @@ class Store:
             if row is None:
                 raise StoreError(f"no conversation '{external_id}'")
             turns = s.scalars(select(TurnRow).where(TurnRow.conversation_id == row.id).order_by(TurnRow.idx))
-            return _conversation_record(row, list(turns))
+            conversation = _conversation_record(row, list(turns))
+        if conversation.source != "live" and conversation.error is None:
+            if len(self._conversations) >= CONVERSATION_CACHE_SIZE:
+                self._conversations.pop(next(iter(self._conversations)))  # the oldest entry
+            self._conversations[key] = conversation
+            return replace(conversation, turns=list(conversation.turns), bots=list(conversation.bots))
+        return conversation
 
     def append_turn(self, study_id: int, external_id: str, turn: Turn) -> int:
         """Add a turn at the end of a (live) conversation; returns its index."""
+        self._conversations.pop((study_id, external_id), None)
         with self.locked(study_id) as s:
             conv_id = s.scalar(
                 select(ConversationRow.id).where(
@@ -189,6 +277,52 @@ class Store:
             )
             s.add(_turn_rows(conv_id, [turn], start=idx)[0])
             return int(idx)
+
+    # -- values shared by every process and host -------------------------------------------------
+    def study_secret(self, study_id: int, name: str, make: Callable[[], str]) -> str:
+        """The study's secret `name`; the first process to ask stores `make()`, every later one
+        (any worker, any host) reads that same value."""
+        for _attempt in range(2):
+            with self.read() as s:
+                row = s.get(SecretRow, (study_id, name))
+                if row is not None:
+                    return row.value
+            try:
+                with self.session() as s:
+                    if s.get(SecretRow, (study_id, name)) is None:
+                        s.add(SecretRow(study_id=study_id, name=name, value=make()))
+            except IntegrityError:
+                continue  # another process stored it first: read theirs
+        with self.read() as s:
+            row = s.get(SecretRow, (study_id, name))
+            if row is None:
+                raise StoreError(f"could not store the study's {name}")
+            return row.value
+
+    def take_token(self, key: str, rate: float, burst: float, cost: float = 1.0,
+                   now: float | None = None) -> tuple[bool, float]:
+        """Token bucket `key` in the database (so every worker and host counts the same bucket):
+        (allowed, seconds until one more token)."""
+        now = time.time() if now is None else now
+        for _attempt in range(3):
+            try:
+                with self.session() as s:
+                    q = select(RateBucketRow).where(RateBucketRow.key == key)
+                    if self.is_postgres:
+                        q = q.with_for_update()
+                    row = s.scalar(q)
+                    if row is None:
+                        row = RateBucketRow(key=key, tokens=float(burst), updated=now)
+                        s.add(row)
+                    tokens = min(float(burst), row.tokens + max(0.0, now - row.updated) * rate)
+                    allowed = tokens >= cost
+                    if allowed:
+                        tokens -= cost
+                    row.tokens, row.updated = tokens, now
+                return allowed, (0.0 if allowed else max(0.0, (cost - tokens) / rate))
+            except IntegrityError:
+                continue  # two first requests of one key raced to insert it
+        raise StoreBusy(f"rate limit bucket {key!r} is contended")
 
     # -- annotators, judgments, events ------------------------------------------------------------
     def get_or_create_annotator(
@@ -302,7 +436,7 @@ class Store:
             s.add(EventRow(study_id=study_id, kind=kind, annotator_id=annotator_id, payload=payload or {}))
 
     def counts(self, study_id: int) -> dict[str, int]:
-        with self.session() as s:
+        with self.read() as s:
 
             def n(model) -> int:
                 return int(s.scalar(select(func.count()).select_from(model).where(model.study_id == study_id)))
@@ -406,7 +540,7 @@ class Store:
 
     def imported_sources(self, study_id: int) -> list[dict]:
         """The sources imported into a study (as given to save_dataset), oldest first."""
-        with self.session() as s:
+        with self.read() as s:
             rows = s.execute(
                 select(EventRow.payload).where(EventRow.study_id == study_id, EventRow.kind == IMPORT_EVENT)
                 .order_by(EventRow.id)
@@ -415,7 +549,7 @@ class Store:
 
     def load_dataset(self, study_id: int) -> Dataset:
         """The whole study as records, the input of analysis and export."""
-        with self.session() as s:
+        with self.read() as s:
             study = s.get(Study, study_id)
             if study is None:
                 raise StoreError(f"no study #{study_id}")

@@ -132,7 +132,7 @@ def _assignment(row: AssignmentRow, unit: UnitRow) -> AssignmentInfo:
 
 # -- annotators ----------------------------------------------------------------------------------
 def get_annotator(store, annotator_id: int) -> AnnotatorInfo | None:
-    with store.session() as s:
+    with store.read() as s:
         row = s.get(AnnotatorRow, annotator_id)
         return _annotator(row) if row is not None else None
 
@@ -150,7 +150,7 @@ def update_annotator_meta(store, annotator_id: int, **meta: Any) -> None:
 
 def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
     """The admin table: one dict per annotator with counts, time spent and QC status."""
-    with store.session() as s:
+    with store.read() as s:
         rows = list(s.scalars(select(AnnotatorRow).where(AnnotatorRow.study_id == study_id).order_by(AnnotatorRow.id)))
         stats = {
             a: (n, el, first, last)
@@ -199,7 +199,7 @@ def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
 
 
 def annotator_justifications(store, study_id: int, annotator_id: int) -> list[str | None]:
-    with store.session() as s:
+    with store.read() as s:
         return list(
             s.scalars(
                 select(JudgmentRow.justification)
@@ -218,7 +218,7 @@ def annotator_live_messages(store, study_id: int, annotator_id: int) -> list[lis
 
     Seed turns and turns with meta {"fixed": true} (the fixed "Hi!") are left out.
     """
-    with store.session() as s:
+    with store.read() as s:
         convs = [
             c
             for c in s.scalars(
@@ -239,17 +239,25 @@ def annotator_live_messages(store, study_id: int, annotator_id: int) -> list[lis
 
 # -- conversations -------------------------------------------------------------------------------
 def conversation_row_id(store, study_id: int, external_id: str) -> int | None:
-    with store.session() as s:
-        return s.scalar(
+    # a conversation keeps its row id for good (a replace updates the row), so found ids are kept
+    known = store.__dict__.setdefault("_conversation_ids", {})
+    found = known.get((study_id, external_id))
+    if found is not None:
+        return found
+    with store.read() as s:
+        found = s.scalar(
             select(ConversationRow.id).where(
                 ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
             )
         )
+    if found is not None:
+        known[(study_id, external_id)] = found
+    return found
 
 
 def list_conversations(store, study_id: int, source: str | None = None) -> list[dict[str, Any]]:
     """Id, source, bots, turn count and error of every conversation (the admin browser, unit building)."""
-    with store.session() as s:
+    with store.read() as s:
         counts = dict(
             s.execute(
                 select(TurnRow.conversation_id, func.count())
@@ -294,12 +302,29 @@ def list_units(session_or_store, study_id: int, kind: str | None = None) -> list
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
-    with session_or_store.session() as s:
+    with session_or_store.read() as s:
         return run(s)
 
 
+def units_cached(session: Session, store, study_id: int, kind: str | None = None) -> list[UnitInfo]:
+    """The study's units, read once per process and again only when units were added.
+
+    Units are never changed after they are stored (only added: live methods make them on demand),
+    so (count, highest id) tells whether the copy kept on the store is still complete.
+    """
+    mark = tuple(session.execute(
+        select(func.count(), func.max(UnitRow.id)).where(UnitRow.study_id == study_id)).one())
+    cache = store.__dict__.setdefault("_unit_cache", {})
+    hit = cache.get((study_id, kind))
+    if hit is not None and hit[0] == mark:
+        return hit[1]
+    units = list_units(session, study_id, kind)
+    cache[(study_id, kind)] = (mark, units)
+    return units
+
+
 def count_units(store, study_id: int, kind: str | None = None) -> int:
-    with store.session() as s:
+    with store.read() as s:
         q = select(func.count()).select_from(UnitRow).where(UnitRow.study_id == study_id)
         if kind is not None:
             q = q.where(UnitRow.kind == kind)
@@ -356,7 +381,7 @@ def annotator_assignments(
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
-    with session_or_store.session() as s:
+    with session_or_store.read() as s:
         return run(s)
 
 
@@ -394,7 +419,7 @@ def create_assignment(
 
 
 def get_assignment(store, assignment_id: int) -> AssignmentInfo | None:
-    with store.session() as s:
+    with store.read() as s:
         row = s.get(AssignmentRow, assignment_id)
         if row is None:
             return None
@@ -404,7 +429,7 @@ def get_assignment(store, assignment_id: int) -> AssignmentInfo | None:
 def open_assignment(store, study_id: int, annotator_id: int, now: datetime | None = None) -> AssignmentInfo | None:
     """The annotator's unfinished, unexpired assignment (the oldest), if any."""
     now = now or utcnow()
-    with store.session() as s:
+    with store.read() as s:
         q = (
             select(AssignmentRow, UnitRow)
             .join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
@@ -453,7 +478,7 @@ def submit_assignment(store, assignment_id: int, state: dict | None = None) -> N
 
 
 def assignment_status_counts(store, study_id: int) -> dict[str, int]:
-    with store.session() as s:
+    with store.read() as s:
         return {
             status: int(n)
             for status, n in s.execute(
@@ -466,7 +491,7 @@ def assignment_status_counts(store, study_id: int) -> dict[str, int]:
 
 # -- judgments -----------------------------------------------------------------------------------
 def judgment_exists(store, annotator_id: int, request_id: str) -> bool:
-    with store.session() as s:
+    with store.read() as s:
         return (
             s.scalar(
                 select(JudgmentRow.id).where(
@@ -537,7 +562,7 @@ def list_judgments(
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
-    with session_or_store.session() as s:
+    with session_or_store.read() as s:
         return run(s)
 
 
@@ -584,9 +609,10 @@ class ScoredJudgment:
 
 
 def scheduling_judgments(
-    session: Session, study_id: int, exclude_questions: tuple[str, ...] = ()
+    session: Session, study_id: int, exclude_questions: tuple[str, ...] = (), after_id: int = 0
 ) -> list[ScoredJudgment]:
-    """The study's judgments in the order they were made (judgment id), without the texts."""
+    """The study's judgments in the order they were made (judgment id), without the texts;
+    with `after_id`, only those stored after that judgment (the scheduler feeds them incrementally)."""
     q = (
         select(
             JudgmentRow.id,
@@ -597,7 +623,7 @@ def scheduling_judgments(
             AnnotatorRow.meta,
         )
         .join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
-        .where(JudgmentRow.study_id == study_id)
+        .where(JudgmentRow.study_id == study_id, JudgmentRow.id > after_id)
     )
     if exclude_questions:
         q = q.where(JudgmentRow.question.not_in(exclude_questions))
@@ -606,6 +632,14 @@ def scheduling_judgments(
         ScoredJudgment(jid, question, value, dict(meta or {}), status, dict(ameta or {}))
         for jid, question, value, meta, status, ameta in session.execute(q.order_by(JudgmentRow.id))
     ]
+
+
+def annotator_status_mark(session: Session, study_id: int) -> tuple:
+    """How many annotators of the study have each status: changes when anyone is flagged or blocked."""
+    return tuple(sorted(
+        (status, int(n)) for status, n in session.execute(
+            select(AnnotatorRow.status, func.count()).where(AnnotatorRow.study_id == study_id)
+            .group_by(AnnotatorRow.status))))
 
 
 def count_assignments(session: Session, study_id: int) -> int:
@@ -635,7 +669,7 @@ def list_events(session_or_store, study_id: int, kind: str | None = None) -> lis
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
-    with session_or_store.session() as s:
+    with session_or_store.read() as s:
         return run(s)
 
 

@@ -8,12 +8,14 @@ study's Protocol (protocols/base.py documents the contract).
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import logging
 import os
 import re
 import secrets
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,11 +26,13 @@ import jinja2
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as SATimeoutError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import METHODS
-from ..errors import DialevalError
+from ..errors import DialevalError, StoreBusy
 from ..protocols import get_protocol
 from ..protocols.base import Outcome, Protocol, StudyContext
 from ..store import work
@@ -46,12 +50,14 @@ from .auth import (
     load_secret,
 )
 from .csrf import CSRF_FIELD, CSRF_HEADER, csrf_token, csrf_valid, same_origin
-from .ratelimit import RateLimiter
+from .ratelimit import DatabaseRateLimiter, RateLimiter
 
 log = logging.getLogger("dialeval.web")
 HERE = Path(__file__).parent
 STUDY_FOLDERS_ENV = "DIALEVAL_STUDY_FOLDERS"
 MAX_BODY = 64 * 1024
+ACCESS_LOG_ENV = "DIALEVAL_ACCESS_LOG"
+RETRY_AFTER_S = 2  # what a 503 "busy" answer asks the browser to wait
 
 
 class WebError(Exception):
@@ -69,7 +75,7 @@ class ServedStudy:
     secret: str
     admin_token: str
     signer: CookieSigner
-    limiter: RateLimiter
+    limiter: DatabaseRateLimiter | RateLimiter
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -142,9 +148,11 @@ def open_served(folder: Path, slugs: set[str], prepare: bool) -> ServedStudy:
         slug, n = f"{base}-{n}", n + 1
     slugs.add(slug)
     ctx = StudyContext(folder=study.folder, config=study.config, store=study.store, study_id=study.id, slug=slug)
-    secret = load_secret(study.folder)
-    served = ServedStudy(ctx=ctx, protocol=None, secret=secret, admin_token=load_admin_token(study.folder),
-                         signer=CookieSigner(secret, slug), limiter=RateLimiter(rate=0.5, burst=6))
+    secret = load_secret(study.folder, study.store, study.id)
+    served = ServedStudy(ctx=ctx, protocol=None, secret=secret,
+                         admin_token=load_admin_token(study.folder, study.store, study.id),
+                         signer=CookieSigner(secret, slug),
+                         limiter=DatabaseRateLimiter(study.store, f"study{study.id}", rate=0.5, burst=6))
     try:
         served.protocol = get_protocol(study.config.method)(ctx)
     except DialevalError as exc:
@@ -311,13 +319,32 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "same-origin"
 
+    access_log = access_logger() if os.environ.get(ACCESS_LOG_ENV) else None
+
+    def hashed_annotator(request: Request) -> str:
+        parts = request.url.path.split("/")
+        served = studies.get(parts[2]) if len(parts) > 2 and parts[1] == "s" else None
+        ident = served.signer.read_identity(request.cookies.get(IDENTITY_COOKIE)) if served else None
+        if served is None or ident is None:
+            return "-"
+        # a pseudonym per study: the log never holds a platform id or a database id
+        return hashlib.sha256(f"{served.secret}:annotator:{ident.annotator_id}".encode()).hexdigest()[:12]
+
     @app.middleware("http")
     async def headers_middleware(request: Request, call_next):
-        response = await call_next(request)
-        security_headers(response, admin="/admin" in request.url.path)
-        if request.url.path.startswith("/s/"):
-            response.headers.setdefault("Cache-Control", "no-store")
-        return response
+        t0 = time.perf_counter()
+        status = 500
+        try:
+            response = await call_next(request)
+            status = response.status_code
+            security_headers(response, admin="/admin" in request.url.path)
+            if request.url.path.startswith("/s/"):
+                response.headers.setdefault("Cache-Control", "no-store")
+            return response
+        finally:
+            if access_log is not None:
+                access_log.info("%s %s %d %.1fms annotator=%s", request.method, request.url.path, status,
+                                1000 * (time.perf_counter() - t0), hashed_annotator(request))
 
     @app.exception_handler(WebError)
     async def web_error(request: Request, exc: WebError):
@@ -342,6 +369,21 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         return await web_error(request, WebError(500, "Something went wrong on our side; nothing you sent "
                                                       "was lost. Please try again in a moment."))
 
+    @app.exception_handler(StoreBusy)
+    async def store_busy(request: Request, exc: Exception):
+        # No free database connection in time, a lock held too long, the database unreachable or
+        # out of connections: not the annotator's fault, and repeating the request is safe.
+        log.warning("database busy on %s %s: %s", request.method, request.url.path, exc)
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+        if wants_json(request):
+            return JSONResponse({"ok": False, "retry": True, "error": "The study is busy; trying again in a moment."},
+                                status_code=503, headers=headers)
+        html = env.get_template("busy.html").render(retry_after=RETRY_AFTER_S)
+        return HTMLResponse(html, status_code=503, headers=headers)
+
+    app.add_exception_handler(SATimeoutError, store_busy)  # the connection pool had nothing free
+    app.add_exception_handler(OperationalError, store_busy)  # e.g. "too many clients", server gone
+
     @app.exception_handler(DialevalError)
     async def dialeval_error(request: Request, exc: DialevalError):
         return await web_error(request, WebError(400, str(exc)))
@@ -356,6 +398,16 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
     # -- public pages -------------------------------------------------------------------------
     @app.get("/healthz")
     async def healthz():
+        """200 when every study's database answers a query, else 503 (balancers take the host out)."""
+        failed = []
+        for served in studies.values():
+            try:
+                await run_in_threadpool(served.ctx.store.ping)
+            except Exception as exc:  # noqa: BLE001 - any failure means: not healthy
+                failed.append(f"{served.slug}: {type(exc).__name__}")
+        if failed:
+            return JSONResponse({"ok": False, "studies": len(studies), "failed": failed}, status_code=503,
+                                headers={"Retry-After": str(RETRY_AFTER_S)})
         return {"ok": True, "studies": len(studies)}
 
     @app.get("/", response_class=HTMLResponse)
@@ -573,8 +625,10 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
                            headers={"X-Dialeval-Next": url_for(request, served, "task")})
         if annotator.status == "blocked":
             raise WebError(403, "You cannot continue with this study.")
-        if action in protocol.rate_limited_actions and not served.limiter.allow(f"{annotator.id}:{action}"):
-            wait = max(1, round(served.limiter.retry_after(f"{annotator.id}:{action}")))
+        allowed, wait_s = (await run_in_threadpool(served.limiter.check, f"{annotator.id}:{action}")
+                           if action in protocol.rate_limited_actions else (True, 0.0))
+        if not allowed:
+            wait = max(1, round(wait_s))
             raise WebError(429, f"You are sending messages too fast; wait {wait} s and try again.",
                            headers={"Retry-After": str(wait)})
         outcome = await call(protocol.act, annotator, assignment, action, data)
@@ -682,6 +736,18 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
     add_admin_routes(app, studies, render=render, get_served=get_served, read_form=read_clean_form,
                      WebError=WebError)
     return app
+
+
+def access_logger() -> logging.Logger:
+    """The `serve --access-log` logger: one line per request on stderr."""
+    logger = logging.getLogger("dialeval.access")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s access [%(process)d] %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    return logger
 
 
 def app_from_env() -> FastAPI:

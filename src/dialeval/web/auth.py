@@ -47,14 +47,40 @@ def _file_value(path: Path, nbytes: int = 32) -> str:
     return value
 
 
-def load_secret(folder: Path) -> str:
-    """$DIALEVAL_SECRET, else the study folder's .secret (created on first serve)."""
-    return os.environ.get(SECRET_ENV) or _file_value(Path(folder) / SECRET_FILE)
+def _shared_value(folder: Path, filename: str, nbytes: int, store, study_id: int | None) -> str:
+    """The value every host must agree on: kept in the study's database (the first process stores
+    it; an existing folder file's value is adopted so running sessions stay valid). The folder file
+    is then (re)written from the database as the operator's copy."""
+    path = Path(folder) / filename
+    if store is None or study_id is None:
+        return _file_value(path, nbytes)
+
+    def first() -> str:
+        old = path.read_text(encoding="utf-8").strip() if path.exists() else ""
+        return old or secrets.token_urlsafe(nbytes)
+
+    value = store.study_secret(study_id, filename.lstrip("."), first)
+    try:
+        if not path.exists() or path.read_text(encoding="utf-8").strip() != value:
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(value + "\n")
+            os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only folder: the database holds the value anyway
+    return value
 
 
-def load_admin_token(folder: Path) -> str:
-    """$DIALEVAL_ADMIN_TOKEN, else the study folder's .admin-token (created on first serve)."""
-    return os.environ.get(ADMIN_TOKEN_ENV) or _file_value(Path(folder) / ADMIN_TOKEN_FILE, 18)
+def load_secret(folder: Path, store=None, study_id: int | None = None) -> str:
+    """$DIALEVAL_SECRET, else the study's signing key in its database (shared by every worker and
+    host; copied to the folder's .secret), else the folder's .secret alone when no store is given."""
+    return os.environ.get(SECRET_ENV) or _shared_value(folder, SECRET_FILE, 32, store, study_id)
+
+
+def load_admin_token(folder: Path, store=None, study_id: int | None = None) -> str:
+    """$DIALEVAL_ADMIN_TOKEN, else the study's admin token in its database (copied to .admin-token)."""
+    return os.environ.get(ADMIN_TOKEN_ENV) or _shared_value(folder, ADMIN_TOKEN_FILE, 18, store, study_id)
 
 
 @dataclass

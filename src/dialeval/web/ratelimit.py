@@ -4,8 +4,8 @@
     if not limiter.allow(f"{study}:{annotator_id}"):
         -> answer 429
 
-Each worker process keeps its own buckets; with N workers the effective limit is at most N times
-higher, which is enough to stop a runaway client or script.
+`RateLimiter` keeps its buckets in the process; `DatabaseRateLimiter` (what `serve` uses) keeps
+them in the study's database, so every worker and every host counts the same bucket.
 """
 
 from __future__ import annotations
@@ -38,7 +38,28 @@ class RateLimiter:
             self._buckets[key] = (tokens, now)
             return allowed
 
+    def check(self, key: str, cost: float = 1.0) -> tuple[bool, float]:
+        """(allowed, seconds to wait before the next try)."""
+        allowed = self.allow(key, cost)
+        return allowed, (0.0 if allowed else self.retry_after(key))
+
     def retry_after(self, key: str) -> float:
         with self._lock:
             tokens, _ = self._buckets.get(key, (float(self.burst), 0.0))
         return max(0.0, (1.0 - tokens) / self.rate)
+
+
+class DatabaseRateLimiter:
+    """The same token bucket, stored in the database (Store.take_token): shared by all processes."""
+
+    def __init__(self, store, prefix: str, rate: float = 1.0, burst: int = 5,
+                 clock: Callable[[], float] = time.time):
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be > 0 and burst >= 1")
+        self.store, self.prefix, self.rate, self.burst = store, prefix, float(rate), int(burst)
+        # wall-clock seconds: the hosts sharing a bucket agree on it (monotonic clocks differ per
+        # machine); tests pass a manual clock
+        self.clock = clock
+
+    def check(self, key: str, cost: float = 1.0) -> tuple[bool, float]:
+        return self.store.take_token(f"{self.prefix}:{key}", self.rate, self.burst, cost, now=self.clock())

@@ -7,6 +7,7 @@ import socket
 import threading
 import webbrowser
 from pathlib import Path
+from typing import Any
 
 from .app import STUDY_FOLDERS_ENV
 
@@ -35,16 +36,32 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+GRACEFUL_SHUTDOWN_S = 10  # on SIGTERM, requests in flight get this long to finish
+
+
 def serve(study_folders: list[Path], host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
-          open_browser: bool = False, print_fn=print) -> None:
-    """Serve the study folders. With workers > 1 uvicorn starts N processes from an app factory."""
+          open_browser: bool = False, print_fn=print, db_connections: int | None = None,
+          access_log: bool = False) -> None:
+    """Serve the study folders. With workers > 1 uvicorn starts N processes from an app factory.
+
+    `db_connections`: the database connections this server may open in all (default: the
+    PostgreSQL server's max_connections minus a reserve), shared equally by the workers.
+    `access_log`: one line per request (method, path, status, ms, hashed annotator id) on stderr.
+    """
     import uvicorn
 
-    from .app import create_app
+    from ..store.engine import POOL_SIZE_ENV, connection_budget
+    from .app import ACCESS_LOG_ENV, create_app
 
     folders = [Path(f).resolve() for f in study_folders]
-    app = create_app(folders, prepare=True)  # builds units once, creates .secret/.admin-token
-    print_fn(f"dialeval: serving {len(folders)} stud{'y' if len(folders) == 1 else 'ies'} on http://{host}:{port}/")
+    if access_log:
+        os.environ[ACCESS_LOG_ENV] = "1"
+    app = create_app(folders, prepare=True)  # builds units once, stores the shared secrets
+    per_worker = min(connection_budget(s.ctx.store.engine, workers, db_connections)
+                     for s in app.state.studies.values())
+    os.environ[POOL_SIZE_ENV] = str(per_worker)  # read by every worker's engine
+    print_fn(f"dialeval: serving {len(folders)} stud{'y' if len(folders) == 1 else 'ies'} on http://{host}:{port}/ "
+             f"({workers} worker{'s' if workers > 1 else ''}, up to {per_worker} database connections each)")
     for link in study_links(app, host, port):
         print_fn(f"\n  {link['method']}: {link['study']}")
         if link["error"]:
@@ -55,11 +72,21 @@ def serve(study_folders: list[Path], host: str = "127.0.0.1", port: int = 8000, 
     if open_browser:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         threading.Timer(1.0, webbrowser.open, args=(f"http://{shown}:{port}/",)).start()
+    # log level info: uvicorn then logs worker starts, deaths ("Child process [pid] died") and
+    # respawns; its own access log stays off (ours hashes the annotator id).
+    options: dict[str, Any] = {"host": host, "port": port, "log_level": "info", "access_log": False,
+                               "proxy_headers": True, "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S}
+    for served in app.state.studies.values():
+        served.ctx.store.close()
     if workers > 1:
-        for served in app.state.studies.values():
-            served.ctx.store.close()
         os.environ[STUDY_FOLDERS_ENV] = os.pathsep.join(map(str, folders))
-        uvicorn.run("dialeval.web.app:app_from_env", factory=True, host=host, port=port, workers=workers,
-                    log_level="warning", proxy_headers=True)
+        uvicorn.run("dialeval.web.app:app_from_env", factory=True, workers=workers, **options)
     else:
-        uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=True)
+        uvicorn.run(app_for_one_process(folders), **options)
+
+
+def app_for_one_process(folders: list[Path]):
+    """The app of a one-process server, opened with the pool size serve chose."""
+    from .app import create_app
+
+    return create_app(folders, prepare=False)

@@ -144,7 +144,7 @@
       headers: headers()
     }).then(function (r) {
       return r.json().catch(function () { return { ok: false, error: "The server had a problem (" + r.status + "). Please try again." }; })
-        .then(function (j) { j.status = r.status; return j; });
+        .then(function (j) { j.status = r.status; j.retryAfter = Number(r.headers.get("Retry-After")) || 2; return j; });
     }).then(function (j) {
       if (j.ok) {
         clearDraft(form);
@@ -155,6 +155,12 @@
         clearDraft(form);
         showError(form, (j.error || "This task was already answered.") + " (Perhaps in another tab.) Loading the next one…");
         setTimeout(function () { window.location.replace(window.location.href); }, 2500);
+        return;
+      }
+      if (j.status === 503) {  // busy: the same answer (same request id) is sent again, never stored twice
+        release();
+        showError(form, "The study is busy; your answer is sent again in " + j.retryAfter + " s.", null);
+        setTimeout(function () { form.requestSubmit(); }, 1000 * j.retryAfter);
         return;
       }
       release();

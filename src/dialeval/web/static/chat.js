@@ -201,7 +201,7 @@
       if (res.finished) refresh();
       else stream(root, res.generation);
     }).catch(function (err) {
-      if (err.status === 429) { setTimeout(function () { askReply(root); }, 2500); return; }
+      if (err.status === 429 || err.status === 503) { setTimeout(function () { askReply(root); }, 2500); return; }
       showBotError(root, err.network ? NETWORK_MESSAGE : err.message);
     });
   }
@@ -256,6 +256,11 @@
           if (res.finished) refresh();
           else stream(root, res.generation);
         }).catch(function (err) {
+          if (err.status === 503) {  // the server is busy: send the same message again by itself
+            showError(composer, "The study is busy; your message is sent again in a moment.");
+            setTimeout(send, 2000);
+            return;
+          }
           button.disabled = false;
           textarea.disabled = false;
           // same request_id on a retry: a message that did arrive is never stored twice
@@ -291,6 +296,11 @@
           if (res.redirect && res.redirect.indexOf("/task") === -1) { window.location.replace(res.redirect); return; }
           refresh();
         }).catch(function (err) {
+          if (err.status === 503) {  // busy: the same answer again by itself (same request id)
+            showError(form, "The study is busy; your answer is sent again in a moment.");
+            setTimeout(send, 2000);
+            return;
+          }
           if (button) button.disabled = false;
           showError(form, err.message, err.network || err.status >= 500 ? function () {
             if (button) button.disabled = true; send();
