@@ -11,6 +11,15 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("DIALEVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+    """Tests (and the CLIs they start) write dialeval's disk cache to a temporary folder, never to
+    the user's cache (dialeval.cache)."""
+    if "DIALEVAL_CACHE_DIR" not in os.environ:
+        os.environ["DIALEVAL_CACHE_DIR"] = str(tmp_path_factory.mktemp("dialeval-cache"))
+    yield
+
+
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 

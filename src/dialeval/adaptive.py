@@ -50,7 +50,7 @@ from .stats import active, sequential
 from .stats.sequential import DEFAULT_PRIOR, SequentialPairTest, bonferroni_alpha
 
 __all__ = ["AdaptiveState", "adaptive_config", "is_filtered", "rule_description", "selection_description",
-           "stopping_section", "study_bots", "study_pairs", "study_state"]
+           "stopping_section", "study_bots", "study_families", "study_pairs", "study_session", "study_state"]
 
 
 @dataclass
@@ -63,6 +63,9 @@ class AdaptiveState:
     pairs: list[tuple[str, str]] | None = None
     prior: float = DEFAULT_PRIOR
     transitive: bool = True
+    families: int = 1  # questions of the study sharing one alpha (Bonferroni over questions x pairs)
+    block: int = 10  # most judgments of one annotator on one pair counted as one factor
+    session: int | None = None  # judgments in one annotator's session: their blocks close when it is full
     tests: dict[tuple[str, str], SequentialPairTest] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
@@ -71,6 +74,8 @@ class AdaptiveState:
         if len(self.bots) < 2:
             raise ValueError("adaptive collection needs at least two bots")
         self._index = {b: i for i, b in enumerate(self.bots)}
+        self._given: dict[str, int] = {}
+        self._judged: dict[str, set[tuple[str, str]]] = {}  # annotator -> pairs with a block
         allowed = self.pairs if self.pairs is not None else [
             (a, b) for i, a in enumerate(self.bots) for b in self.bots[i + 1:]]
         keys = []
@@ -82,9 +87,10 @@ class AdaptiveState:
                 raise ValueError(f"pair ({a}, {b}) compares a bot with itself")
             keys.append(self._key(a, b))
         self._keys = list(dict.fromkeys(keys))
-        m = len(self._keys)
+        m = len(self._keys) * max(int(self.families), 1)
         for a, b in self._keys:
-            self.tests[(a, b)] = SequentialPairTest(a, b, alpha=self.config.alpha, prior=self.prior, n_pairs=m)
+            self.tests[(a, b)] = SequentialPairTest(a, b, alpha=self.config.alpha, prior=self.prior, n_pairs=m,
+                                                    block=self.block)
 
     def _key(self, a: str, b: str) -> tuple[str, str]:
         return (a, b) if self._index[a] < self._index[b] else (b, a)
@@ -92,26 +98,39 @@ class AdaptiveState:
     @classmethod
     def from_outcomes(
         cls,
-        outcomes: Iterable[tuple[str, str, str | None]],
+        outcomes: Iterable[tuple],
         bots: Sequence[str],
         config: AdaptiveConfig | None = None,
         pairs: Sequence[Sequence[str]] | None = None,
         prior: float | None = None,
         transitive: bool | None = None,
+        families: int = 1,
+        final: bool = False,
+        session: int | None = None,
     ) -> AdaptiveState:
-        """State after replaying `outcomes` = [(a, b, winner)] in the order they were judged.
-        `winner` is a or b (or 'a'/'b'), or a tie/None. Outcomes for pairs outside `pairs` or of a
-        bot against itself (A/A checks) are ignored. `prior` and `transitive` default to the
-        config's (``adaptive.prior``, ``adaptive.transitive``)."""
+        """State after replaying `outcomes` = [(a, b, winner)] or [(a, b, winner, annotator)] in the
+        order they were judged. `winner` is a or b (or 'a'/'b'), or a tie/None. With an annotator id
+        the pair's test is taken at the annotator level (stats.sequential: one factor per
+        annotator block), which stays valid when annotators differ; without, judgments are taken
+        as independent. Outcomes for pairs outside `pairs` or of a bot against itself (A/A checks)
+        are ignored. `prior` and `transitive` default to the config's (``adaptive.prior``,
+        ``adaptive.transitive``). `families`: questions sharing the study's alpha. `final`: the
+        collection is over, so close every open annotator block (reports; never the scheduler).
+        `session`: judgments one annotator gives in a session (ACUTE: comparisons_per_unit); their
+        blocks close as soon as they have given that many."""
         config = config or AdaptiveConfig()
         st = cls(list(bots), config, [tuple(p) for p in pairs] if pairs is not None else None,
                  float(config.prior if prior is None else prior),
-                 bool(config.transitive if transitive is None else transitive))
-        for a, b, winner in outcomes:
-            st.update(a, b, winner)
+                 bool(config.transitive if transitive is None else transitive), int(families),
+                 int(getattr(config, "annotator_block", 10)), session)
+        for outcome in outcomes:
+            st.update(*outcome)
+        if final:
+            st.close_all()
         return st
 
-    def update(self, a: str, b: str, winner: str | None) -> None:
+    def update(self, a: str, b: str, winner: str | None, annotator: str | None = None) -> None:
+        """Add one judgment (who won a vs b; `annotator`: who judged, None = independent)."""
         if a == b or a not in self._index or b not in self._index:
             return
         key = self._key(a, b)
@@ -122,7 +141,23 @@ class AdaptiveState:
             winner = a
         elif winner in ("b", "model_b", "right"):
             winner = b
-        test.update(winner)
+        test.update(winner, annotator)
+        if annotator is not None:
+            self._judged.setdefault(annotator, set()).add(key)
+            if self.session:
+                self._given[annotator] = given = self._given.get(annotator, 0) + 1
+                if given >= self.session:  # the session is over: its blocks enter the tests now
+                    self.close_annotator(annotator)
+
+    def close_annotator(self, annotator: str) -> None:
+        """The annotator's session ended: their open blocks enter the tests now (optional; blocks also
+        close by size and by idleness, see stats.sequential)."""
+        for key in self._judged.pop(annotator, ()):  # only the pairs they judged (an arena has thousands)
+            self.tests[key].close_annotator(annotator)
+
+    def close_all(self) -> None:
+        for t in self.tests.values():
+            t.close_all()
 
     @property
     def stopping(self) -> bool:
@@ -130,7 +165,7 @@ class AdaptiveState:
 
     @property
     def level(self) -> float:
-        return bonferroni_alpha(self.config.alpha, len(self._keys))
+        return bonferroni_alpha(self.config.alpha, len(self._keys) * max(int(self.families), 1))
 
     def _beats(self) -> np.ndarray:
         K = len(self.bots)
@@ -148,8 +183,10 @@ class AdaptiveState:
         W = np.zeros((K, K))
         for (a, b), t in self.tests.items():
             i, j = self._index[a], self._index[b]
-            W[i, j] += t.wins_a
-            W[j, i] += t.n - t.wins_a
+            # judgments in closed blocks only: an open block's own answers must not steer how many
+            # judgments it gets (its factor would lose its mean of 1 under H0)
+            W[i, j] += t.tested_wins
+            W[j, i] += t.tested_n - t.tested_wins
         return W
 
     def decided_pairs(self) -> list[tuple[str, str]]:
@@ -187,23 +224,29 @@ class AdaptiveState:
         confidence sequence so far: ci_low/ci_high are then the current one alone), decided, winner, stopped_at_n,
         implied (order known by transitivity only), rule."""
         closure = active.transitive_closure(self._beats())
+        m = len(self._keys) * max(int(self.families), 1)
         rule = (f"anytime-valid test: {sequential.rule_text(self.prior)}, "
-                f"alpha {self.config.alpha:g} / {len(self._keys)} pairs (Bonferroni)")
+                f"alpha {self.config.alpha:g} / {m} (Bonferroni over {len(self._keys)} pairs"
+                + (f" x {self.families} questions" if self.families > 1 else "") + ")")
         if not self.stopping:
             rule = "no stopping (adaptive.stopping = none); p-values reported only"
         rows = []
         for (a, b), t in self.tests.items():
             i, j = self._index[a], self._index[b]
-            lo, hi = t.interval
+            lo, hi = t.interval if not t.clustered else (None, None)
             decided = bool(t.decided and self.stopping)
             implied = bool(not decided and (closure[i, j] or closure[j, i]))
             rows.append({
                 "a": a, "b": b, "n": t.n, "wins_a": t.wins_a, "wins_b": t.n - t.wins_a, "ties": t.ties,
                 "win_rate_a": None if t.n == 0 else t.wins_a / t.n,
-                "p_always_valid": float(t.p_value), "ci_low": lo, "ci_high": hi,
+                "p_always_valid": float(t.p_value), "e_value": t.e_value,
+                "ci_low": None if t.clustered else lo, "ci_high": None if t.clustered else hi,
+                "test_level": "annotator" if t.clustered else "judgment", "blocks": t.blocks,
+                "tested_n": t.tested_n, "untested": t.untested, "open": t.open_judgments,
                 "decided": decided, "winner": t.winner if decided else (
                     (a if closure[i, j] else b) if implied else None),
-                "stopped_at_n": t.stopped_at if decided else None, "implied": implied, "rule": rule,
+                "stopped_at_n": t.stopped_at if decided else None,
+                "decided_blocks": t.decided_blocks if decided else None, "implied": implied, "rule": rule,
             })
             rows[-1]["ci_empty"] = t.interval_empty  # see SequentialPairTest.interval
         return rows
@@ -253,13 +296,33 @@ def study_pairs(config: Any) -> list[tuple[str, str]] | None:
     return [(str(a), str(b)) for a, b in pairs] if pairs else None
 
 
-def study_state(outcomes: Iterable[tuple[str, str, str | None]], method: str, config: Any,
-                bots: Sequence[str] | None = None) -> AdaptiveState:
-    """AdaptiveState of one question of a study from its judgments [(a, b, winner)] in judgment
-    order. The scheduler and the report both build it here, so they agree on every decision."""
+def study_families(config: Any) -> int:
+    """How many questions share the study's alpha (one adaptive test family per question)."""
+    return max(len(_config_dict(config).get("questions") or []), 1)
+
+
+def study_state(outcomes: Iterable[tuple], method: str, config: Any,
+                bots: Sequence[str] | None = None, final: bool = False) -> AdaptiveState:
+    """AdaptiveState of one question of a study from its judgments [(a, b, winner)] or
+    [(a, b, winner, annotator)] in judgment order. The scheduler and the report both build it here,
+    so they agree on every decision. One alpha for the whole study: Bonferroni over the pairs of
+    every question (`study_families`). `final` (reports): close the open annotator blocks."""
     cfg = adaptive_config(config)
     names = list(bots) if bots is not None else study_bots(method, config)
-    return AdaptiveState.from_outcomes(outcomes, names, cfg, pairs=study_pairs(config))
+    return AdaptiveState.from_outcomes(outcomes, names, cfg, pairs=study_pairs(config),
+                                       families=study_families(config), final=final,
+                                       session=study_session(method, config))
+
+
+def study_session(method: str, config: Any) -> int | None:
+    """Judgments of one question an annotator gives in one session: ACUTE-Eval's comparisons per
+    unit, PW-Turn's bot turns per conversation (None when unknown)."""
+    protocol = _config_dict(config).get("protocol") or {}
+    if method == "acute":
+        return int(protocol.get("comparisons_per_unit") or 5)
+    if method == "pairwise-turn":
+        return int(protocol.get("bot_turns") or 6)
+    return None
 
 
 def rule_description(state: AdaptiveState, *, enabled: bool = True) -> str:
@@ -270,8 +333,11 @@ def rule_description(state: AdaptiveState, *, enabled: bool = True) -> str:
             f"{sequential.rule_text(state.prior).removeprefix('beta-binomial ')}, always-valid "
             f"p-value = running minimum of 1/M_n (Robbins 1970; Howard, Ramdas, McAuliffe & Sekhon 2021, "
             f"Ann. Statist. 49(2); Johari, Pekelis & Walsh 2022, Operations Research 70(3)); each of m = {m} "
-            f"pairs tested at alpha/m = {cfg.alpha:g}/{m} = {state.level:.4g} (Bonferroni over m pairs: "
-            f"family-wise error <= {cfg.alpha:g} however often it is checked)")
+            f"pairs tested at alpha/m = {cfg.alpha:g}/{m * state.families} = {state.level:.4g} (Bonferroni over "
+            f"the pairs" + (f" of all {state.families} questions" if state.families > 1 else "")
+            + f": study-wise error <= {cfg.alpha:g} however often it is checked); with annotator ids, one "
+            f"factor per annotator block of at most {state.block} judgments (a test at the annotator level, "
+            f"valid when annotators differ; Waudby-Smith & Ramdas 2023, JRSS-B 86(1))")
     if not state.stopping:
         return f"no stopping (adaptive.stopping = none); p-values reported only. The test: {test}."
     stop = ("; a pair is decided at the first n with p <= alpha/m"
@@ -302,19 +368,39 @@ def selection_description(config: AdaptiveConfig, *, enabled: bool = True) -> st
             "pair); decided pairs get no new units")
 
 
-def stopping_section(outcomes: Iterable[tuple[str, str, str | None]], method: str, config: Any,
-                     bots: Sequence[str] | None = None) -> dict[str, Any]:
+def stopping_section(outcomes: Iterable[tuple], method: str, config: Any,
+                     bots: Sequence[str] | None = None,
+                     unfiltered: Iterable[tuple] | None = None) -> dict[str, Any]:
     """The report's `stopping` entry: {rule, selection, enabled, used_for_stopping, alpha, prior,
-    m, per_pair_alpha, judgments, decided, ranking, pairs: stopping_table()}."""
+    m, per_pair_alpha, judgments, decided, ranking, pairs: stopping_table()}.
+
+    `outcomes` are the kept judgments (a, b, winner[, annotator]) in judgment order. `unfiltered`
+    (optional) adds the judgments of annotators filtered out later: a pair decided with them but
+    no longer without them gets ``reopened_by_filtering: true`` and ``decided_before_filtering``
+    (and is listed under the section's ``reopened_by_filtering``), so filtering after the fact
+    never silently turns a decided pair back into an open one."""
     cfg = adaptive_config(config)
     outcomes = list(outcomes)
     names = list(bots) if bots is not None else study_bots(method, config)
     if len(names) < 2:
-        names = list(dict.fromkeys(b for a, b_, _ in outcomes for b in (a, b_)))
+        names = list(dict.fromkeys(b for o in outcomes for b in (o[0], o[1])))
     if len(names) < 2:
         return {"enabled": cfg.enabled, "used_for_stopping": False, "rule": "fewer than two bots: no test",
                 "selection": selection_description(cfg, enabled=cfg.enabled), "pairs": []}
-    st = study_state(outcomes, method, config, bots=names)
+    st = study_state(outcomes, method, config, bots=names, final=True)
+    table = st.stopping_table()
+    reopened = []
+    if unfiltered is not None:
+        unfiltered = list(unfiltered)
+        if len(unfiltered) != len(outcomes):
+            everyone = {(r["a"], r["b"]): r for r in study_state(unfiltered, method, config, bots=names,
+                                                                 final=True).stopping_table()}
+            for row in table:
+                other = everyone.get((row["a"], row["b"]))
+                if other and other["decided"] and not row["decided"]:
+                    row["reopened_by_filtering"] = True
+                    row["decided_before_filtering"] = {"winner": other["winner"], "stopped_at_n": other["stopped_at_n"]}
+                    reopened.append((row["a"], row["b"]))
     return {
         "enabled": cfg.enabled,
         "used_for_stopping": bool(cfg.enabled and st.stopping),
@@ -322,10 +408,12 @@ def stopping_section(outcomes: Iterable[tuple[str, str, str | None]], method: st
         "selection": selection_description(cfg, enabled=cfg.enabled),
         "alpha": cfg.alpha,
         "prior": st.prior,
-        "m": len(st.tests),
+        "m": len(st.tests) * st.families,
         "per_pair_alpha": st.level,
         "judgments": sum(t.n + t.ties for t in st.tests.values()),
+        "test_level": "annotator" if any(t.clustered for t in st.tests.values()) else "judgment",
         "decided": st.done,
         "ranking": st.ranking(),
-        "pairs": st.stopping_table(),
+        "reopened_by_filtering": reopened,
+        "pairs": table,
     }

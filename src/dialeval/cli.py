@@ -634,12 +634,21 @@ def bench_adaptive(
     result = run_adaptive_benchmark(repeats=repeats, seed=seed, quick=quick)
     for key in (
         "uniform_judgments",
+        "pooled_bt_judgments",
+        "uniform_same_stopping_paid",
         "adaptive_judgments",
+        "adaptive_paid",
         "savings",
+        "paid_savings",
+        "paid_savings_vs_pooled_bt",
+        "paid_savings_vs_uniform_same_stopping",
         "aa_false_positive_rate",
         "naive_aa_false_positive_rate",
     ):
         console.print(f"{key}: {result.get(key)}")
+    for r, rates in ((k, v) for k, v in result["aa"]["crowd"].items() if k.endswith("per_annotator")):
+        console.print(f"A/A, annotators differ (sd {result['aa']['crowd']['sd']}), {r.split('_')[0]} each: "
+                      f"per-judgment test {rates['per_judgment']:.4f}, annotator-level {rates['annotator_level']:.4f}")
     if json_path:
         json_path.write_text(json_lib.dumps(result, indent=2, default=str), encoding="utf-8")
         console.print(f"wrote {json_path}")

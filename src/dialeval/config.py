@@ -103,7 +103,9 @@ class AdaptiveConfig(_Strict):
     """Adaptive collection (acute, pairwise-turn): which bot pair the next unit comes from and when
     the study stops (adaptive.py). `prior`: a of the Beta(a, a) mixing prior of the anytime-valid
     test; `transitive`: a pair whose order follows from decided pairs gets no more units;
-    `max_judgments`: optional study-wide budget of judgments (the study stops there, decided or not)."""
+    `max_judgments`: optional study-wide budget of judgments (the study stops there, decided or not);
+    `annotator_block`: most judgments of one annotator on one pair taken as one factor by the
+    annotator-level test (stats/sequential.py)."""
 
     enabled: bool = False
     stopping: Literal["none", "confidence-sequence"] = "confidence-sequence"
@@ -112,6 +114,8 @@ class AdaptiveConfig(_Strict):
     prior: float = Field(20, gt=0, le=10_000)
     transitive: bool = True
     max_judgments: int | None = Field(None, ge=1)
+    # judgments of one annotator on one pair that form one factor of the annotator-level test
+    annotator_block: int = Field(10, ge=1, le=1000)
 
 
 class AcuteOptions(_Strict):

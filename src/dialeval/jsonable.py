@@ -12,6 +12,17 @@ import pandas as pd
 
 def to_jsonable(obj: Any) -> Any:
     """DataFrames become lists of records, numpy scalars Python numbers, NaN and infinities None."""
+    # Fast path for what is already plain (reports pass through here several times, and a large
+    # study's report holds millions of values): exact type checks before the isinstance chain.
+    kind = type(obj)
+    if kind is str or kind is int or kind is bool or obj is None:
+        return obj
+    if kind is float:
+        return obj if math.isfinite(obj) else None
+    if kind is dict:
+        return {k if type(k) is str else str(k): to_jsonable(v) for k, v in obj.items()}
+    if kind is list:
+        return [to_jsonable(v) for v in obj]
     if isinstance(obj, pd.DataFrame):
         return [to_jsonable(r) for r in obj.to_dict(orient="records")]
     if isinstance(obj, pd.Series):

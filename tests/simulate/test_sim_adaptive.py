@@ -86,7 +86,9 @@ def test_acute_adaptive_stops_when_ranking_is_decided(tmp_path):
     assert far["winner"] == "retrieval" and (far["decided"] or far["implied"])
     event_rows = {(r["a"], r["b"]): r for r in stops[0]["payload"]["questions"]["preference"]["pairs"]}
     for key, r in rows.items():  # later judgments add to n but never move the stop point
-        assert r["stopped_at_n"] == event_rows[key]["stopped_at_n"] and r["n"] >= event_rows[key]["n"]
+        if event_rows[key]["decided"]:  # (a pair only implied then may be decided by the final look)
+            assert r["stopped_at_n"] == event_rows[key]["stopped_at_n"]
+        assert r["n"] >= event_rows[key]["n"]
 
 
 def test_acute_equal_bots_are_not_decided_and_run_to_the_cap(tmp_path):
@@ -115,7 +117,10 @@ def test_acute_equal_bots_are_not_decided_and_run_to_the_cap(tmp_path):
     assert stop["m"] == 1 and not stop["decided"]
     (row,) = stop["pairs"]
     assert row["n"] == per_pair and row["decided"] is False and row["stopped_at_n"] is None
-    assert row["p_always_valid"] > 0.05 and row["ci_low"] < 0.5 < row["ci_high"]
+    assert row["p_always_valid"] > 0.05 and row["e_value"] < 20
+    # annotators judged the pair several times each: the test is taken per annotator, and no
+    # judgment-level confidence sequence is claimed for it
+    assert row["test_level"] == "annotator" and row["ci_low"] is None and row["blocks"] < row["n"]
 
 
 def test_pairwise_turn_adaptive_stops(tmp_path):
@@ -146,8 +151,9 @@ def test_pairwise_turn_adaptive_stops(tmp_path):
     turns = [j for j in judgments if isinstance(j.value, dict) and "chosen" in j.value]
     conversations = {j.assignment_id for j in turns}
     assert len(stops) == 1 and stops[0]["payload"]["reason"] == "decided"
-    assert len(conversations) < 14 and len(turns) < 3 * 14  # stopped before the cap
+    assert len(conversations) <= 14 and len(turns) <= 3 * 14
     (row,) = report_of(folder)["stopping"]["pairs"]
-    assert (
-        row["decided"] and row["winner"] == "good" and all_wins_stop(0.05, 5) <= row["stopped_at_n"] <= 30
-    )  # 12: all wins, Beta(5, 5), alpha 0.05
+    # one annotator judges every turn of a conversation: the test takes one factor per annotator, and
+    # a block of straight wins weighs one win (12 of them: all wins, Beta(5, 5) mixture, alpha 0.05)
+    assert row["decided"] and row["winner"] == "good" and row["test_level"] == "annotator"
+    assert all_wins_stop(0.05, 5) <= row["decided_blocks"] <= 14 and row["stopped_at_n"] <= 3 * 14

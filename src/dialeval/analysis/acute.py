@@ -28,6 +28,8 @@ from dialeval.stats.text import justification_lengths, top_tfidf_terms
 __all__ = ["analyze_acute"]
 
 _FILTER_STATUSES = {"filtered", "excluded", "blocked", "failed", "rejected"}
+# time to significance for every matchup up to this many (10 bots); beyond, adjacent pairs only
+TTS_ALL_PAIRS_UP_TO = 45
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -174,19 +176,23 @@ def acute_frame(
     """One row per kept judgment: question, annotator, unit, winner/loser conversation and bot,
     first_conv (shown first), elapsed_s, created_at, justification."""
     units = {u.id: u for u in dataset.units}
-    conv_bot = _conversation_bot(dataset)
+    conv_bot: dict[Any, str] = _conversation_bot(dataset)
     kept, onboarding, summary = _split_judgments(dataset, exclude_annotators)
+    unit_speakers: dict[str | None, dict] = {}
     rows, unmapped = [], 0
     for j in kept:
         v = j.value if isinstance(j.value, dict) else {}
         win_c, lose_c = v.get("winner"), v.get("loser")
         unit = units.get(j.unit_id)
-        mapping = dict(conv_bot)
-        if unit is not None:
-            speakers = unit.payload.get("speakers_to_eval")
-            if speakers and len(speakers) == len(unit.conversation_ids):
-                mapping.update(dict(zip(unit.conversation_ids, speakers)))
-        wb, lb = mapping.get(win_c), mapping.get(lose_c)
+        speakers = unit_speakers.get(j.unit_id) if unit is not None else None
+        if speakers is None and unit is not None:
+            given = unit.payload.get("speakers_to_eval")
+            speakers = dict(zip(unit.conversation_ids, given)) if given and len(given) == len(
+                unit.conversation_ids) else {}
+            unit_speakers[j.unit_id] = speakers
+        # the unit's speakers_to_eval first, else the conversation's single bot (no copy per judgment)
+        wb = speakers.get(win_c, conv_bot.get(win_c)) if speakers else conv_bot.get(win_c)
+        lb = speakers.get(lose_c, conv_bot.get(lose_c)) if speakers else conv_bot.get(lose_c)
         if wb is None or lb is None:
             unmapped += 1
             continue
@@ -247,9 +253,21 @@ def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim:
     sec = float(elapsed.mean()) if len(elapsed) else None
     per_annotator = len(df) / max(df["annotator"].nunique(), 1)
     tts = []
-    for m in matchups.itertuples():
-        pair = duel[duel["winner"].isin([m.a, m.b]) & duel["loser"].isin([m.a, m.b])]
-        r = _tts_pairwise((pair["winner"] == m.a).to_numpy(dtype=float), sec, onboarding_s, per_annotator, n_sim, seed)
+    # one pass splits the duels by unordered bot pair (not one scan of the frame per matchup)
+    lo = np.where(duel["winner"].to_numpy() < duel["loser"].to_numpy(), duel["winner"], duel["loser"])
+    hi = np.where(duel["winner"].to_numpy() < duel["loser"].to_numpy(), duel["loser"], duel["winner"])
+    by_pair = pd.Series(duel["winner"].to_numpy(), index=pd.MultiIndex.from_arrays([lo, hi])).groupby(
+        level=[0, 1], sort=False).indices
+    winners = duel["winner"].to_numpy()
+    timed = matchups
+    if len(matchups) > TTS_ALL_PAIRS_UP_TO:
+        # many bots (an arena): only the pairs adjacent in the ranking, the ones a study is sized for
+        rank = {name: k for k, name in enumerate(order)}
+        timed = matchups[[abs(rank[a] - rank[b]) == 1 for a, b in zip(matchups["a"], matchups["b"])]]
+    for m in timed.itertuples():
+        rows = by_pair.get((m.a, m.b) if m.a < m.b else (m.b, m.a), np.zeros(0, dtype=int))
+        outcomes = (winners[rows] == m.a).astype(float)
+        r = _tts_pairwise(outcomes, sec, onboarding_s, per_annotator, n_sim, seed)
         if r is not None:
             tts.append({"a": m.a, "b": m.b, **r})
 
@@ -268,7 +286,7 @@ def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim:
     }
 
 
-def _stopping(dataset: Dataset, method: str, outcomes: list[tuple[str, str, str]]) -> dict:
+def _stopping(dataset: Dataset, method: str, outcomes: list[tuple], unfiltered: list[tuple] | None = None) -> dict:
     """The report's `stopping` entry (adaptive.stopping_section): the anytime-valid stopping table of
     the study's `adaptive:` config, replayed from the kept judgments in the order they were made
     (the scheduler's own view). With adaptive collection disabled it is labelled monitoring only."""
@@ -277,8 +295,38 @@ def _stopping(dataset: Dataset, method: str, outcomes: list[tuple[str, str, str]
     config = dataset.meta.get("config") if isinstance(dataset.meta, dict) else None
     bots = None
     if not config or not config.get("bots"):
-        bots = sorted({b for a, b_, _ in outcomes for b in (a, b_)})
-    return stopping_section(outcomes, method, config or {}, bots=bots)
+        bots = sorted({b for o in outcomes for b in (o[0], o[1])})
+    return stopping_section(outcomes, method, config or {}, bots=bots, unfiltered=unfiltered)
+
+
+def _anytime_valid_p(section: dict) -> None:
+    """When collection stopped adaptively, a fixed-size binomial p is not valid (the sample size
+    depended on the data): each matchup's `p` becomes the always-valid p-value of the stopping test
+    (with its e-value); the binomial one stays as `p_fixed_n`. No change otherwise."""
+    stop = section.get("stopping") or {}
+    if not stop.get("used_for_stopping"):
+        return
+    rows = {frozenset((r["a"], r["b"])): r for r in stop.get("pairs", [])}
+    for m in section.get("matchups", []):
+        row = rows.get(frozenset((m["a"], m["b"])))
+        if row is None:
+            continue
+        m["p_fixed_n"] = m.get("p")
+        m["p"] = row["p_always_valid"]
+        m["e_value"] = row.get("e_value")
+        m["stars"] = pw.stars(m["p"])
+    section["p_values"] = ("always-valid (collection stopped adaptively; the stopping test's p-value, "
+                           "see stopping); p_fixed_n is the fixed-size binomial p, not valid here")
+
+
+def _unfiltered_outcomes(dataset: Dataset) -> dict[str, list[tuple]]:
+    """Per question, (winner, loser, winner, annotator) of every non-onboarding judgment, those of
+    filtered annotators included (what the scheduler saw before they were filtered)."""
+    everyone = Dataset(dataset.method, dataset.conversations, [], dataset.units, dataset.judgments, dataset.meta)
+    df, _, _ = acute_frame(everyone, None)
+    if df.empty:
+        return {}
+    return {q: list(zip(g["winner"], g["loser"], g["winner"], g["annotator"])) for q, g in df.groupby("question")}
 
 
 def analyze_acute(
@@ -295,7 +343,8 @@ def analyze_acute(
     rate over opponents), matchups [{a, b, wins_a, wins_b, n, win_rate_a, p, stars}], grid
     (win rate of row over column, with p), leaderboard (Bradley–Terry), agreement (on pairs of
     conversations with >= 2 annotations), aa_test (same bot on both sides), justifications,
-    time_to_significance (per matchup, when judgments carry elapsed_s), question_agreement
+    time_to_significance (per matchup, when judgments carry elapsed_s; with more than
+    45 matchups only for the pairs adjacent in the ranking), question_agreement
     (003 Table 1: per question), excluded, stopping ({rule, selection, pairs: the anytime-valid
     stopping table per bot pair, ...}; see adaptive.stopping_section; "monitoring only" when the
     study's `adaptive.enabled` is false).
@@ -319,8 +368,11 @@ def analyze_acute(
         return _jsonable(report)
     onboarding_s = _onboarding_seconds(onboarding)
     by_q = {q: _analyze_question(g, onboarding_s, n_boot, n_sim, seed) for q, g in df.groupby("question", sort=True)}
+    everyone = _unfiltered_outcomes(dataset) if excluded["filtered_judgments"] else {}
     for q, g in df.groupby("question", sort=True):
-        by_q[q]["stopping"] = _stopping(dataset, "acute", list(zip(g["winner"], g["loser"], g["winner"])))
+        outcomes = list(zip(g["winner"], g["loser"], g["winner"], g["annotator"]))
+        by_q[q]["stopping"] = _stopping(dataset, "acute", outcomes, everyone.get(q))
+        _anytime_valid_p(by_q[q])
     main = df["question"].value_counts().sort_index().idxmax()
     items = df.assign(item=[tuple(sorted((w, l_))) for w, l_ in zip(df["winner_conv"], df["loser_conv"])])
     qa = pw.question_agreement(items, question="question", item="item", choice="winner_conv")

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from dialeval.analysis.acute import (
+    _anytime_valid_p,
     _frame,
     _jsonable,
     _justifications,
@@ -201,7 +202,9 @@ def analyze_pairwise_turn(
         for q, g in df.groupby("question", sort=True)
     }
     for q, g in df.groupby("question", sort=True):  # every turn counts (the scheduler's view), not turn_range
-        by_q[q]["stopping"] = _stopping(dataset, "pairwise-turn", list(zip(g["chosen"], g["other"], g["chosen"])))
+        by_q[q]["stopping"] = _stopping(dataset, "pairwise-turn",
+                                        list(zip(g["chosen"], g["other"], g["chosen"], g["annotator"])))
+        _anytime_valid_p(by_q[q])
     main = df["question"].value_counts().sort_index().idxmax()
     report.update({"question": main, **by_q[main]})
     report["by_question"] = by_q

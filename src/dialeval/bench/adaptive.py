@@ -42,10 +42,18 @@ bots; the false-positive rate is the share of studies in which any difference wa
 the adaptive rule and for the naive rule (a fixed-size binomial test after every judgment), both
 also computed exactly by dynamic programming.
 
+**Baselines beyond the per-pair design** (issue 14): `pooled_bt_accuracy` is the strongest standard
+fixed design (the same n per pair, one pooled Bradley–Terry fit, Wald tests at alpha/m,
+transitivity), matched to the same accuracy target; uniform allocation over the open pairs with the
+same stopping is the `uniform` rule. `paid` counts every judgment handed out in a batch (the
+crowd pays the whole batch), `judgments` only those up to each pair's crossing. `crowd=(sd, r)`
+simulates annotators with their own win rate (p + N(0, sd)), r consecutive judgments each, and the
+annotator-level test; `aa_crowd_rates` gives the A/A rates of both tests with such annotators.
+
 >>> from dialeval.bench.adaptive import run_adaptive_benchmark
 >>> out = run_adaptive_benchmark(quick=True)        # seconds; repeats=200 for the full run
 >>> sorted(k for k in out if k.endswith("judgments"))
-['adaptive_judgments', 'uniform_judgments']
+['adaptive_judgments', 'pooled_bt_judgments', 'uniform_judgments']
 """
 
 from __future__ import annotations
@@ -61,9 +69,11 @@ import numpy as np
 from scipy import stats as sps
 
 from ..stats import active
+from ..stats.bradley_terry import _newton
 from ..stats.sequential import (
     DEFAULT_MIXING,
     DEFAULT_PRIOR,
+    block_log_e_process,
     bonferroni_alpha,
     crossing_probability,
     decision_bounds,
@@ -77,6 +87,7 @@ __all__ = [
     "aa_false_positive_rates",
     "compare_scenario",
     "matched_uniform_n",
+    "pooled_bt_accuracy",
     "run_adaptive_benchmark",
     "simulate_adaptive",
     "simulate_adaptive_study",
@@ -93,15 +104,24 @@ def _bounds(n_max: int, level: float, prior: float, mixing: str = DEFAULT_MIXING
 
 
 class _Stream:
-    """One pair's judgments, drawn lazily in chunks; knows where its test first crosses."""
+    """One pair's judgments, drawn lazily in chunks; knows where its test first crosses.
 
-    def __init__(self, p: float, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator):
+    With `crowd` = (sd, per_annotator, level, prior, mixing) the judgments come from annotators
+    with their own win rate p + N(0, sd) (clipped), `per_annotator` consecutive judgments each,
+    and the test is the annotator-level one (one factor per annotator, decisions when a block
+    closes; stats.sequential.block_log_e_process)."""
+
+    def __init__(self, p: float, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator,
+                 crowd: tuple | None = None):
         self.p, self.lo, self.hi, self.rng = p, lo, hi, rng
         self.cum = np.zeros(0, dtype=np.int64)
         self.stop: int | None = None
         self.side = 0
+        self.crowd = crowd
 
     def ensure(self, n: int) -> None:
+        if self.crowd is not None:
+            return self._ensure_crowd(n)
         n = min(n, len(self.hi) - 1)
         while self.stop is None and len(self.cum) < n:
             size = max(1024, len(self.cum))
@@ -121,6 +141,29 @@ class _Stream:
                 self.stop = start + t + 1
                 self.side = 1 if up[t] else -1
 
+    def _ensure_crowd(self, n: int) -> None:
+        assert self.crowd is not None
+        sd, r, level, prior, mixing = self.crowd
+        n = min(n, len(self.hi) - 1)
+        while self.stop is None and len(self.cum) < n:
+            start = len(self.cum)
+            size = min(max(1024, start), len(self.hi) - 1 - start)
+            size -= size % r
+            if size <= 0:
+                return
+            p_a = np.clip(self.p + self.rng.normal(0.0, sd, size // r), 0.0, 1.0)
+            x = self.rng.random((size // r, r)) < p_a[:, None]
+            last = self.cum[-1] if start else 0
+            self.cum = np.concatenate([self.cum, last + np.cumsum(x.ravel())])
+            # the whole path again (chunks double, so this stays linear overall)
+            blocks = np.diff(np.concatenate([[0], self.cum[r - 1::r]]))
+            log_m = block_log_e_process(blocks, np.full(blocks.size, r), prior, mixing)
+            hit = np.flatnonzero(log_m >= math.log(1.0 / level))
+            if hit.size:
+                k = int(hit[0]) + 1  # blocks in the test when it decides
+                self.stop = k * r
+                self.side = 1 if 2 * self.cum[self.stop - 1] > self.stop else -1
+
     def wins(self, n: int) -> int:
         return int(self.cum[n - 1]) if n > 0 else 0
 
@@ -135,8 +178,12 @@ def simulate_adaptive_study(
     batch_fraction: float = BATCH_FRACTION,
     transitive: bool = True,
     mixing: str = DEFAULT_MIXING,
+    crowd: tuple[float, int] | None = None,
 ) -> dict:
-    """One adaptive study. Returns {judgments, decided, correct, false_positive, n_per_pair}:
+    """One adaptive study. Returns {judgments, paid, decided, correct, false_positive, n_per_pair}:
+    judgments = those the tests used (a pair stops at the judgment where it crosses), paid = every
+    judgment handed out in a batch (a crowd batch is paid in full, even past a pair's stop);
+    `crowd` = (sd, per_annotator): heterogeneous annotators and the annotator-level test;
     decided = every allowed pair resolved within `cap`; correct = decided and no decision against
     the truth; false_positive = some pair was decided although the truth is in the other direction
     or a tie (for A/A: any decision). `mixing`: the test statistic (stats.sequential)."""
@@ -148,19 +195,26 @@ def simulate_adaptive_study(
     lo, hi = _bounds(int(cap), level, float(prior), mixing)
     ss = np.random.SeedSequence(seed)
     children = ss.spawn(m + 1)
-    streams = [_Stream(float(P[i, j]), lo, hi, np.random.default_rng(children[k])) for k, (i, j) in enumerate(pairs)]
+    spec = None if crowd is None else (float(crowd[0]), int(crowd[1]), level, float(prior), mixing)
+    streams = [_Stream(float(P[i, j]), lo, hi, np.random.default_rng(children[k]), spec)
+               for k, (i, j) in enumerate(pairs)]
     sel_rng = np.random.default_rng(children[m])
     index = {pr: k for k, pr in enumerate(pairs)}
     n = np.zeros(m, dtype=np.int64)
     W = np.zeros((K, K))
     beats = np.zeros((K, K), dtype=bool)
-    total = 0
+    total = paid = 0
     while total < cap:
         cands = active.candidate_pairs(K, beats, pairs, transitive)
         if not cands:
             break
         batch = int(min(cap - total, max(len(cands), math.ceil(batch_fraction * total))))
+        if spec is not None:  # whole annotators: a batch is a number of annotator blocks
+            batch = -(-batch // spec[1]) * spec[1]
         alloc = active.allocate(rule, W, cands, batch, sel_rng)
+        if spec is not None:
+            alloc = -(-np.asarray(alloc) // spec[1]) * spec[1]
+        paid += int(np.sum(alloc))
         for (i, j), g in zip(cands, alloc):
             if g <= 0:
                 continue
@@ -182,13 +236,13 @@ def simulate_adaptive_study(
     resolved = active.resolved_matrix(beats, transitive)
     decided = all(resolved[i, j] for i, j in pairs)
     wrong = bool((beats & ~(P > 0.5)).any())
-    return {"judgments": total, "decided": bool(decided), "correct": bool(decided and not wrong),
+    return {"judgments": total, "paid": paid, "decided": bool(decided), "correct": bool(decided and not wrong),
             "false_positive": wrong, "any_decision": bool(beats.any()), "n_per_pair": n.tolist()}
 
 
 def _study_worker(args):
-    scenario, rule, alpha, prior, cap, seed, mixing = args
-    r = simulate_adaptive_study(scenario, rule, alpha, prior, cap, seed, mixing=mixing)
+    scenario, rule, alpha, prior, cap, seed, mixing, crowd = args
+    r = simulate_adaptive_study(scenario, rule, alpha, prior, cap, seed, mixing=mixing, crowd=crowd)
     r.pop("n_per_pair")
     return r
 
@@ -196,16 +250,17 @@ def _study_worker(args):
 def simulate_adaptive(
     scenario: Scenario, repeats: int, seed: int = 0, rule: str = "rank-overlap", alpha: float = 0.05,
     prior: float = DEFAULT_PRIOR, cap: int = 100_000, workers: int = 1, mixing: str = DEFAULT_MIXING,
+    crowd: tuple[float, int] | None = None,
 ) -> dict[str, np.ndarray]:
     """`repeats` adaptive studies (study r uses seed (seed, r), so runs are reproducible and the
     rules see the same judgments). Returns arrays judgments, correct, decided, false_positive."""
-    jobs = [(scenario, rule, alpha, prior, cap, (seed, r), mixing) for r in range(repeats)]
+    jobs = [(scenario, rule, alpha, prior, cap, (seed, r), mixing, crowd) for r in range(repeats)]
     if workers > 1 and repeats > 1:
         with ProcessPoolExecutor(max_workers=workers) as ex:
             res = list(ex.map(_study_worker, jobs, chunksize=max(1, repeats // (4 * workers))))
     else:
         res = [_study_worker(j) for j in jobs]
-    keys = ("judgments", "correct", "decided", "false_positive", "any_decision")
+    keys = ("judgments", "paid", "correct", "decided", "false_positive", "any_decision")
     return {k: np.array([r[k] for r in res]) for k in keys}
 
 
@@ -277,6 +332,59 @@ def uniform_accuracy(scenario: Scenario, n_per_pair: int, alpha: float = 0.05, r
     return float((decided & ~wrong).mean())
 
 
+def pooled_bt_accuracy(scenario: Scenario, n_per_pair: int, alpha: float = 0.05, reps: int = 4000,
+                       seed: int = 0) -> float:
+    """Accuracy of the strongest standard fixed design: n judgments for every allowed pair, one
+    Bradley-Terry fit pooling all of them, a Wald test of every strength difference (theta_i -
+    theta_j over its standard error from the inverse Fisher information) at alpha/m (Bonferroni
+    over the m pairs), decisions closed under transitivity. Simulated with `reps` studies."""
+    P = scenario.probs
+    K = len(scenario.bots)
+    pairs = scenario.allowed
+    m = len(pairs)
+    rng = np.random.default_rng(seed)
+    ii = np.array([i for i, _ in pairs])
+    jj = np.array([j for _, j in pairs])
+    z_crit = float(sps.norm.isf(bonferroni_alpha(alpha, m) / 2))
+    correct = 0
+    for start in range(0, reps, 500):
+        size = min(500, reps - start)
+        wins = rng.binomial(int(n_per_pair), P[ii, jj], size=(size, m)).astype(float)
+        W = np.zeros((size, K, K))
+        W[:, ii, jj] = wins
+        W[:, jj, ii] = n_per_pair - wins
+        theta = _newton(W, np.zeros((size, K)), 1e-6)
+        N = W + np.transpose(W, (0, 2, 1))
+        p = 1.0 / (1.0 + np.exp(-(theta[:, :, None] - theta[:, None, :])))
+        w = N * p * (1 - p)
+        info = -w
+        info[:, np.arange(K), np.arange(K)] += w.sum(axis=2)
+        cov = np.linalg.pinv(info)  # the Laplacian's pseudo-inverse: covariance of the contrasts
+        var = cov[:, ii, ii] + cov[:, jj, jj] - 2 * cov[:, ii, jj]
+        z = (theta[:, ii] - theta[:, jj]) / np.sqrt(np.maximum(var, 1e-300))
+        beats = np.zeros((size, K, K), dtype=bool)
+        beats[:, ii, jj] = z > z_crit
+        beats[:, jj, ii] = z < -z_crit
+        closure = beats.copy()
+        for k in range(K):
+            closure |= closure[:, :, [k]] & closure[:, [k], :]
+        resolved = closure | np.transpose(closure, (0, 2, 1))
+        decided = resolved[:, ii, jj].all(axis=1)
+        wrong = (beats & ~(P > 0.5)[None]).any(axis=(1, 2))
+        correct += int((decided & ~wrong).sum())
+    return correct / reps
+
+
+def _matched_fixed_n(accuracy, target: float, target_hi: float, cap: int, reps: int, seed: int):
+    """(n, n at the upper target) per pair of a fixed design whose simulated accuracy
+    `accuracy(n, reps, seed)` reaches the targets: a geometric grid, made non-decreasing, log-n
+    interpolation (as for the per-pair uniform design)."""
+    grid = np.unique(np.round(np.geomspace(4, max(64, int(cap)), 40)).astype(int))
+    curve = np.maximum.accumulate([accuracy(int(n), reps, seed + 7919 * k) for k, n in enumerate(grid)])
+    return (matched_uniform_n(grid.tolist(), curve.tolist(), target),
+            matched_uniform_n(grid.tolist(), curve.tolist(), target_hi))
+
+
 def uniform_accuracy_curve(scenario: Scenario, grid: Sequence[int], alpha: float = 0.05, reps: int = 4000,
                            seed: int = 0) -> np.ndarray:
     """Accuracy of the uniform design at each n per pair of `grid`, made non-decreasing."""
@@ -316,11 +424,13 @@ def _ci_prop(x: int, n: int, conf: float = 0.95) -> list[float]:
 def compare_scenario(
     scenario: Scenario, repeats: int, seed: int = 0, rule: str = "rank-overlap", alpha: float = 0.05,
     prior: float = DEFAULT_PRIOR, cap: int = 100_000, uniform_reps: int = 4000, n_boot: int = 1000,
-    workers: int = 1, mixing: str = DEFAULT_MIXING,
+    workers: int = 1, mixing: str = DEFAULT_MIXING, pooled_reps: int = 0, crowd: tuple[float, int] | None = None,
 ) -> dict:
-    """Adaptive vs matched uniform on one scenario (see the module docstring)."""
+    """Adaptive vs matched uniform on one scenario (see the module docstring); with `pooled_reps`
+    also against the pooled Bradley-Terry fixed design (`pooled_bt_accuracy`) matched the same way.
+    `crowd` = (sd, per_annotator): heterogeneous annotators and the annotator-level test."""
     t0 = time.perf_counter()
-    sim = simulate_adaptive(scenario, repeats, seed, rule, alpha, prior, cap, workers, mixing)
+    sim = simulate_adaptive(scenario, repeats, seed, rule, alpha, prior, cap, workers, mixing, crowd)
     m = len(scenario.allowed)
     J = sim["judgments"].astype(float)
     C = sim["correct"].astype(bool)
@@ -353,8 +463,21 @@ def compare_scenario(
         curve = uniform_accuracy_curve(scenario, grid, alpha, uniform_reps, seed + 1)
         n_uni = matched_uniform_n(grid, curve, target)
         n_uni_hi = matched_uniform_n(grid, curve, target_hi)
+    pooled: dict = {}
+    paid = sim["paid"].astype(float)
+    if p2 is None and pooled_reps:
+        n_bt, n_bt_hi = _matched_fixed_n(lambda n, r, sd: pooled_bt_accuracy(scenario, n, alpha, r, sd), target,
+                                         target_hi, min(int(cap), 40_000), pooled_reps, seed + 5)
+        pooled = {
+            "pooled_bt_n_per_pair": n_bt,
+            "pooled_bt_judgments": None if n_bt is None else m * n_bt,
+            "pooled_bt_judgments_ci": None if n_bt is None else [m * n_bt, m * (n_bt_hi or n_bt)],
+            "savings_vs_pooled_bt": None if n_bt is None else 1 - mean_j / (m * n_bt),
+            "paid_savings_vs_pooled_bt": None if n_bt is None else 1 - float(paid.mean()) / (m * n_bt),
+        }
     rng = np.random.default_rng(seed + 2)
     boot_a = [float(J[rng.integers(0, len(J), len(J))].mean()) for _ in range(n_boot)]
+    boot_p = [float(paid[rng.integers(0, len(paid), len(paid))].mean()) for _ in range(n_boot)]
     pct = lambda v: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] if len(v) else None
     uniform_j = None if n_uni is None else m * n_uni
     uniform_ci = None if n_uni is None else [m * n_uni, m * (n_uni_hi if n_uni_hi is not None else n_uni)]
@@ -377,6 +500,12 @@ def compare_scenario(
         "adaptive_judgments": mean_j,
         "adaptive_judgments_ci": ad_ci,
         "adaptive_judgments_median": float(np.median(J)),
+        "adaptive_paid": float(paid.mean()),
+        "adaptive_paid_ci": pct(boot_p),
+        "paid_savings": None if uniform_j is None else 1 - float(paid.mean()) / uniform_j,
+        **pooled,
+        "crowd": None if crowd is None else {"annotator_sd": crowd[0], "per_annotator": crowd[1],
+                                             "test": "annotator level (one factor per annotator block)"},
         "adaptive_capped_share": float(np.mean(J >= cap)),
         "adaptive_wrong_decision_rate": float(np.mean(sim["false_positive"])),
         "matched_accuracy": target,
@@ -444,6 +573,42 @@ def aa_false_positive_rates(
     }
 
 
+def aa_crowd_rates(repeats: int = 4000, seed: int = 0, alpha: float = 0.05, n_max: int = 2000,
+                   sd: float = 0.15, per_annotator: Sequence[int] = (5, 10), prior: float = DEFAULT_PRIOR,
+                   mixing: str = DEFAULT_MIXING) -> dict:
+    """Two identical bots judged by annotators who differ (win rate 0.5 + N(0, sd), clipped;
+    `per_annotator` consecutive judgments each), up to `n_max` judgments: false-positive rates of
+    the per-judgment test and of the annotator-level test on the same judgments, with 95%
+    Clopper-Pearson intervals."""
+    out: dict[str, object] = {"sd": sd, "n_max": n_max, "repeats": repeats}
+    lo, hi = decision_bounds(n_max, alpha, prior, mixing)
+    ns = np.arange(1, n_max + 1)
+    for r in per_annotator:
+        rng = np.random.default_rng([seed, r])
+        fp_j = fp_a = 0
+        blocks = n_max // r
+        for start in range(0, repeats, 500):
+            size = min(500, repeats - start)
+            p = np.clip(0.5 + rng.normal(0, sd, (size, blocks)), 0, 1)
+            x = rng.random((size, blocks, r)) < p[..., None]
+            cum = np.cumsum(x.reshape(size, -1), axis=1)
+            fp_j += int(((cum >= hi[ns[:cum.shape[1]]]) | (cum <= lo[ns[:cum.shape[1]]])).any(axis=1).sum())
+            log_m = block_log_e_process(x.sum(axis=2), np.full((size, blocks), r), prior, mixing)
+            fp_a += int((log_m >= math.log(1 / alpha)).any(axis=1).sum())
+        out[f"{r}_per_annotator"] = {
+            "per_judgment": fp_j / repeats, "per_judgment_ci": _ci_prop(fp_j, repeats),
+            "annotator_level": fp_a / repeats, "annotator_level_ci": _ci_prop(fp_a, repeats),
+        }
+    return out
+
+
+def design_effect(p: float, sd: float, per_annotator: int) -> float:
+    """Kish's design effect 1 + (r - 1) rho for r judgments per annotator with intra-annotator
+    correlation rho = sd^2 / (p (1 - p)): how many times more judgments a fixed design needs for
+    the same precision when annotators differ (an approximation, used to size the fixed baselines)."""
+    return 1.0 + (per_annotator - 1) * sd**2 / (p * (1 - p))
+
+
 def run_adaptive_benchmark(
     repeats: int = 200,
     seed: int = 0,
@@ -492,10 +657,24 @@ def run_adaptive_benchmark(
         two = calibration.paper000_scenarios()
         rules = tuple(dict.fromkeys([rule, *active.RULES])) if all_rules else (rule,)
     by_rule = {}
+    pooled_reps = 200 if quick else 2000
     for r in rules:
         by_rule[r] = compare_scenario(head, repeats, seed, r, alpha, prior, pc_cap, uni_reps, n_boot, workers,
-                                      mixing)
+                                      mixing, pooled_reps=pooled_reps if r == rule else 0)
     main = by_rule[rule]
+    # the same selection rule, allocation uniform over the open pairs, same stopping
+    same_stop = by_rule.get("uniform") or compare_scenario(head, repeats, seed, "uniform", alpha, prior, pc_cap,
+                                                           uni_reps, n_boot, workers, mixing)
+    crowd_sd, crowd_r = 0.15, 5
+    crowd = compare_scenario(head, max(repeats // 2, 6), seed, rule, alpha, prior, pc_cap, uni_reps, n_boot,
+                             workers, mixing, crowd=(crowd_sd, crowd_r))
+    de = design_effect(0.5, crowd_sd, crowd_r)
+    crowd["design_effect"] = de
+    for key in ("uniform_judgments", "pooled_bt_judgments"):
+        base = main.get(key)
+        crowd[f"{key}_design_effect"] = None if base is None else base * de
+        crowd[f"paid_savings_vs_{key.removesuffix('_judgments')}_design_effect"] = (
+            None if base is None else 1 - crowd["adaptive_paid"] / (base * de))
     scenarios = [main]
     for s in two:
         scenarios.append(compare_scenario(s, repeats, seed, rule, alpha, prior, two_cap,
@@ -512,6 +691,7 @@ def run_adaptive_benchmark(
                                other: {k: alt.get(k) for k in keys}})
     aa = aa_false_positive_rates(aa_reps, seed, alpha, prior, aa_n, K=len(head.bots), workers=workers,
                                  mixing=mixing)
+    aa["crowd"] = aa_crowd_rates(aa_reps, seed, alpha, aa_n, prior=prior, mixing=mixing)
     decidable = [s for s in scenarios[1:] if not s["near_null"] and s["uniform_judgments"]]
     out = {
         "benchmark": "adaptive collection",
@@ -522,6 +702,15 @@ def run_adaptive_benchmark(
         "adaptive_judgments_ci": main["adaptive_judgments_ci"],
         "savings": main["savings"],
         "savings_ci": main["savings_ci"],
+        "adaptive_paid": main["adaptive_paid"],
+        "adaptive_paid_ci": main["adaptive_paid_ci"],
+        "paid_savings": main["paid_savings"],
+        "pooled_bt_judgments": main.get("pooled_bt_judgments"),
+        "pooled_bt_judgments_ci": main.get("pooled_bt_judgments_ci"),
+        "paid_savings_vs_pooled_bt": main.get("paid_savings_vs_pooled_bt"),
+        "uniform_same_stopping_paid": same_stop["adaptive_paid"],
+        "paid_savings_vs_uniform_same_stopping": 1 - main["adaptive_paid"] / same_stop["adaptive_paid"],
+        "crowd": crowd,
         "accuracy": main["adaptive_accuracy"],
         "accuracy_ci": main["adaptive_accuracy_ci"],
         "aa_false_positive_rate": aa["two_bots"]["adaptive"],

@@ -2,7 +2,9 @@
 
 Every (previous utterance(s) -> next utterance) pair of the corpus is indexed with TF-IDF; the
 reply is drawn (seeded) from the top_k responses whose context is most similar to the last
-message(s), skipping what the bot already said. The index is built once per corpus and process.
+message(s), skipping what the bot already said. The index is built once per corpus and settings,
+kept in the process and cached on disk in the user cache folder (dialeval.cache: keyed by the
+corpus version or file, the settings and the scikit-learn version), so later runs load it.
 """
 
 from __future__ import annotations
@@ -46,8 +48,41 @@ def get_index(corpus_path: str | None, max_conversations: int | None, context_tu
     key = (corpus_path, max_conversations, context_turns)
     with _lock:  # two bots on one corpus must not build it twice
         if key not in _indexes:
-            _indexes[key] = _build(corpus_path, max_conversations, context_turns)
+            _indexes[key] = _cached_build(corpus_path, max_conversations, context_turns)
         return _indexes[key]
+
+
+def _corpus_identity(corpus_path: str | None) -> tuple:
+    from importlib.metadata import PackageNotFoundError, version
+    from pathlib import Path
+
+    if corpus_path is None:
+        try:
+            return ("chitchat-dataset", version("chitchat-dataset"))
+        except PackageNotFoundError:
+            return ("chitchat-dataset", None)
+    p = Path(corpus_path).resolve()
+    stat = p.stat()
+    return (str(p), stat.st_size, stat.st_mtime_ns)
+
+
+def _cached_build(corpus_path: str | None, max_conversations: int | None, context_turns: int) -> RetrievalIndex:
+    from importlib.metadata import version
+
+    from dialeval import cache
+
+    try:
+        identity = _corpus_identity(corpus_path)
+    except OSError:  # a missing file: let load_corpus say so clearly
+        return _build(corpus_path, max_conversations, context_turns)
+    path = cache.cache_path("retrieval-index", identity, max_conversations, context_turns,
+                            version("scikit-learn"), np.__version__)
+    index = cache.load(path)
+    if isinstance(index, RetrievalIndex):
+        return index
+    index = _build(corpus_path, max_conversations, context_turns)
+    cache.store(path, index)
+    return index
 
 
 def _build(corpus_path: str | None, max_conversations: int | None, context_turns: int) -> RetrievalIndex:

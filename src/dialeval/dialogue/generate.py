@@ -7,7 +7,9 @@ rerun skips what exists and regenerates only what is missing or failed, with the
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -139,16 +141,15 @@ async def generate(
     result = GenerationResult()
     if corpus is None and (plan.seed_from_corpus or plan.human_conversations):
         corpus = load_corpus()
-    limit = asyncio.Semaphore(plan.concurrency)
+    throttled = _throttle(bots, plan.concurrency)
 
     async def one(conversation_id: str, pair: list[str]) -> None:
         rng = conversation_rng(plan.seed, conversation_id)
         if plan.mode == "bot-bot" and rng.random() < 0.5:  # who speaks first: a seeded coin flip
             pair = [pair[1], pair[0]]
         personas = [persona_lib.sample_persona(rng, 2), persona_lib.sample_persona(rng, 2)] if plan.personas else None
-        async with limit:
-            conv = await chat(conversation_id, [bots[pair[0]], bots[pair[1]]], plan.turns, rng,
-                              corpus if plan.seed_from_corpus else None, personas, source=plan.mode)
+        conv = await chat(conversation_id, [throttled[pair[0]], throttled[pair[1]]], plan.turns, rng,
+                          corpus if plan.seed_from_corpus else None, personas, source=plan.mode)
         if conv.error:
             result.failed[conversation_id] = conv.error
         else:
@@ -156,12 +157,12 @@ async def generate(
         if on_done:
             on_done(conv)
 
-    tasks = []
+    todo = []
     for conversation_id, pair in plan.conversation_ids():
         if conversation_id in existing and existing[conversation_id] is None:
             result.skipped.append(conversation_id)
             continue
-        tasks.append(one(conversation_id, pair))
+        todo.append((conversation_id, pair))
     for conversation_id in plan.human_ids():
         if conversation_id in existing and existing[conversation_id] is None:
             result.skipped.append(conversation_id)
@@ -170,8 +171,80 @@ async def generate(
         result.made.append(conversation_id)
         if on_done:
             on_done(conv)
-    await asyncio.gather(*tasks)
+    await _run_interleaved(todo, one, {name: _bot_limit(bot) for name, bot in bots.items()}, plan.concurrency)
     return result
+
+
+def _bot_limit(bot: Bot) -> float:
+    """A bot's own limit on requests in flight (OpenAI-compatible bots: max_concurrency), else none."""
+    limit = getattr(getattr(bot, "options", None), "max_concurrency", None)
+    return float(limit) if isinstance(limit, int) and limit > 0 else math.inf
+
+
+class _Throttled(Bot):
+    """A bot whose replies wait for a slot of the bot's own limit, then of the global one: a reply
+    queued behind its bot's limit never holds one of the global slots."""
+
+    def __init__(self, bot: Bot, own: asyncio.Semaphore | None, shared: asyncio.Semaphore) -> None:
+        super().__init__(bot.name)
+        self.bot, self.own, self.shared = bot, own, shared
+
+    async def reply(self, history: list[ChatMessage], context: BotContext | None = None) -> str:
+        if self.own is None:
+            async with self.shared:
+                return await self.bot.reply(history, context)
+        async with self.own, self.shared:
+            return await self.bot.reply(history, context)
+
+
+def _throttle(bots: dict[str, Bot], concurrency: int) -> dict[str, Bot]:
+    shared = asyncio.Semaphore(max(int(concurrency), 1))
+    out: dict[str, Bot] = {}
+    for name, bot in bots.items():
+        limit = _bot_limit(bot)
+        out[name] = _Throttled(bot, None if math.isinf(limit) else asyncio.Semaphore(int(limit)), shared)
+    return out
+
+
+async def _run_interleaved(todo: list[tuple[str, list[str]]], run, limits: dict[str, float],
+                           concurrency: int) -> None:
+    """Run the conversations with enough of them open to keep every bot's limit and the global
+    limit busy: the next one to open is taken round-robin over the bot pairs, skipping pairs whose
+    bot already has twice its limit open (a conversation waits on one bot at a time). Conversations
+    finish (and are saved) steadily rather than all at the end."""
+    lanes: dict[tuple[str, ...], collections.deque] = {}
+    for item in todo:
+        lanes.setdefault(tuple(dict.fromkeys(item[1])), collections.deque()).append(item)
+    order = collections.deque(lanes)
+    window = 2 * max(int(concurrency), 1)
+    open_per_bot: collections.Counter = collections.Counter()
+    running: dict[asyncio.Task, tuple[str, ...]] = {}
+
+    def admissible(key: tuple[str, ...]) -> bool:
+        return all(open_per_bot[b] < 2 * limits.get(b, math.inf) for b in key)
+
+    while order or running:
+        misses = 0  # lanes looked at in a row that could not open one more conversation
+        while order and len(running) < window and misses < len(order):
+            key = order[0]
+            order.rotate(-1)
+            if not admissible(key):
+                misses += 1
+                continue
+            misses = 0
+            item = lanes[key].popleft()
+            if not lanes[key]:
+                order.remove(key)
+            for b in key:
+                open_per_bot[b] += 1
+            running[asyncio.ensure_future(run(*item))] = key
+        if not running:  # nothing admissible can happen only with empty lanes
+            break
+        done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            for b in running.pop(task):
+                open_per_bot[b] -= 1
+            task.result()  # surface unexpected errors (bot errors are recorded by chat)
 
 
 def study_plan(config, bots: Sequence[str] | None = None, **overrides) -> GenerationPlan:

@@ -260,7 +260,7 @@ def _adaptive_states(protocol, view: SchedulingView, method: str, questions: tup
         o = outcome(j)
         if o is None or j.question not in cache.states:
             continue
-        cache.states[j.question].update(*o)
+        cache.states[j.question].update(*o[:3], j.annotator)  # the test counts per annotator
         cache.judgments += 1
     if cache.fed:
         top = max(cache.fed)

@@ -156,10 +156,14 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in figs.items() if v is not None}
 
 
-def _png_base64(fig) -> str:
+def _png_bytes(fig) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")  # legends sit outside the axes
+    return buf.getvalue()
+
+
+def _png_base64(fig) -> str:
+    return base64.b64encode(_png_bytes(fig)).decode("ascii")
 
 
 def write_report(
@@ -187,9 +191,10 @@ def write_report(
         warnings.simplefilter("ignore", UserWarning)
         for name, fig in figures(report).items():
             plot_dir.mkdir(exist_ok=True)
-            fig.savefig(plot_dir / f"{name}.png", dpi=110, bbox_inches="tight")
+            png = _png_bytes(fig)  # rendered once: the same bytes go to the file and into the page
+            (plot_dir / f"{name}.png").write_bytes(png)
             fig.savefig(plot_dir / f"{name}.svg", bbox_inches="tight")
-            images[name] = _png_base64(fig)
+            images[name] = base64.b64encode(png).decode("ascii")
             plt.close(fig)
     env = Environment(loader=PackageLoader("dialeval.report", "templates"), autoescape=select_autoescape())
     html = env.get_template("report.html").render(

@@ -14,7 +14,7 @@ scores < ordinary-bot scores on the positive criteria, pooled over all their HIT
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import combinations, permutations
+from itertools import permutations
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,8 @@ POSITIVE = tuple(c for c in CRITERIA if c not in NEGATIVE)
 # Column order of the paper's tables (Table 3): positive criteria first, then the reversed ones.
 PAPER_ORDER = ("interesting", "fun", "consistent", "fluent", "topic", "robotic", "repetitive")
 SCALE_MAX = 100.0
+# rater_agreement: at most this many unit pairs per group of units that rated the same systems
+MAX_AGREEMENT_PAIRS = 200_000
 
 
 def reverse_negatives(
@@ -79,32 +81,57 @@ def qc_test(
     published pass/fail labels (173 of 249 workers in Free run 1); scipy's exact method gives 167.
     Annotators without QC or without ordinary ratings, or with constant scores, fail with p = 1.
     """
-    rows = []
     criteria = list(criteria)
-    for annotator, d in ratings.groupby("annotator", sort=True):
-        qc = d.loc[d["is_qc"].astype(bool), criteria].to_numpy(dtype=float).ravel()
-        ordinary = d.loc[~d["is_qc"].astype(bool), criteria].to_numpy(dtype=float).ravel()
-        qc, ordinary = qc[~np.isnan(qc)], ordinary[~np.isnan(ordinary)]
-        if len(qc) == 0 or len(ordinary) == 0:
-            p, reason = 1.0, "no QC ratings" if len(qc) == 0 else "no ordinary-bot ratings"
-        elif np.ptp(np.concatenate([qc, ordinary])) == 0:
-            p, reason = 1.0, "constant scores"
-        else:
-            p = float(stats.mannwhitneyu(qc, ordinary, alternative="less", method=method).pvalue)
-            reason = None if p < alpha else f"QC bot not rated lower (p >= {alpha:g})"
-        rows.append(
-            {
-                "annotator": annotator,
-                "p": p,
-                "n_qc": len(qc),
-                "n_ordinary": len(ordinary),
-                "passed": bool(p < alpha),
-                "reason": reason,
-            }
-        )
-    return pd.DataFrame(rows, columns=["annotator", "p", "n_qc", "n_ordinary", "passed", "reason"]).set_index(
-        "annotator"
-    )
+    columns = ["annotator", "p", "n_qc", "n_ordinary", "passed", "reason"]
+    annotators = pd.Index(pd.unique(ratings["annotator"])).sort_values()
+    # One long frame of (annotator, is_qc, score) for every non-missing score, then the per-annotator
+    # U statistic, tie term and normal approximation in a few grouped operations (no loop per
+    # annotator; the formula is scipy.stats.mannwhitneyu's asymptotic one, alternative="less").
+    values = ratings[criteria].to_numpy(dtype=float)
+    long = pd.DataFrame({
+        "annotator": np.repeat(ratings["annotator"].to_numpy(), len(criteria)),
+        "qc": np.repeat(ratings["is_qc"].astype(bool).to_numpy(), len(criteria)),
+        "x": values.ravel(),
+    })
+    long = long[~np.isnan(long["x"].to_numpy())]
+    by = long.groupby("annotator", sort=True)
+    n_qc = by["qc"].sum().reindex(annotators, fill_value=0).astype(int)
+    n_all = by.size().reindex(annotators, fill_value=0).astype(int)
+    n_ord = n_all - n_qc
+    spread = (by["x"].max() - by["x"].min()).reindex(annotators)
+    rank = by["x"].rank(method="average")
+    r_qc = rank[long["qc"].to_numpy()].groupby(long.loc[long["qc"], "annotator"]).sum().reindex(annotators,
+                                                                                                fill_value=0.0)
+    ties = long.groupby(["annotator", "x"], sort=False).size().astype(float)
+    tie_term = (ties**3 - ties).groupby(level=0).sum().reindex(annotators, fill_value=0.0)
+    n1, n2 = n_qc.to_numpy(dtype=float), n_ord.to_numpy(dtype=float)
+    n = n1 + n2
+    u1 = r_qc.to_numpy() - n1 * (n1 + 1) / 2
+    u2 = n1 * n2 - u1  # 'less' uses the sf of U2 (scipy: symmetry)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sd = np.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term.to_numpy() / (n * (n - 1))))
+        z = (u2 - n1 * n2 / 2 - 0.5) / sd
+    p = np.clip(stats.norm.sf(z), 0, 1)
+    if method != "asymptotic":  # the exact method has no closed vector form: scipy per annotator
+        for k, a in enumerate(annotators):
+            if n1[k] and n2[k] and spread.iloc[k] > 0:
+                d = long[long["annotator"] == a]
+                p[k] = stats.mannwhitneyu(d.loc[d["qc"], "x"], d.loc[~d["qc"], "x"], alternative="less",
+                                          method=method).pvalue
+    no_qc, no_ord = n1 == 0, n2 == 0
+    constant = ~(no_qc | no_ord) & ~(spread.to_numpy() > 0)
+    p = np.where(no_qc | no_ord | constant, 1.0, p)
+    passed = p < alpha
+    reason = [
+        "no QC ratings" if a else "no ordinary-bot ratings" if b else "constant scores" if c else
+        None if ok else f"QC bot not rated lower (p >= {alpha:g})"
+        for a, b, c, ok in zip(no_qc, no_ord, constant, passed)
+    ]
+    out = pd.DataFrame({"annotator": annotators, "p": p.astype(float), "n_qc": n_qc.to_numpy(),
+                        "n_ordinary": n_ord.to_numpy(), "passed": passed.astype(bool), "reason": reason},
+                       columns=columns)
+    out["reason"] = out["reason"].astype(object).where(out["reason"].notna(), None)
+    return out.set_index("annotator")
 
 
 def _system_table(ratings: pd.DataFrame, criteria: Sequence[str], prefix: str, overall: str) -> pd.DataFrame:
@@ -161,39 +188,87 @@ def criteria_correlations(table: pd.DataFrame, columns: Sequence[str] | None = N
     return {"pearson": data.corr(method="pearson"), "spearman": data.corr(method="spearman")}
 
 
-def rater_agreement(z_ratings: pd.DataFrame, unit: str = "unit", column: str = "z") -> pd.DataFrame:
+def rater_agreement(z_ratings: pd.DataFrame, unit: str = "unit", column: str = "z",
+                    max_pairs: int | None = MAX_AGREEMENT_PAIRS) -> pd.DataFrame:
     """Pearson r between pairs of annotators who rated the same set of bots (paper Fig. 2).
 
     Units (HITs/assignments) are grouped by the sorted set of systems they rated; for every pair of
     units in a group by different annotators, r is taken between their per-conversation mean z
     aligned by system. Rows: unit_a, unit_b, annotator_a, annotator_b, r, n.
+
+    The pairs of a group grow with the square of its units, so a group with more than `max_pairs`
+    pairs is summarised by a seeded random sample of `max_pairs` of them (None: every pair). The
+    published studies are far below the cap (Free run 1: 793 pairs in all).
     """
-    groups: dict[tuple, list[tuple]] = {}
-    for u, d in z_ratings.groupby(unit, sort=True):
-        d = d.sort_values("system", kind="mergesort")
-        key = tuple(d["system"])
-        if len(set(key)) != len(key):
-            continue  # a system rated twice in one unit: no unique alignment
-        groups.setdefault(key, []).append((u, d["annotator"].iloc[0], d[column].to_numpy(dtype=float)))
-    rows = []
-    for _key, members in groups.items():
-        for (ua, aa, xa), (ub, ab, xb) in combinations(members, 2):
-            if aa == ab:
-                continue
-            ok = ~(np.isnan(xa) | np.isnan(xb))
-            if ok.sum() < 3 or np.ptp(xa[ok]) == 0 or np.ptp(xb[ok]) == 0:
-                continue
-            rows.append(
-                {
-                    "unit_a": ua,
-                    "unit_b": ub,
-                    "annotator_a": aa,
-                    "annotator_b": ab,
-                    "r": float(stats.pearsonr(xa[ok], xb[ok]).statistic),
-                    "n": int(ok.sum()),
-                }
-            )
-    return pd.DataFrame(rows, columns=["unit_a", "unit_b", "annotator_a", "annotator_b", "r", "n"])
+    cols = ["unit_a", "unit_b", "annotator_a", "annotator_b", "r", "n"]
+    d = z_ratings[[unit, "system", "annotator", column]].sort_values([unit, "system"], kind="mergesort")
+    u_codes, units = pd.factorize(d[unit], sort=True)
+    systems = d["system"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, u_codes[1:] != u_codes[:-1]])
+    bounds = np.r_[starts, len(d)]
+    keys = ["\x1f".join(map(str, systems[lo:hi])) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    dup = np.zeros(len(starts), dtype=bool)  # a system rated twice in one unit: no unique alignment
+    same = np.r_[False, (systems[1:] == systems[:-1]) & (u_codes[1:] == u_codes[:-1])]
+    dup[np.unique(u_codes[same])] = True
+    first_annotator = d["annotator"].to_numpy()[starts]
+    values = d[column].to_numpy(dtype=float)
+    groups: dict[str, list[int]] = {}
+    for k, key in enumerate(keys):
+        if not dup[k]:
+            groups.setdefault(key, []).append(k)
+    parts = []
+    for listed in groups.values():
+        if len(listed) < 2:
+            continue
+        members = np.asarray(listed)
+        size = bounds[members[0] + 1] - bounds[members[0]]
+        X = np.stack([values[bounds[k]:bounds[k] + size] for k in members])  # units x systems
+        parts.append(_group_correlations(X, members, first_annotator, units, max_pairs))
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    out = pd.concat(parts, ignore_index=True)
+    return out[cols]
+
+
+def _group_correlations(X: np.ndarray, members: np.ndarray, annotators: np.ndarray, units: pd.Index,
+                        max_pairs: int | None) -> pd.DataFrame:
+    """Pearson r for the pairs of rows of X (units rating the same systems) by different annotators.
+    Complete rows go through one matrix product; rows with missing values pair by pair."""
+    g = len(members)
+    ia, ib = np.triu_indices(g, k=1)
+    if max_pairs is not None and ia.size > max_pairs:  # documented cap: a seeded random sample of pairs
+        pick = np.sort(np.random.default_rng(0).choice(ia.size, max_pairs, replace=False))
+        ia, ib = ia[pick], ib[pick]
+    ann = annotators[members]
+    keep = ann[ia] != ann[ib]
+    ia, ib = ia[keep], ib[keep]
+    complete = ~np.isnan(X).any(axis=1)
+    r = np.full(ia.size, np.nan)
+    n = np.zeros(ia.size, dtype=int)
+    both = complete[ia] & complete[ib]
+    if X.shape[1] >= 3:
+        # each row centred and scaled once, in the order of operations of scipy.stats.pearsonr (so r
+        # is the same number), then one dot product per pair
+        centred = X - X.mean(axis=1, keepdims=True)
+        ok_row = complete & (np.ptp(np.where(complete[:, None], X, 0.0), axis=1) > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            top = np.max(np.abs(centred), axis=1, keepdims=True)
+            norm = top * np.linalg.norm(centred / top, axis=1, keepdims=True)
+            unit_vec = centred / norm
+        sel = both & ok_row[ia] & ok_row[ib]
+        r[sel] = np.vecdot(unit_vec[ia[sel]], unit_vec[ib[sel]])  # over the last axis
+        n[sel] = X.shape[1]
+    for k in np.flatnonzero(~both):  # rows with gaps: align on the systems both rated
+        xa, xb = X[ia[k]], X[ib[k]]
+        ok = ~(np.isnan(xa) | np.isnan(xb))
+        if ok.sum() < 3 or np.ptp(xa[ok]) == 0 or np.ptp(xb[ok]) == 0:
+            continue
+        r[k] = float(stats.pearsonr(xa[ok], xb[ok]).statistic)
+        n[k] = int(ok.sum())
+    good = ~np.isnan(r)
+    ia, ib, r, n = ia[good], ib[good], np.clip(r[good], -1.0, 1.0), n[good]
+    return pd.DataFrame({"unit_a": units[members[ia]], "unit_b": units[members[ib]],
+                         "annotator_a": ann[ia], "annotator_b": ann[ib], "r": r, "n": n})
 
 
 def summarize_correlations(values: Sequence[float]) -> dict[str, float | int | None]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -57,8 +58,13 @@ def binomial_p(successes: float, failures: float, p0: float = 0.5) -> float:
     Counts are rounded to integers (half-wins from ties would otherwise break the exact test).
     With no trials there is no evidence, so p = 1.0.
     """
-    k = round(successes)
-    n = k + round(failures)
+    return _binomial_p(round(successes), round(failures), float(p0))
+
+
+@lru_cache(maxsize=65536)
+def _binomial_p(k: int, failures: int, p0: float) -> float:
+    """Cached: a grid of many bots asks for the same counts again (each cell and its pair row)."""
+    n = k + failures
     if n == 0:
         return 1.0
     return float(binomtest(k, n, p0, alternative="two-sided").pvalue)
@@ -176,7 +182,8 @@ def agreement(df: pd.DataFrame, item: str | Sequence[str] = "item", choice: str 
         return {"items": 0, "annotations": 0, "majority": None, "pairwise": None, "p": None, "stars": ""}
     top = per_item.max()[multi]
     tot = n_item[multi]
-    same_pairs = counts.groupby(level=list(range(len(keys)))).apply(lambda s: float((s * (s - 1) / 2).sum()))[multi]
+    # pairs of annotations of one item that agree, summed per item (one grouped sum, no apply per item)
+    same_pairs = (counts * (counts - 1) / 2).groupby(level=list(range(len(keys)))).sum().astype(float)[multi]
     all_pairs = tot * (tot - 1) / 2
     k, n = int(top.sum()), int(tot.sum())
     p = binomial_p(k, n - k)

@@ -66,16 +66,51 @@ def n_grid(n_max: int = 100_000, n_min: int = 2, points: int = 120) -> np.ndarra
     return np.concatenate([small, big])
 
 
-def binomial_rejection_bound(n, alpha: float = 0.05):
-    """Largest k with two-sided binomial-test p(k of n, 0.5) < alpha (-1 when none): the test
-    rejects when wins <= c or wins >= n - c. Vectorised over n."""
-    ns = np.asarray(n, dtype=float)
+def _rejection_bounds(ns: np.ndarray, alpha: float) -> np.ndarray:
     q = alpha / 2.0
     c = np.where(ns > 0, sps.binom.ppf(q, np.maximum(ns, 1), 0.5) - 1, -1)
     # ppf can be off by one in floating point; enforce cdf(c) < q <= cdf(c + 1)
     c = np.where((c >= 0) & (sps.binom.cdf(c, np.maximum(ns, 1), 0.5) >= q), c - 1, c)
     c = np.where((c + 1 <= ns / 2) & (sps.binom.cdf(c + 1, np.maximum(ns, 1), 0.5) < q), c + 1, c)
-    c = np.where(ns > 0, c, -1).astype(int)
+    return np.where(ns > 0, c, -1).astype(int)
+
+
+_UNKNOWN = -2
+_bound_tables: dict[float, np.ndarray] = {}  # alpha -> bound per n (_UNKNOWN where not computed yet)
+
+
+def _lookup_bounds(ns: np.ndarray, alpha: float) -> np.ndarray:
+    """Bounds for integer n >= 0 from a per-alpha table filled on demand: only the n values ever
+    asked for are computed (the power simulations ask for the same few thousand n again and again)."""
+    table = _bound_tables.get(alpha)
+    top = int(ns.max())
+    if table is None or top >= table.size:
+        size = 1 << max(top + 1, 1024).bit_length()
+        grown = np.full(size, _UNKNOWN, dtype=np.int64)
+        if table is not None:
+            grown[: table.size] = table
+        _bound_tables[alpha] = table = grown
+    missing = np.unique(ns[table[ns] == _UNKNOWN])
+    if missing.size:
+        table[missing] = _rejection_bounds(missing.astype(float), alpha)
+    return table[ns]
+
+
+def binomial_rejection_bound(n, alpha: float = 0.05):
+    """Largest k with two-sided binomial-test p(k of n, 0.5) < alpha (-1 when none): the test
+    rejects when wins <= c or wins >= n - c. Vectorised over n; cached per n and alpha."""
+    ns = np.asarray(n)
+    if ns.size == 0:
+        return np.zeros(ns.shape, dtype=int)
+    if not np.issubdtype(ns.dtype, np.integer):
+        if not np.all(ns == np.floor(ns)):  # fractional n: no table
+            c = _rejection_bounds(ns.astype(float), alpha)
+            return int(c) if c.ndim == 0 else c
+        ns = ns.astype(np.int64)
+    if int(ns.max()) > 50_000_000:  # beyond any study: compute directly rather than keep a huge table
+        c = _rejection_bounds(ns.astype(float), alpha)
+    else:
+        c = np.where(ns > 0, _lookup_bounds(np.maximum(ns, 0), float(alpha)), -1).astype(int)
     return int(c) if c.ndim == 0 else c
 
 
@@ -432,6 +467,16 @@ def _mw_share(tx: np.ndarray, ty: np.ndarray, m: int, z_crit: float) -> float:
     return float(significant.mean())
 
 
+def _mw_share_from(u: np.ndarray, ties: np.ndarray, m: int, z_crit: float) -> float:
+    """`_mw_share` from U and the tie term sum(t^3 - t) already computed per row."""
+    total = 2.0 * m
+    if total <= 1:
+        return 0.0
+    sd = np.sqrt(np.maximum(m * m / 12.0 * ((total + 1) - ties / (total * (total - 1))), 0.0))
+    significant = (sd > 0) & (u - m * m / 2.0 - 0.5 > z_crit * sd)
+    return float(significant.mean())
+
+
 def _resample_counts(rng: np.random.Generator, probs: np.ndarray, m: int, n_sim: int) -> np.ndarray:
     """n_sim multinomial(m, probs) count vectors; small m draws the m values directly (cheaper)."""
     k = probs.size
@@ -459,8 +504,10 @@ def simulate_mann_whitney_power_pairs(
     dist = {k: _distinct(v) for k, v in samples.items()}
     support = {}
     for a, b in pairs:
-        union = np.unique(np.concatenate([dist[a][0], dist[b][0]]))
-        support[a, b] = (union, np.searchsorted(union, dist[a][0]), np.searchsorted(union, dist[b][0]))
+        va, vb = dist[a][0], dist[b][0]
+        below = np.searchsorted(vb, va, side="left")  # b's distinct values below each of a's
+        same = (below < vb.size) & (vb[np.minimum(below, vb.size - 1)] == va)  # a's values b has too
+        support[a, b] = (below, np.flatnonzero(same), below[same])
     ns = np.asarray(n_per_group, dtype=int)
     out = {pair: np.full(ns.size, np.nan) for pair in pairs}
     rng = np.random.default_rng(seed)
@@ -472,14 +519,24 @@ def simulate_mann_whitney_power_pairs(
                 out[pr][i] = 0.0
             continue
         needed = sorted({k for pr in active for k in pr})
-        counts = {k: _resample_counts(rng, dist[k][1], int(m), n_sim) for k in needed}
+        counts = {k: _resample_counts(rng, dist[k][1], int(m), n_sim).astype(float) for k in needed}
+        # per sample, once for all its pairs: cumulative counts (with a leading 0) and sum of cubes
+        cum = {k: np.concatenate([np.zeros((n_sim, 1)), np.cumsum(c, axis=1)], axis=1) for k, c in counts.items()}
+        cubes = {k: np.einsum("ij,ij->i", c, c * c) for k, c in counts.items()}
         for a, b in active:
-            union, ia, ib = support[a, b]
-            tx = np.zeros((n_sim, union.size))
-            ty = np.zeros((n_sim, union.size))
-            tx[:, ia] = counts[a]
-            ty[:, ib] = counts[b]
-            out[a, b][i] = _mw_share(tx, ty, int(m), z_crit)
+            below, a_same, b_same = support[a, b]
+            ca, cb = counts[a], counts[b]
+            # U = sum over a's values v of count_a(v) * (count_b(< v) + count_b(v) / 2): exact in
+            # floating point (integers and halves), the same statistic as on the merged support
+            u = np.einsum("ij,ij->i", ca, cum[b][:, below])
+            ties = cubes[a] + cubes[b]
+            if a_same.size:
+                shared_a, shared_b = ca[:, a_same], cb[:, b_same]
+                u += 0.5 * np.einsum("ij,ij->i", shared_a, shared_b)
+                both = shared_a + shared_b
+                ties += np.einsum("ij,ij->i", both, both * both) - np.einsum(
+                    "ij,ij->i", shared_a, shared_a * shared_a) - np.einsum("ij,ij->i", shared_b, shared_b * shared_b)
+            out[a, b][i] = _mw_share_from(u, ties - 2.0 * m, int(m), z_crit)
     return out
 
 

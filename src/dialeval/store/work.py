@@ -606,6 +606,7 @@ class ScoredJudgment:
     meta: dict[str, Any]
     annotator_status: str
     annotator_meta: dict[str, Any]
+    annotator: int | None = None  # the annotator's row id: the adaptive test counts per annotator
 
 
 def scheduling_judgments(
@@ -621,6 +622,7 @@ def scheduling_judgments(
             JudgmentRow.meta,
             AnnotatorRow.status,
             AnnotatorRow.meta,
+            JudgmentRow.annotator_id,
         )
         .join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
         .where(JudgmentRow.study_id == study_id, JudgmentRow.id > after_id)
@@ -629,8 +631,8 @@ def scheduling_judgments(
         q = q.where(JudgmentRow.question.not_in(exclude_questions))
     q = q.where(_counted(JudgmentRow.assignment_id))
     return [
-        ScoredJudgment(jid, question, value, dict(meta or {}), status, dict(ameta or {}))
-        for jid, question, value, meta, status, ameta in session.execute(q.order_by(JudgmentRow.id))
+        ScoredJudgment(jid, question, value, dict(meta or {}), status, dict(ameta or {}), aid)
+        for jid, question, value, meta, status, ameta, aid in session.execute(q.order_by(JudgmentRow.id))
     ]
 
 

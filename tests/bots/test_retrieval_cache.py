@@ -1,0 +1,47 @@
+"""The retrieval index is built once per corpus and cached on disk in the user cache folder."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from dialeval import cache
+from dialeval.bots import retrieval
+
+
+def test_index_is_cached_on_disk_and_rebuilt_when_the_corpus_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("DIALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello there\nhi, how are you\nfine thanks\n\nwhat is your job\nI bake bread\n", "utf-8")
+    monkeypatch.setattr(retrieval, "_indexes", {})
+    first = retrieval.get_index(str(corpus), None, 2)
+    entries = list((tmp_path / "cache").glob("retrieval-index-*.pickle"))
+    assert len(entries) == 1 and cache.cache_dir() == tmp_path / "cache"
+
+    # a new process (empty in-memory table) loads it instead of building
+    monkeypatch.setattr(retrieval, "_indexes", {})
+    built = []
+    monkeypatch.setattr(retrieval, "_build", lambda *a: built.append(a))
+    again = retrieval.get_index(str(corpus), None, 2)
+    assert built == [] and again.responses == first.responses and again.openings == first.openings
+    assert (again.matrix != first.matrix).nnz == 0
+
+    # an edited corpus is a different entry
+    monkeypatch.undo()
+    monkeypatch.setenv("DIALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(retrieval, "_indexes", {})
+    corpus.write_text("good morning\nmorning to you\n", "utf-8")
+    os.utime(corpus, (time.time() + 5, time.time() + 5))
+    third = retrieval.get_index(str(corpus), None, 2)
+    assert third.openings == ["good morning"]
+    assert len(list((tmp_path / "cache").glob("retrieval-index-*.pickle"))) == 2
+
+
+def test_an_unwritable_cache_folder_is_skipped(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("DIALEVAL_CACHE_DIR", str(blocker / "sub"))
+    monkeypatch.setattr(retrieval, "_indexes", {})
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("apple banana\ncherry dates\n", "utf-8")
+    assert retrieval.get_index(str(corpus), None, 1).openings == ["apple banana"]
