@@ -8,17 +8,17 @@ runs; then the stored `elapsed_s` of every judgment is compared with the documen
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from statistics import mean
 
 import pytest
-from typer.testing import CliRunner
 
 from dialeval import METHODS
-from dialeval.cli import app
 from dialeval.records import Judgment
 from dialeval.store import Store
 
-runner = CliRunner()
+DIALEVAL = [sys.executable, "-m", "dialeval.cli"]
 
 # Seconds per step as docs/simulated-crowd.md documents them.
 DOCUMENTED_SECONDS = {
@@ -33,10 +33,6 @@ DOCUMENTED_SECONDS = {
 }
 
 
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
-
-
 def step_of(method: str, j: Judgment) -> str:
     if j.question == "onboarding" or j.meta.get("onboarding"):
         return "onboarding"
@@ -48,11 +44,19 @@ def step_of(method: str, j: Judgment) -> str:
 @pytest.fixture(scope="module")
 def completed_demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "demo"
-    made = invoke("demo", "--no-serve", "--out", out)
-    assert made.exit_code == 0, made.output
+    # Subprocesses, as a user runs them (and free of any event loop an earlier browser test left running).
+    made = subprocess.run(
+        [*DIALEVAL, "demo", "--no-serve", "--out", str(out)], capture_output=True, text=True, timeout=1200
+    )
+    assert made.returncode == 0, made.stderr
     for method in METHODS:
-        result = invoke("simulate", out / method, "--annotators", 20, "--careless", 0, "--seed", 2)
-        assert result.exit_code == 0, result.output
+        result = subprocess.run(
+            [*DIALEVAL, "simulate", str(out / method), "--annotators", "20", "--careless", "0", "--seed", "2"],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+        assert result.returncode == 0, result.stderr
     return out
 
 
