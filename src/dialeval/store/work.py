@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from ..errors import StoreError
 from ..records import Dataset, Unit
 from .schema import (
     AnnotatorRow,
@@ -45,6 +46,12 @@ REASSIGNED_NOTICE = ("Your earlier task expired and was given to somebody else, 
                      "What you did on it is kept.")
 
 
+@overload
+def _aware(ts: datetime) -> datetime: ...
+@overload
+def _aware(ts: None) -> None: ...
+@overload
+def _aware(ts: datetime | None) -> datetime | None: ...
 def _aware(ts: datetime | None) -> datetime | None:
     # SQLite gives naive datetimes back; they were stored as UTC.
     if ts is not None and ts.tzinfo is None:
@@ -166,7 +173,7 @@ def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
                 .group_by(JudgmentRow.annotator_id)
             )
         }
-        assigned = Counter()
+        assigned: Counter[tuple[int, str]] = Counter()
         for a, status in s.execute(
             select(AssignmentRow.annotator_id, AssignmentRow.status).where(AssignmentRow.study_id == study_id)
         ):
@@ -415,6 +422,8 @@ def create_assignment(
         )
     )
     unit = session.get(UnitRow, unit_id)
+    if unit is None:  # the caller chose an existing unit inside this transaction
+        raise StoreError(f"unit {unit_id} does not exist")
     return _assignment(row, unit)
 
 

@@ -285,11 +285,11 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
                 raise WebError(400, "The request body must be a JSON object.")
             return data
         form = await request.form()
-        data: dict[str, Any] = {}
+        fields: dict[str, Any] = {}
         for key in form:
             values = [v for v in form.getlist(key) if isinstance(v, str)]
-            data[key] = values if len(values) > 1 else (values[0] if values else "")
-        return data
+            fields[key] = values if len(values) > 1 else (values[0] if values else "")
+        return fields
 
     async def read_clean_form(request: Request) -> dict[str, Any]:
         """The posted form or JSON, every text without NUL and other control characters (textclean.py)."""
@@ -437,6 +437,8 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         store, sid = served.ctx.store, served.ctx.study_id
         row = await run_in_threadpool(store.get_or_create_annotator, sid, ent.external_id, ent.platform, ent.meta)
         annotator = await run_in_threadpool(work.get_annotator, store, row.id)
+        if annotator is None:  # created just above; gone only if the study was deleted meanwhile
+            raise WebError(404, "This study is no longer available.")
         current = await run_in_threadpool(identity, request, served)
         same_browser = current is not None and current[1].id == annotator.id
         if not same_browser and annotator.meta.get("session_nonce"):
@@ -448,7 +450,7 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
                           meta=json.dumps({k: v for k, v in ent.meta.items() if v}))
         await run_in_threadpool(record_platform_meta, served, annotator, ent.meta)
         response = RedirectResponse("", status_code=303)
-        nonce = current[0].nonce if same_browser else None
+        nonce = current[0].nonce if current is not None and same_browser else None
         await run_in_threadpool(set_identity, response, request, served, annotator.id, nonce)
         response.headers["location"] = url_for(request, served, "consent")
         return response
@@ -565,6 +567,8 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         """(assignment or None, notice): the annotator's own unfinished assignment (also one that expired
         while nobody else took its unit), else new work from the protocol when `assign`."""
         protocol = served.protocol
+        if protocol is None:
+            raise WebError(503, served.error or "This study's pages are not available.")
         assignment, notice = await run_in_threadpool(work.resume_assignment, served.ctx.store,
                                                      served.ctx.study_id, annotator.id, protocol.expiry())
         if assignment is None and assign:
@@ -681,7 +685,7 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         session (protocols' `completion`); otherwise back to the task, or why nothing is left."""
         served = get_served(slug)
         _ident, annotator = await run_in_threadpool(require_identity, request, served)
-        page = {"study": served.ctx, "annotator": annotator, "code": None, "mturk": None, "csrf": "",
+        page: dict[str, Any] = {"study": served.ctx, "annotator": annotator, "code": None, "mturk": None, "csrf": "",
                 "state": None, "return_link": return_link(served, annotator), "sid": None}
         if annotator.status == "blocked":
             return render(request, "done.html", **{**page, "state": "failed", "blocked": True})
@@ -714,7 +718,8 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
                                     completion={"state": "complete", "done": completion.done,
                                                 "quota": completion.quota, "reason": completion.reason},
                                     **({"completed_mturk_assignment": mturk_id} if mturk_id else {}))
-            annotator = await run_in_threadpool(work.get_annotator, served.ctx.store, annotator.id)
+            reread = await run_in_threadpool(work.get_annotator, served.ctx.store, annotator.id)
+            annotator = reread or annotator
         rec = served.ctx.config.recruitment
         code = completion_code(served, annotator)
         if annotator.platform == "prolific" and rec.completion_code:
