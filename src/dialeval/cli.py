@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -19,26 +20,104 @@ from .errors import DialevalError
 app = typer.Typer(
     name="dialeval",
     help="Human evaluation of chatbots: make conversations, collect judgments, report the statistics.",
+    epilog="Exit codes: 0 done; 2 something you can fix (bad input, unreachable bot, a file that cannot be read "
+    "or written, nothing to report), printed as one 'error:' line; 1 a bug.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console()
-err_console = Console(stderr=True)
+
+
+def _console(stderr: bool = False) -> Console:
+    """Off a terminal (a log, a pipe) rich would cut tables at 80 columns: use $COLUMNS or 200."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        import os
+
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else 200
+    return Console(stderr=stderr, width=width)
+
+
+console = _console()
+err_console = _console(stderr=True)
+
+
+def fail(message: str) -> typer.Exit:
+    """Print one `error:` line and return the exit (code 2: something the user can fix)."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(2)
+
+
+def os_error_message(exc: OSError) -> str:
+    """'PATH: Permission denied' rather than a traceback; the path is the one the user named."""
+    what = exc.strerror or exc.__class__.__name__
+    where = exc.filename if exc.filename is not None else None
+    return f"{where}: {what}" if where else what
 
 
 def friendly(fn):
-    """Print DialevalError messages plainly and exit 2 (bad input) instead of showing a traceback."""
+    """Exit codes of the README: user errors (DialevalError) and OS errors (a missing file, a folder
+    that cannot be written, a full disk) print one line and exit 2; a bug keeps its traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except DialevalError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
-            raise typer.Exit(2) from None
+            raise fail(str(exc)) from None
+        except OSError as exc:
+            raise fail(os_error_message(exc)) from None
 
     return wrapper
+
+
+def _hide_flag_types() -> None:
+    """typer >= 0.16 prints '<bool>' beside every flag in --help; a flag takes no value, so show none."""
+    try:
+        from typer.core import TyperOption
+    except ImportError:  # pragma: no cover - an older typer prints no types
+        return
+    original = getattr(TyperOption, "display_type_rich", None)
+    if original is None or getattr(original, "_dialeval", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if getattr(self, "is_flag", False) else original(self, ctx)
+
+    setattr(display_type_rich, "_dialeval", True)  # noqa: B010  (marks the patch: applied once)
+    setattr(TyperOption, "display_type_rich", display_type_rich)  # noqa: B010
+
+
+_hide_flag_types()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        console.print(f"dialeval {__version__}", highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_options(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version"),
+) -> None:
+    """Human evaluation of chatbots: make conversations, collect judgments, report the statistics.
+
+    Exit codes: 0 done; 2 something you can fix (bad input, unreachable bot, a file or folder that
+    cannot be read or written, nothing to report); 1 a bug (please report it with the traceback).
+    """
+
+
+def _table(*columns: str, title: str | None = None) -> Table:
+    """A rich table whose long cells fold onto more lines instead of being cut with '…'."""
+    out = Table(title=title)
+    for column in columns:
+        out.add_column(column, overflow="fold")
+    return out
 
 
 # -- init ----------------------------------------------------------------------------------------------
@@ -64,8 +143,12 @@ def init(
     text = resources.files("dialeval").joinpath(f"templates/{method}.yaml").read_text(encoding="utf-8")
     text = text.replace(f"name: my-{method}-study", f"name: {folder.name}", 1)
     target.write_text(text, encoding="utf-8")
-    load_study(target)  # the template must always validate
-    console.print(f"wrote {target}: edit it, then run [bold]dialeval generate {folder}[/]")
+    config = load_study(target)  # the template must always validate
+    if config.generation.mode == "none":
+        console.print(f"wrote {target}: edit it, then run [bold]dialeval serve {escape(str(folder))}[/] "
+                      "(annotators chat live with the bots; no conversations to generate first)")
+    else:
+        console.print(f"wrote {target}: edit it, then run [bold]dialeval generate {escape(str(folder))}[/]")
 
 
 # -- generate ------------------------------------------------------------------------------------------
@@ -83,7 +166,7 @@ def _progress() -> Progress:
 def _report_generation(result) -> None:
     console.print(f"made {len(result.made)}, kept {len(result.skipped)} already made, failed {len(result.failed)}")
     if result.failed:
-        table = Table("conversation", "why it failed", title="failed conversations (rerun to retry them)")
+        table = _table("conversation", "why it failed", title="failed conversations (rerun to retry them)")
         for cid, why in sorted(result.failed.items()):
             table.add_row(cid, why)
         console.print(table)
@@ -118,6 +201,11 @@ def generate(
         from .study import open_study
 
         opened = open_study(study)
+        if opened.config.generation.mode == "none" and mode is None:
+            opened.close()
+            console.print(f"{study}: a {opened.config.method} study has no conversations to generate "
+                          f"(annotators chat live with the bots); next: [bold]dialeval serve {escape(str(study))}[/]")
+            return
         plan = study_plan(opened.config, bots.split(",") if bots else None, mode=mode, conversations=n, turns=turns,
                           personas=False if no_personas else None, concurrency=concurrency)
         existing = opened.store.conversation_status(opened.id)
@@ -130,10 +218,11 @@ def generate(
         bot_objects = {name: build_bot(name, name, {}) for name in chosen}
         existing, sink = _file_sink(output, fmt)
 
-    total = len(plan.conversation_ids()) + len(plan.human_ids())
+    planned = [cid for cid, _ in plan.conversation_ids()] + plan.human_ids()
     with _progress() as progress:
-        task = progress.add_task("conversations", total=total)
-        progress.advance(task, sum(1 for e in existing.values() if e is None))
+        # Only this plan's conversations count: a study may hold others (onboarding, an earlier plan).
+        task = progress.add_task("conversations", total=len(planned))
+        progress.advance(task, sum(1 for cid in planned if cid in existing and existing[cid] is None))
 
         if opened is not None:
             try:
@@ -151,7 +240,9 @@ def generate(
     if study is None:
         _convert_output(output, fmt)
     if result.failed:
-        raise typer.Exit(1)
+        first = next(iter(sorted(result.failed.items())))
+        raise fail(f"{len(result.failed)} conversation(s) failed, e.g. {first[0]}: {first[1]}; "
+                   "fix the bot (is it running? see the table above) and rerun to retry only those")
 
 
 OUTPUT_FORMATS = ("dialeval", "parlai", "openai")
@@ -336,6 +427,7 @@ def demo(
     simulate_n: int = typer.Option(0, "--simulate", help="complete every study with N simulated annotators"),
     no_serve: bool = typer.Option(False, "--no-serve", help="stop after making (and simulating) the studies"),
     seed: int = typer.Option(1, "--seed"),
+    force: bool = typer.Option(False, "--force", help="replace the demo studies of an earlier run in --out"),
 ) -> None:
     """A demo study of every method with the bundled bots, served on 127.0.0.1:8000.
 
@@ -344,17 +436,27 @@ def demo(
       dialeval demo --port 8080 --no-browser
       dialeval demo --simulate 20 --no-serve --out demo   # completed by 20 simulated annotators, with reports
     """
-    from .demo import create_demo
+    from .demo import clear_demo, create_demo, planned_conversations
 
+    if out.exists() and not out.is_dir():
+        raise DialevalError(f"--out {out} is a file; name a folder")
+    if out.exists() and any(out.iterdir()) and not force:
+        # An earlier run's studies would be added to, and the summary would show only the new run.
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            if not typer.confirm(f"{out} is not empty: replace its demo studies?", default=False):
+                raise fail(f"{out} is not empty; choose another --out, or pass --force to replace its demo studies")
+        else:
+            raise fail(f"{out} is not empty; choose another --out, or pass --force to replace its demo studies")
+    clear_demo(out)
     with _progress() as progress:
-        task = progress.add_task("demo conversations", total=None)
+        task = progress.add_task("demo conversations", total=planned_conversations(seed=seed))
         folders = create_demo(out, seed=seed, progress=lambda method, conv: progress.advance(task))
     console.print(f"demo studies in {out}: " + ", ".join(f.name for f in folders))
     if simulate_n:
         from .simulate.crowd import simulate_demo
 
         results = simulate_demo(out, annotators=simulate_n, seed=seed)
-        table = Table(
+        table = _table(
             "method",
             "annotators",
             "judgments stored",
@@ -447,7 +549,7 @@ def plan(
         result = plan_from_pilot(study_report(study), power=power, alpha=alpha)
     else:
         raise DialevalError("give --expect WINNER>LOSER:RATE, or a study folder with pilot data")
-    table = Table(
+    table = _table(
         "pair",
         "expected",
         "judgments needed",
@@ -680,6 +782,7 @@ def import_(
     max_text_chars: int | None = typer.Option(
         None, "--max-text-chars", min=1, help="longest text accepted (default 20000 or $DIALEVAL_MAX_TEXT_CHARS)"
     ),
+    append: bool = typer.Option(False, "--append", help="add a different source to a study that holds data"),
 ) -> None:
     """Import a published or outside data set into a study folder.
 
@@ -701,7 +804,23 @@ def import_(
     with import_text_limit_of(max_text_chars):
         dataset = read_import(fmt, path, domain, renames, method, paper_names=paper_names, judges=judges)
     originals = make_names_safe(dataset)
+    from .import_sources import already_imported, refuse_other_source, source_digest, source_record
+
+    # Idempotent: the same content again changes nothing (not even study.yaml); another source needs --append.
+    digest = source_digest(path, *judges)
     if (study / STUDY_FILE).exists():
+        opened = open_study(study)
+        try:
+            previous = opened.store.imported_sources(opened.id)
+            earlier = already_imported(previous, fmt, digest, domain)
+            if earlier is not None:
+                console.print(f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same "
+                              "content, sha256 " + digest[:12] + "); nothing changed")
+                return
+            held = opened.store.counts(opened.id)
+            refuse_other_source(study, previous, held["judgments"], held["conversations"], append)
+        finally:
+            opened.close()
         existing = load_study(study)
         if existing.method != dataset.method:
             raise DialevalError(f"{study} holds a {existing.method} study; this import is {dataset.method}")
@@ -730,7 +849,9 @@ def import_(
         )
     opened = open_study(study)
     try:
-        counts = opened.store.save_dataset(opened.id, dataset)
+        source = source_record(fmt, path, digest, domain=domain, rename=renames or None,
+                               judges=[str(j.resolve()) for j in judges] or None)
+        counts = opened.store.save_dataset(opened.id, dataset, source=source)
     finally:
         opened.close()
     for new, old in originals.items():
@@ -786,8 +907,11 @@ def report(
     from .report import study_report, write_report
 
     result = study_report(study)
+    if not result.get("study", {}).get("collected", {}).get("judgments"):
+        raise DialevalError(f"{study} holds no judgments yet, so there is nothing to report; collect some "
+                            f"(dialeval serve {study}, or dialeval simulate {study}) or import a data set")
     paths = write_report(result, study / "report", json_path=json_path, html_path=html_path)
-    table = Table("system", "n", "score", title=f"{result['method']}: systems, best first")
+    table = _table("system", "n", "score", title=f"{result['method']}: systems, best first")
     for s in result.get("systems", []):
         score = s.get("score")
         table.add_row(str(s.get("name")), str(s.get("n")), "" if score is None else f"{score:.3f}")
@@ -813,13 +937,24 @@ def compare(
     from .report.build import study_report
 
     result = to_jsonable(compare_runs(study_report(study_a), study_report(study_b)))
-    table = Table("system", str(study_a), str(study_b), title="scores in both runs")
+    if not result.get("systems"):
+        raise DialevalError(
+            f"{study_a} and {study_b} have no system in common (scored in both), so there is nothing to "
+            f"compare; {study_a}: {', '.join(result.get('only_a') or []) or 'no scored systems'}; "
+            f"{study_b}: {', '.join(result.get('only_b') or []) or 'no scored systems'}"
+        )
+    table = _table("system", str(study_a), str(study_b), title="scores in both runs")
     for s in result.get("systems", []):
         table.add_row(str(s["name"]), f"{s['a']:.3f}", f"{s['b']:.3f}")
     console.print(table)
-    console.print(f"Pearson r = {result.get('pearson')}, Spearman rho = {result.get('spearman')}")
+
+    def r(value) -> str:
+        return "not defined (needs 3 systems in common with varying scores)" if value is None else f"{value:.3f}"
+
+    console.print(f"Pearson r = {r(result.get('pearson'))}, Spearman rho = {r(result.get('spearman'))} "
+                  f"({result.get('n')} systems in common)")
     if result.get("criteria"):  # direct assessment: paper 002 Table 3's r row, one per criterion
-        criteria = Table("criterion", "Pearson r", "Spearman rho", "n", title="self-replication per criterion")
+        criteria = _table("criterion", "Pearson r", "Spearman rho", "n", title="self-replication per criterion")
         fmt = lambda r: "" if r is None else f"{r:.3f}"  # noqa: E731
         for name, c in result["criteria"].items():
             criteria.add_row(name, fmt(c.get("pearson")), fmt(c.get("spearman")), str(c.get("n")))

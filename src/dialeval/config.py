@@ -174,6 +174,9 @@ PROTOCOL_OPTIONS: dict[str, type[BaseModel]] = {
 }
 
 
+PAIRED_METHODS = ("acute", "pairwise-turn")  # a judgment compares two bots: one bot is no study
+
+
 class StudyConfig(_Strict):
     name: str = Field(min_length=1, max_length=200)
     # "arena": imported Chatbot Arena battles (analysis only; no annotation pages yet)
@@ -200,6 +203,11 @@ class StudyConfig(_Strict):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"bot names must be unique; repeated: {', '.join(duplicates)}")
+        if self.method in PAIRED_METHODS and self.imported_from is None:
+            compared = [b.name for b in self.bots if b.type != "degraded"]
+            if len(compared) < 2:
+                raise ValueError(f"a {self.method} study compares bots in pairs: list at least two bots under "
+                                 f"bots (it has {len(compared)}: {', '.join(compared) or 'none'})")
         presets = PRESETS.get(self.method, {})
         for q in self.questions:
             if q.text is None and q.id not in presets:

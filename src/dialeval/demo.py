@@ -67,6 +67,30 @@ def demo_study_data(method: str, seed: int = 1) -> dict[str, Any]:
     return data
 
 
+def planned_conversations(methods: tuple[str, ...] = METHODS, seed: int = 1) -> int:
+    """How many conversations `create_demo` generates (the progress bar's total)."""
+    from .config import StudyConfig
+    from .dialogue.generate import study_plan
+
+    total = 0
+    for method in methods:
+        config = StudyConfig.model_validate(demo_study_data(method, seed))
+        if config.generation.mode != "none":
+            plan = study_plan(config)
+            total += len(plan.conversation_ids()) + len(plan.human_ids())
+    return total
+
+
+def clear_demo(out: str | Path, methods: tuple[str, ...] = METHODS) -> None:
+    """Remove the demo's own study folders under `out` (nothing else there) so a run starts afresh."""
+    import shutil
+
+    for method in methods:
+        folder = Path(out) / method
+        if (folder / "study.yaml").exists():
+            shutil.rmtree(folder)
+
+
 def create_demo(out: str | Path, methods: tuple[str, ...] = METHODS, seed: int = 1, progress=None) -> list[Path]:
     """Write the demo study folders under `out` and generate their conversations (resumably)."""
     from .dialogue.generate import generate_study, study_plan

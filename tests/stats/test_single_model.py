@@ -92,3 +92,15 @@ def test_combine_scores(turns, dialog):
     assert sm.likert_to_unit([1, 3, 5]).tolist() == [0, 0.5, 1]
     with pytest.raises(ValueError):
         sm.combine_scores(turns, dialog, 0, 0)
+
+
+def test_effective_win_rate_interval_reflects_the_sample_not_the_bootstrap_count():
+    """Issue 10: with 10 conversations per bot the interval was +-0.008 (the Monte Carlo error of
+    10,000 rounds); it must be as wide as ten ratings per side allow, and narrow with more data."""
+    rng = np.random.default_rng(4)
+    x, y = rng.integers(1, 6, 10), rng.integers(1, 6, 10)
+    small = sm.effective_win_rate(x, y, n_boot=10000, seed=0)
+    assert small["ci_low"] <= small["exact"] <= small["ci_high"]
+    assert small["ci_high"] - small["ci_low"] > 0.2
+    big = sm.effective_win_rate(np.tile(x, 40), np.tile(y, 40), n_boot=10000, seed=0)
+    assert big["ci_high"] - big["ci_low"] < (small["ci_high"] - small["ci_low"]) / 3

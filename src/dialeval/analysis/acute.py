@@ -2,8 +2,8 @@
 
 Judgment values: {"winner": conversation id, "loser": conversation id}. A conversation is mapped
 to the bot under evaluation through unit.payload["speakers_to_eval"] (aligned with
-unit.conversation_ids), else the conversation's single bot. Onboarding judgments (meta
-{"onboarding": true} or unit.payload["is_onboarding"]) and judgments of filtered annotators are
+unit.conversation_ids), else the conversation's single bot. Onboarding and practice judgments
+(`analysis.practice.is_practice`: by question, unit kind or meta) and judgments of filtered annotators are
 left out of the statistics and counted under `excluded`.
 
 The helpers prefixed with `_` are shared by the other analysis modules.
@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dialeval.analysis.practice import is_practice
 from dialeval.jsonable import to_jsonable
 from dialeval.records import Dataset, Judgment, Unit
 from dialeval.stats import pairwise as pw
@@ -39,9 +40,7 @@ _jsonable = to_jsonable
 
 
 def _is_onboarding(j: Judgment, unit: Unit | None) -> bool:
-    if j.meta.get("onboarding") or j.meta.get("is_onboarding"):
-        return True
-    return bool(unit is not None and unit.payload.get("is_onboarding"))
+    return is_practice(j, unit)
 
 
 def _filtered_annotators(dataset: Dataset, extra: Iterable[str] | None) -> set[str]:
@@ -208,6 +207,7 @@ def acute_frame(
                 "winner": wb,
                 "loser": lb,
                 "first_conv": shown[0],
+                "order_known": j.shown_order is not None,
                 "elapsed_s": j.elapsed_s,
                 "created_at": j.created_at,
                 "justification": j.justification,
@@ -231,11 +231,23 @@ def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim:
     items = df.assign(item=[tuple(sorted((w, l_))) for w, l_ in zip(df["winner_conv"], df["loser_conv"])])
     agree = pw.agreement(items, item="item", choice="winner_conv")
 
+    if not agree.get("items"):
+        agree["note"] = "no pair of conversations was judged by two annotators, so agreement cannot be measured"
+
+    # The A/A check of ACUTE-Eval: with the same bot on both sides the left side should win half the
+    # time. Without such pairs in the study, the same check runs over every comparison: sides are
+    # randomised, so the left side should still win about half of them (no position bias).
     aa_rows = df[df["winner"] == df["loser"]]
-    aa = None
     if len(aa_rows):
         aa = pw.aa_test((aa_rows["winner_conv"] == aa_rows["first_conv"]).tolist())
+        aa["check"] = "same bot on both sides: the left side should win half the time"
         aa["bots"] = sorted(set(aa_rows["winner"]))
+    elif df["order_known"].any():
+        known = df[df["order_known"]]
+        aa = pw.aa_test((known["winner_conv"] == known["first_conv"]).tolist())
+        aa["check"] = "position: sides are randomised, so the left side should win half of all comparisons"
+    else:
+        aa = {"check": "position", "n": 0, "note": "the judgments record no side order, so no A/A check is possible"}
 
     elapsed = df["elapsed_s"].dropna()
     sec = float(elapsed.mean()) if len(elapsed) else None

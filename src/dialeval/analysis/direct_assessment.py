@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from dialeval.analysis.metrics import metric_report
+from dialeval.analysis.practice import is_practice
 from dialeval.jsonable import to_jsonable
 from dialeval.records import DA_CRITERIA, DA_NEGATIVE, Dataset
 from dialeval.stats import direct_assessment as da
@@ -64,7 +65,7 @@ def judgments_frame(dataset: Dataset) -> pd.DataFrame:
     convs = dataset.conversation_map()
     rows = []
     for j in dataset.judgments:
-        if j.question != "ratings" or not isinstance(j.value, dict):
+        if j.question != "ratings" or not isinstance(j.value, dict) or is_practice(j):
             continue
         conv = convs.get(j.conversation_id) if j.conversation_id else None
         system = conv.bots[0] if conv is not None and conv.bots else j.meta.get("system")

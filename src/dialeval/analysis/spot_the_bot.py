@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dialeval.analysis.practice import is_practice
 from dialeval.jsonable import to_jsonable
 from dialeval.records import STB_FEATURES, Dataset
 from dialeval.stats import ranking
@@ -33,15 +34,27 @@ HUMAN = "human"
 STABILITY_SIZES = (3, 5, 10, 20, 30, 44)
 
 
+def _ranking_words(key: str) -> str:
+    """A ranking of clusters (the repr key of stats.subsample_stability) in words: 'a, b > c'."""
+    import ast
+
+    try:
+        clusters = ast.literal_eval(key)
+    except (ValueError, SyntaxError):
+        return str(key)
+    return " > ".join(", ".join(str(x) for x in c) if isinstance(c, (list, tuple)) else str(c) for c in clusters)
+
+
 def annotation_frame(dataset: Dataset) -> pd.DataFrame:
     """One row per spot-the-bot judgment: ``annotation_id, annotator, conversation_id, package_id,
     exchanges, system0, system1, label0, label1, fluency, sensibleness, specificity, elapsed_s,
     bot_bot`` (``bot_bot``: neither entity is a person)."""
     conversations = dataset.conversation_map()
+    units = {u.id: u for u in dataset.units}
     rows = []
     for j in dataset.judgments:
         v = j.value
-        if not isinstance(v, dict) or "entity0" not in v:
+        if is_practice(j, units.get(j.unit_id)) or not isinstance(v, dict) or "entity0" not in v:
             continue
         conv = conversations.get(j.conversation_id)
         if conv is None:
@@ -533,7 +546,7 @@ def subsample_stability_report(
             "reference_share": _num(r["reference_share"]),
             "modal_share": _num(r["modal_share"]),
             "n_rankings": int(r["n_rankings"]),
-            "modal": r["modal"],
+            "modal": _ranking_words(r["modal"]),
         }
         for r in table.to_dict("records")
     ]

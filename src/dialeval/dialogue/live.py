@@ -468,3 +468,21 @@ class LiveProtocol:
 def elapsed_since(state: dict[str, Any], key: str = "shown_at") -> float | None:
     t = state.get(key)
     return round(now_ts() - float(t), 3) if t else None
+
+
+MAX_PAGE_ELAPSED_MS = 6 * 3600 * 1000  # longer than any step: a page left open overnight is not work time
+
+
+def page_elapsed(data: dict[str, Any], state: dict[str, Any] | None = None, key: str = "shown_at") -> float | None:
+    """Seconds the annotator spent on this step, as the page measured it (`elapsed_ms`: from the moment
+    the form was shown to its submit, as the ACUTE and Spot The Bot pages send); else the server's
+    clock since the step was shown. The page's measure leaves out network and bot latency, and it is
+    what a simulated annotator reports instead of sleeping."""
+    raw = data.get("elapsed_ms")
+    try:
+        ms = float(raw) if raw is not None and raw != "" else None
+    except (TypeError, ValueError):
+        ms = None
+    if ms is not None and 0 <= ms <= MAX_PAGE_ELAPSED_MS:
+        return round(ms / 1000.0, 3)
+    return elapsed_since(state or {}, key)

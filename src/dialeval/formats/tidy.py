@@ -206,6 +206,11 @@ def export_judgments(dataset: Dataset, path: str | Path, format: str | None = No
             path, orient="records", lines=True, date_format="iso", date_unit="us", force_ascii=False
         )
     else:
+        try:
+            import pyarrow  # noqa: F401  (the parquet writer pandas uses; not in the base install)
+        except ImportError:
+            raise DialevalError("parquet export needs pyarrow: pip install 'dialeval[parquet]' "
+                                "(or export --format csv / jsonl)") from None
         frame.to_parquet(path, index=False)
     return path
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..dialogue.live import BOT, LiveProtocol, _to_thread, awaiting_bot, human_messages, iso_now, now_ts
+from ..dialogue.live import BOT, LiveProtocol, _to_thread, awaiting_bot, human_messages, iso_now, now_ts, page_elapsed
 from ..errors import JudgmentError
 from ..personas import sample_persona
 from ..questions import DA_SCALE_LABELS, DA_STATEMENTS
@@ -289,7 +289,7 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         bot = self.order(assignment)[index]
         conv_id = self.current_conversation_id(assignment, state)
         self.add_judgment(annotator, assignment, QUESTION, value, request_id=data.get("request_id"),
-                          conversation=conv_id, elapsed_s=round(now_ts() - state.get("shown_at", now_ts()), 3),
+                          conversation=conv_id, elapsed_s=page_elapsed(data, state),
                           shown_order=self.order(assignment),
                           meta={"system": bot, "qc": bot == self.options.qc_bot, "position": index + 1})
         state["index"] = index + 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dialogue.live import BOT, LiveProtocol, _to_thread, awaiting_bot, bot_turn_count, elapsed_since, now_ts
+from ..dialogue.live import BOT, LiveProtocol, _to_thread, awaiting_bot, bot_turn_count, now_ts, page_elapsed
 from ..errors import JudgmentError
 from ..personas import sample_persona
 from ..questions import PAIRWISE_TURN_QUESTIONS, Question
@@ -196,6 +196,7 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             ONBOARDING_QUESTION,
             {"answers": answers, "correct": onb.score(answers), "passed": ok, "try": tries},
             request_id=data.get("request_id"),
+            elapsed_s=page_elapsed(data),
             shown_order=orders,
         )
         info.update(tries=tries, passed=ok)
@@ -319,7 +320,7 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             request_id=data.get("request_id"),
             conversation=conv.id,
             justification=justification,
-            elapsed_s=elapsed_since(pending),
+            elapsed_s=page_elapsed(data, pending),
             shown_order=list(pending["order"]),
             meta={"question_text": self.question(qid).text},
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dialogue.live import BOT, LiveProtocol, _to_thread, awaiting_bot, bot_turn_count, elapsed_since, now_ts
+from ..dialogue.live import BOT, LiveProtocol, _to_thread, awaiting_bot, bot_turn_count, now_ts, page_elapsed
 from ..errors import JudgmentError
 from ..personas import sample_persona
 from ..questions import SINGLE_MODEL_DIALOG_QUESTIONS, SINGLE_MODEL_TURN_QUALITIES
@@ -158,7 +158,7 @@ class SingleModelProtocol(LiveProtocol, Protocol):
             raise JudgmentError("'None of these' cannot be ticked together with a quality.")
         value = {"turn": turn, **{q: q in checked for q in SM_QUALITIES}}
         self.add_judgment(annotator, assignment, "turn", value, request_id=data.get("request_id"),
-                          conversation=conv.id, elapsed_s=elapsed_since(state),
+                          conversation=conv.id, elapsed_s=page_elapsed(data, state),
                           shown_order=[assignment.payload["bot"]])
         state["rated"] = sorted(set(state.get("rated", [])) | {turn})
         state.setdefault("ratings", {})[str(turn)] = [q for q in SM_QUALITIES if value[q]]
@@ -182,7 +182,7 @@ class SingleModelProtocol(LiveProtocol, Protocol):
                 raise JudgmentError("Each rating must be between 1 and 5.")
             value[q] = v
         self.add_judgment(annotator, assignment, "dialog", value, request_id=data.get("request_id"),
-                          conversation=conv.id, elapsed_s=elapsed_since(state),
+                          conversation=conv.id, elapsed_s=page_elapsed(data, state),
                           shown_order=[assignment.payload["bot"]])
         self.finish_live(annotator, conv)
         self.finish(assignment, {**state, "ended": "complete"})

@@ -10,19 +10,30 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 
 from .. import __version__
 from ..analysis import analyze
 from ..jsonable import to_jsonable
 from ..records import Dataset
 from . import plots
+from .answer import answer
 from .methods_text import collection_counts, methods_paragraph
 
 
 def build_report(dataset: Dataset, config: dict[str, Any] | None = None, **options: Any) -> dict[str, Any]:
     """The full report dict: the method's statistics (see README, 'The JSON contract') and provenance."""
+    import warnings
+
     config = config if config is not None else dataset.meta.get("config", {})
-    report = analyze(dataset, **options)
+    # Numerical warnings of the statistics (e.g. a t-test on identical ratings) belong in the report,
+    # next to the numbers they concern, not on the user's terminal with a library's source path.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = analyze(dataset, **options)
+    notes = sorted({f"{w.category.__name__}: {w.message}".translate(_PLAIN) for w in caught})
+    if notes:
+        report["analysis_warnings"] = notes
     counts = collection_counts(dataset)
     report["study"] = {
         "name": dataset.meta.get("study") or config.get("name"),
@@ -32,7 +43,12 @@ def build_report(dataset: Dataset, config: dict[str, Any] | None = None, **optio
         "methods": methods_paragraph(dataset.method, counts, config),
     }
     report["filtered_annotators"] = report.get("filtered_annotators") or _filtered(dataset)
-    return to_jsonable(report)
+    report = to_jsonable(report)
+    report["answer"] = to_jsonable(answer(report))
+    return report
+
+
+_PLAIN = str.maketrans("[]{}", "()()")  # a warning's text is prose on the page, never JSON-looking
 
 
 def study_report(folder: str | Path) -> dict[str, Any]:
@@ -61,9 +77,10 @@ def _filtered(dataset: Dataset) -> list[dict[str, Any]]:
 def figures(report: dict[str, Any]) -> dict[str, Any]:
     """name -> matplotlib figure, for whatever this report has to draw."""
     method = report.get("method")
+    order: list[str] = [str(s.get("name")) for s in report.get("systems") or [] if isinstance(s, dict)]
     figs: dict[str, Any] = {}
     if method in ("acute", "pairwise-turn"):
-        figs["win-rates"] = plots.winrate_heatmap(report.get("matchups", []))
+        figs["win-rates"] = plots.winrate_heatmap(report.get("matchups", []), order=order)
         figs["leaderboard"] = plots.leaderboard(report.get("leaderboard", []))
         if method == "pairwise-turn":
             curves = {}
@@ -102,7 +119,7 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
             "mean rating",
         )
     elif method == "spot-the-bot":
-        figs["win-rates"] = plots.winrate_heatmap(report.get("win_rates", []), rate="win_rate")
+        figs["win-rates"] = plots.winrate_heatmap(report.get("win_rates", []), rate="win_rate", order=order)
         figs["survival"] = plots.lines(
             {k: [tuple(p) for p in v] for k, v in (report.get("survival", {}).get("curves") or {}).items()},
             "Turnbull survival: share of bot speakers not yet spotted",
@@ -111,17 +128,7 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
             step=True,
             ylim=(0, 1.02),
         )
-        ranks = [
-            {
-                "name": s["name"],
-                "rating": -(s["rank_range"][0] + s["rank_range"][1]) / 2,
-                "ci_low": -s["rank_range"][1],
-                "ci_high": -s["rank_range"][0],
-            }
-            for s in report.get("systems", [])
-            if s.get("rank_range")
-        ]
-        figs["rank-ranges"] = plots.leaderboard(ranks, title="Bootstrap rank ranges (>99.5%), shown as −rank")
+        figs["rank-ranges"] = plots.rank_ranges(report.get("systems", []))
     elif method == "direct-assessment":
         figs["z-scores"] = plots.grouped_bars(
             {s["name"]: s.get("z", {}) for s in report.get("systems", [])},
@@ -151,7 +158,7 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
 
 def _png_bytes(fig) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")  # legends sit outside the axes
     return buf.getvalue()
 
 
@@ -166,6 +173,8 @@ def write_report(
     html_path: str | Path | None = None,
 ) -> dict[str, Path]:
     """Write report.json, index.html (self-contained) and the plots as PNG and SVG; returns the paths."""
+    import warnings
+
     import matplotlib.pyplot as plt
 
     out = Path(out_dir) if out_dir else Path(html_path or json_path or ".").parent
@@ -176,52 +185,99 @@ def write_report(
     json_file.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
     images = {}
     plot_dir = out / "plots"
-    for name, fig in figures(report).items():
-        plot_dir.mkdir(exist_ok=True)
-        png = _png_bytes(fig)  # rendered once: the same bytes go to the file and into the page
-        (plot_dir / f"{name}.png").write_bytes(png)
-        fig.savefig(plot_dir / f"{name}.svg")
-        images[name] = base64.b64encode(png).decode("ascii")
-        plt.close(fig)
+    # The plots are laid out for many systems (legends outside the axes, sized labels); what matplotlib
+    # still has to say about layout is not for the user's terminal.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for name, fig in figures(report).items():
+            plot_dir.mkdir(exist_ok=True)
+            png = _png_bytes(fig)  # rendered once: the same bytes go to the file and into the page
+            (plot_dir / f"{name}.png").write_bytes(png)
+            fig.savefig(plot_dir / f"{name}.svg", bbox_inches="tight")
+            images[name] = base64.b64encode(png).decode("ascii")
+            plt.close(fig)
     env = Environment(loader=PackageLoader("dialeval.report", "templates"), autoescape=select_autoescape())
-    env.filters["num"] = _num
-    html = env.get_template("report.html").render(report=report, images=images, sections=_sections(report))
+    html = env.get_template("report.html").render(
+        report=report, images=images, captions=FIGURE_CAPTIONS, body=Markup(_body(report)),
+        systems=Markup(_systems(report)),
+    )
     html_file.parent.mkdir(parents=True, exist_ok=True)
     html_file.write_text(html, encoding="utf-8")
     return {"json": json_file, "html": html_file, "plots": plot_dir}
 
 
+FIGURE_CAPTIONS = {
+    "win-rates": "Win rate of the row system over the column system, systems in rank order.",
+    "leaderboard": "Bradley–Terry ratings with 95% bootstrap intervals, best at the top.",
+    "per-turn": "Win rate per bot turn, per pair.",
+    "success-rates": "SM-Turn: share of bot replies marked with each quality.",
+    "likert": "SM-Dialog: mean 1–5 rating per question.",
+    "survival": "Share of bot speakers not yet spotted after k exchanges (higher is more human-like).",
+    "rank-ranges": "Bootstrap rank ranges: each bar spans the ranks a system took; 1 is best.",
+    "z-scores": "Mean standardised (z) score per criterion; higher is better.",
+    "time-to-significance": "Probability that a pair reaches p < 0.05 as annotator-hours grow.",
+}
+
 SECTION_TITLES = {
-    "systems": "Systems, best first",
     "matchups": "Pairwise matchups",
     "win_rates": "Pairwise win rates",
+    "grid": "Win-rate grid",
     "leaderboard": "Bradley–Terry leaderboard",
     "pairwise": "Pairwise significance",
     "filtered_annotators": "Filtered annotators",
-    "excluded": "Excluded annotators",
+    "excluded": "Left out of the statistics",
     "ttests": "t-tests between bots",
     "effective_win_rates": "Effective win rates (bootstrap)",
     "agreement": "Agreement",
+    "aa_test": "A/A check",
     "cox": "Cox proportional hazards per system",
     "time_to_significance": "Time to significance",
     "question_agreement": "Agreement per question phrasing",
     "stopping": "Adaptive stopping",
+    "analysis_warnings": "Warnings from the statistics",
 }
-SKIP = {"method", "study", "systems", "by_question"}
+# Shown elsewhere on the page (title, answer, methods, systems table) or duplicated by another key.
+SKIP = {"method", "study", "systems", "answer", "grid_formatted", "by_question", "question"}
 
 
-def _sections(report: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The report's other keys in a stable order, each rendered as a table or a value list."""
-    keys = [k for k in SECTION_TITLES if k in report and k not in SKIP]
-    keys += [k for k in report if k not in SECTION_TITLES and k not in SKIP]
-    return [(SECTION_TITLES.get(k, k.replace("_", " ").capitalize()), report[k]) for k in keys]
+def _systems(report: dict[str, Any]) -> str:
+    from .render import render
+
+    if not report.get("systems"):
+        return '<p class="note">No judgments yet.</p>'
+    return render("systems", report["systems"], "systems")
 
 
-def _num(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return "" if value is None else str(value)
-    if isinstance(value, float):
-        if abs(value) >= 1000 or value == int(value) and abs(value) > 10:
-            return f"{value:,.1f}"
-        return f"{value:.4g}" if abs(value) < 1e-3 and value != 0 else f"{value:.3f}"
-    return str(value)
+def _body(report: dict[str, Any]) -> str:
+    """Every other key of the report, each under its title, rendered by `render` (never as JSON)."""
+    from html import escape
+
+    from .render import render
+
+    order: list[str] = [str(s.get("name")) for s in report.get("systems") or [] if isinstance(s, dict)]
+    scalars = {k: v for k, v in report.items() if k not in SKIP and (v is None or isinstance(v, (str, int, float, bool))
+                                                                     or (isinstance(v, list) and len(v) <= 8
+                                                                         and all(isinstance(x, (str, int, float))
+                                                                                 for x in v)))}
+    keys = [k for k in SECTION_TITLES if k in report and k not in SKIP and k not in scalars]
+    keys += [k for k in report if k not in SECTION_TITLES and k not in SKIP and k not in scalars]
+    parts = []
+    if scalars:
+        from .render import mapping_table
+
+        parts.append("<h2>Key numbers</h2>" + mapping_table(".", scalars))
+    for key in keys:
+        value = report[key]
+        if value in (None, [], {}):
+            continue
+        title = SECTION_TITLES.get(key, key.replace("_", " ").capitalize())
+        parts.append(f"<h2 id=\"{escape(key)}\">{escape(title)}</h2>{render(key, value, key, order)}")
+    by_question = report.get("by_question") or {}
+    for question, sub in by_question.items():
+        if question == report.get("question") or not isinstance(sub, dict):
+            continue
+        parts.append(f"<h2>Question: {escape(str(question))}</h2>")
+        for key in ("systems", "matchups"):
+            if sub.get(key):
+                parts.append(render(f"by_question.{question}.{key}", sub[key], key, order))
+    return "".join(parts)

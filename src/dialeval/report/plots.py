@@ -25,11 +25,13 @@ def _stars(p: float | None) -> str:
 
 
 def winrate_heatmap(rows: list[dict], a: str = "a", b: str = "b", rate: str = "win_rate_a",
-                    title: str = "Win rate of row over column") -> Figure | None:
-    """Grid of win rates with significance stars; rows are (a, b, rate, p) records."""
+                    title: str = "Win rate of row over column", order: list[str] | None = None) -> Figure | None:
+    """Grid of win rates with significance stars; rows are (a, b, rate, p) records; `order`: the
+    systems best first (the report's rank order), others after them."""
     if not rows:
         return None
-    names = sorted({r[a] for r in rows} | {r[b] for r in rows})
+    present = {r[a] for r in rows} | {r[b] for r in rows}
+    names = [n for n in (order or []) if n in present] + sorted(present - set(order or []))
     index = {n: i for i, n in enumerate(names)}
     grid = np.full((len(names), len(names)), np.nan)
     marks = [["" for _ in names] for _ in names]
@@ -48,7 +50,8 @@ def winrate_heatmap(rows: list[dict], a: str = "a", b: str = "b", rate: str = "w
     for i in range(len(names)):
         for j in range(len(names)):
             if not np.isnan(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.0%}{marks[i][j]}", ha="center", va="center", fontsize=8,
+                ax.text(j, i, f"{grid[i, j]:.0%}{marks[i][j]}", ha="center", va="center",
+                        fontsize=8 if len(names) <= 8 else 6,
                         color="white" if abs(grid[i, j] - 0.5) > 0.3 else "black")
     fig.colorbar(im, ax=ax, fraction=0.046)
     legend = "\n(* p<.05, ** p<.01, *** p<.001)" if any(r.get("p") is not None for r in rows) else ""
@@ -77,6 +80,18 @@ def leaderboard(rows: list[dict], value: str = "rating", low: str = "ci_low", hi
     return fig
 
 
+def _legend_outside(ax, count: int) -> None:
+    """A legend beside the axes, never over the data; more columns when there are many entries."""
+    if count == 0:
+        return
+    ncol = 1 if count <= 14 else 2 if count <= 30 else 3
+    ax.legend(fontsize=7 if count > 8 else 8, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=ncol,
+              frameon=False, borderaxespad=0)
+
+
+_STYLES = ("-", "--", ":", "-.")
+
+
 def lines(series: dict[str, list[tuple[float, float]]], title: str, xlabel: str, ylabel: str,
           step: bool = False, ylim: tuple[float, float] | None = None, hline: float | None = None,
           logx: bool = False, stop_at: float | None = None) -> Figure | None:
@@ -91,15 +106,22 @@ def lines(series: dict[str, list[tuple[float, float]]], title: str, xlabel: str,
     series = {k: v for k, v in series.items() if v}
     if not series:
         return None
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    for name, points in series.items():
+    fig, ax = plt.subplots(figsize=(6, 3.6) if len(series) <= 14 else (6, 4.5))
+    for index, (name, points) in enumerate(series.items()):
         xs, ys = zip(*points)
+        style = _STYLES[(index // 10) % len(_STYLES)]  # the colour cycle repeats after 10: change the dash
         if step:
-            ax.step(xs, ys, where="post", label=name)
+            ax.step(xs, ys, where="post", label=name, ls=style)
         else:
-            ax.plot(xs, ys, marker="o" if len(xs) <= 25 else None, label=name)
+            ax.plot(xs, ys, marker="o" if len(xs) <= 25 and len(series) <= 10 else None, label=name, ls=style)
     if logx:
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
         ax.set_xscale("log")
+        # Plain numbers at 1, 2, 5 x 10^k; no labels on the other minor ticks (they overlap).
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     if hline is not None:
         ax.axhline(hline, color="grey", lw=0.8, ls="--")
     if ylim:
@@ -107,9 +129,8 @@ def lines(series: dict[str, list[tuple[float, float]]], title: str, xlabel: str,
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    _legend_outside(ax, len(series))
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
@@ -122,14 +143,36 @@ def grouped_bars(values: dict[str, dict[str, float]], title: str, ylabel: str) -
     groups = list(dict.fromkeys(g for d in values.values() for g in d))
     systems = list(values)
     width = 0.8 / len(groups)
-    fig, ax = plt.subplots(figsize=(min(11, max(6, 0.3 * len(systems) * len(groups))), 4.2))
+    fig, ax = plt.subplots(figsize=(min(12, max(6, 0.18 * len(systems) * len(groups) + 2)), 4.2))
     for k, g in enumerate(groups):
         ax.bar(np.arange(len(systems)) + k * width - 0.4 + width / 2,
                [values[s].get(g, np.nan) for s in systems], width, label=g)
-    ax.set_xticks(range(len(systems)), systems, rotation=30, ha="right")
+    ax.set_xticks(range(len(systems)), systems, rotation=30 if len(systems) <= 6 else 60, ha="right",
+                  fontsize=9 if len(systems) <= 10 else 7)
     ax.axhline(0, color="black", lw=0.6)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, ncol=min(len(groups), 4))
-    fig.tight_layout()
+    _legend_outside(ax, len(groups))
+    return fig
+
+
+def rank_ranges(systems: list[dict], title: str = "Bootstrap rank ranges (1 = best)") -> Figure | None:
+    """Each system's range of ranks as a bar from its best to its worst rank, best system on top."""
+    rows = [s for s in systems or [] if s.get("rank_range") and len(s["rank_range"]) == 2]
+    if not rows:
+        return None
+    rows = sorted(rows, key=lambda s: (sum(s["rank_range"]) / 2, s["name"]))
+    fig, ax = plt.subplots(figsize=(6, 0.45 * len(rows) + 1.2))
+    for y, s in enumerate(rows):
+        lo, hi = s["rank_range"]
+        ax.plot([lo, hi], [y, y], lw=6, solid_capstyle="round", color="#3b6ea8", alpha=0.8)
+        ax.plot([(lo + hi) / 2], [y], "o", color="black", ms=4)
+    ax.set_yticks(range(len(rows)), [s["name"] for s in rows])
+    ax.invert_yaxis()
+    top = max(s["rank_range"][1] for s in rows)
+    ax.set_xticks(range(1, top + 1))
+    ax.set_xlim(0.5, top + 0.5)
+    ax.set_xlabel("rank")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
     return fig

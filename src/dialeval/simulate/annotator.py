@@ -282,6 +282,10 @@ class SimulatedAnnotator:
         self.log.seconds += s
         return s
 
+    def elapsed_ms(self, kind: str) -> str:
+        """The time a person spends on this step, sent as the page would measure it (nothing sleeps)."""
+        return str(int(self.think(kind) * 1000))
+
     # -- per method ----------------------------------------------------------------------------------
     def step(self, aid: int, page: str) -> None:
         handler = {
@@ -423,7 +427,7 @@ class SimulatedAnnotator:
                 right = options.index(good) if good in options else 0
                 careful_ok = not self.profile.careless and self.rng.random() > 0.02
                 data[f"step{k}"] = str(right if careful_ok else self.rng.randrange(2))
-            self.think("onboarding")
+            data["elapsed_ms"] = self.elapsed_ms("onboarding")
             self.act(aid, "onboarding", data)  # a failure that blocks: the next task page is the done page
         elif stage == "waiting":
             self._follow_reply(aid)
@@ -448,11 +452,11 @@ class SimulatedAnnotator:
                     self.profile.noise,
                     self.rng,
                 )
-            self.think("pairwise-turn")
             self.act(
                 aid,
                 "choose",
                 {
+                    "elapsed_ms": self.elapsed_ms("pairwise-turn"),
                     "turn": m.group(1) if m else "0",
                     "choice": str(choice),
                     "justification": model.justification(self.rng, self.profile.careless, f"response {choice + 1}"),
@@ -480,7 +484,7 @@ class SimulatedAnnotator:
                 data["quality"] = ticked
             else:
                 data["none"] = "1"
-            self.think("single-model-turn")
+            data["elapsed_ms"] = self.elapsed_ms("single-model-turn")
             self.act(aid, "rate", data)
         elif stage == "final":
             a = self.assignment(aid)
@@ -492,7 +496,7 @@ class SimulatedAnnotator:
                     if self.profile.careless
                     else model.likert(strength, self.profile.lenience, self.profile.noise, self.rng)
                 )
-            self.think("single-model-dialog")
+            data["elapsed_ms"] = self.elapsed_ms("single-model-dialog")
             self.act(aid, "final", data)
         else:
             self.log.errors.append(f"assignment {aid}: unexpected stage {stage!r}")
@@ -530,8 +534,8 @@ class SimulatedAnnotator:
                 noise=self.profile.noise,
                 rng=self.rng,
             )
-            self.think("direct-assessment")
-            self.act(aid, "rate", {**{k: str(v) for k, v in data.items()}, "position": str(position)})
+            self.act(aid, "rate", {**{k: str(v) for k, v in data.items()}, "position": str(position),
+                                   "elapsed_ms": self.elapsed_ms("direct-assessment")})
         else:
             self.log.errors.append(f"assignment {aid}: unexpected stage {stage!r}")
             self._gone = True

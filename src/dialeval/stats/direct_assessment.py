@@ -202,6 +202,8 @@ def rater_agreement(z_ratings: pd.DataFrame, unit: str = "unit", column: str = "
     """
     cols = ["unit_a", "unit_b", "annotator_a", "annotator_b", "r", "n"]
     d = z_ratings[[unit, "system", "annotator", column]].sort_values([unit, "system"], kind="mergesort")
+    if d.empty:  # e.g. no annotator failed QC: no ratings in this part, no pairs
+        return pd.DataFrame(columns=cols)
     u_codes, units = pd.factorize(d[unit], sort=True)
     systems = d["system"].to_numpy()
     starts = np.flatnonzero(np.r_[True, u_codes[1:] != u_codes[:-1]])

@@ -34,6 +34,7 @@ from .schema import (
     UnitRow,
 )
 
+IMPORT_EVENT = "import"  # an events row per imported source: {format, path, sha256, ...}
 WRITER_WAIT_S = 30.0
 CONVERSATION_CACHE_SIZE = 5000
 
@@ -448,13 +449,17 @@ class Store:
             }
 
     # -- whole data sets ---------------------------------------------------------------------------
-    def save_dataset(self, study_id: int, dataset: Dataset) -> dict[str, int]:
+    def save_dataset(self, study_id: int, dataset: Dataset, source: dict | None = None) -> dict[str, int]:
         """Store an imported or generated data set in one transaction: all of it, or nothing.
 
         Records whose external id already exists in the study are kept as they are (an import can
-        be re-run to add what is missing); judgments are always added.
+        be re-run to add what is missing); judgments are always added. `source` (an import's file
+        name, format and content hash) is recorded in the same transaction, so `imported_sources`
+        knows exactly what is in the study.
         """
         with self.session() as s:
+            if source is not None:
+                s.add(EventRow(study_id=study_id, kind=IMPORT_EVENT, payload=source))
             conv_ids = dict(
                 s.execute(
                     select(ConversationRow.external_id, ConversationRow.id).where(ConversationRow.study_id == study_id)
@@ -532,6 +537,15 @@ class Store:
                 "units": len(new_units),
                 "judgments": len(judgment_rows),
             }
+
+    def imported_sources(self, study_id: int) -> list[dict]:
+        """The sources imported into a study (as given to save_dataset), oldest first."""
+        with self.read() as s:
+            rows = s.execute(
+                select(EventRow.payload).where(EventRow.study_id == study_id, EventRow.kind == IMPORT_EVENT)
+                .order_by(EventRow.id)
+            ).scalars().all()
+        return [dict(r) for r in rows]
 
     def load_dataset(self, study_id: int) -> Dataset:
         """The whole study as records, the input of analysis and export."""

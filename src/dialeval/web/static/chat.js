@@ -207,9 +207,14 @@
   }
 
   // -- wiring ------------------------------------------------------------------------------------
+  // When the live part was last (re)built: a form's elapsed_ms is the time from then to its submit,
+  // the page's own measure of the annotator's time on this step (as the ACUTE pages send).
+  var shownAt = Date.now();
+
   function init() {
     var root = document.getElementById("live");
     if (!root) return;
+    shownAt = Date.now();
     if (helpers().initDrafts) helpers().initDrafts(root);
     scrollTranscript();
 
@@ -283,6 +288,7 @@
         var button = form.querySelector('button[type="submit"]');
         if (button) button.disabled = true;
         var data = formData(form);
+        data.elapsed_ms = String(Date.now() - shownAt);
         var send = function () {
         post(form.getAttribute("action"), data).then(function (res) {
           if (helpers().clearDraft) helpers().clearDraft(form);

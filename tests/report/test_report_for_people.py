@@ -1,0 +1,309 @@
+"""Issue 10, part 4: the report states the answer, in tables for people, traceable to report.json.
+
+The demo studies are made and completed by a simulated crowd with the commands a user runs; the
+HTML is then read as a browser gets it. Studies of ten systems are reported with `dialeval report`
+in a subprocess, whose terminal output must carry no warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from dialeval import METHODS
+from dialeval.records import DA_CRITERIA, Annotator, Conversation, Dataset, Judgment, Turn, Unit
+
+DIALEVAL = [sys.executable, "-m", "dialeval.cli"]
+
+
+class Page(HTMLParser):
+    """The visible text of a page (no <style>/<script>), its tables' data-key, and the answer items."""
+
+    def __init__(self):
+        super().__init__()
+        self.text: list[str] = []
+        self.table_keys: list[str | None] = []
+        self.answer: list[str] = []
+        self.headers: dict[str, list[str]] = {}
+        self.rows: dict[str, list[list[str]]] = {}
+        self._td: list[str] | None = None
+        self._skip = 0
+        self._in_answer = False
+        self._li: list[str] | None = None
+        self._table: str | None = None
+        self._th: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag in ("style", "script"):
+            self._skip += 1
+        if tag == "table":
+            self._table = attrs.get("data-key")
+            self.table_keys.append(self._table)
+            self.headers.setdefault(self._table or "", [])
+        if tag == "th" and self._table is not None:
+            self._th = []
+        if tag == "tr" and self._table is not None:
+            self.rows.setdefault(self._table, []).append([])
+        if tag == "td" and self._table is not None:
+            self._td = []
+        if tag == "ul" and attrs.get("class") == "answer":
+            self._in_answer = True
+        if tag == "li" and self._in_answer:
+            self._li = []
+
+    def handle_endtag(self, tag):
+        if tag in ("style", "script"):
+            self._skip -= 1
+        if tag == "td" and self._td is not None:
+            self.rows[self._table or ""][-1].append("".join(self._td).strip())
+            self._td = None
+        if tag == "th" and self._th is not None:
+            self.headers[self._table or ""].append("".join(self._th).strip())
+            self._th = None
+        if tag == "table":
+            self._table = None
+        if tag == "li" and self._li is not None:
+            self.answer.append("".join(self._li).strip())
+            self._li = None
+        if tag == "ul":
+            self._in_answer = False
+
+    def handle_data(self, data):
+        if self._skip:
+            return
+        self.text.append(data)
+        if self._li is not None:
+            self._li.append(data)
+        if self._th is not None:
+            self._th.append(data)
+        if self._td is not None:
+            self._td.append(data)
+
+
+def read_page(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def resolve(report: dict, key: str) -> list:
+    """The values at a data-key path: 'a.b', 'a[2].b', 'a[*].b' (every row); '.' is the top level."""
+    if key == ".":
+        return [report]
+    values = [report]
+    for part in re.findall(r"[^.\[\]]+|\[\*\]|\[\d+\]", key):
+        nxt = []
+        for v in values:
+            if part == "[*]":
+                assert isinstance(v, list), key
+                nxt.extend(v)
+            elif part.startswith("["):
+                nxt.append(v[int(part[1:-1])])
+            else:
+                assert isinstance(v, dict) and part in v, f"{key}: no '{part}' in report.json"
+                nxt.append(v[part])
+        values = nxt
+    return values
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reports") / "demo"
+    # A subprocess, as a user runs it (and free of any event loop an earlier browser test left running).
+    result = subprocess.run(
+        [*DIALEVAL, "demo", "--simulate", "8", "--no-serve", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_html_has_no_json_and_every_table_names_its_key(demo, method):
+    html = demo / method / "report" / "index.html"
+    report = json.loads((demo / method / "report" / "report.json").read_text())
+    page = read_page(html)
+    text = "".join(page.text)
+    assert "{" not in text and "[" not in text, re.findall(r".{40}[\[{].{40}", text)[:3]
+    assert page.table_keys and all(page.table_keys), "a table without data-key"
+    for key in page.table_keys:
+        assert resolve(report, key), key
+    # Numbers for people, cell by cell: no 16-digit floats, no counts written as 29.0.
+    long_numbers = [t for t in page.text if re.fullmatch(r"\s*-?[\d,]*\.\d{4,}\s*", t)]
+    assert not long_numbers, long_numbers[:3]
+    counts = {
+        "n",
+        "wins",
+        "losses",
+        "ties",
+        "draws",
+        "wins a",
+        "wins b",
+        "judgments",
+        "items",
+        "annotations",
+        "opponents",
+    }
+    for key, header in page.headers.items():
+        for i, name in enumerate(header):
+            if name in counts:
+                cells = [row[i] for row in page.rows.get(key, []) if len(row) == len(header)]
+                assert all(re.fullmatch(r"[\d,]+|–", c) for c in cells), (key, name, cells[:5])
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_report_states_the_answer_first(demo, method):
+    report = json.loads((demo / method / "report" / "report.json").read_text())
+    page = read_page(demo / method / "report" / "index.html")
+    html = (demo / method / "report" / "index.html").read_text()
+    assert html.index('id="answer"') < html.index('id="systems"') < html.index("<table")
+    assert page.answer == report["answer"]["summary"]
+    best = report["systems"][0]["name"]
+    assert best in page.answer[0]
+    for pair in report["answer"]["pairs"]:
+        if pair["decided"]:
+            assert any(
+                s.startswith(f"{pair['winner']} is preferred") and f"to {pair['loser']} (" in s for s in page.answer
+            ), pair
+        else:
+            said = [s for s in page.answer if s.startswith(f"{pair['winner']} vs {pair['loser']} is undecided")]
+            assert said or any("more pairs are undecided" in s for s in page.answer), pair
+            for s in said:
+                assert "more would be needed" in s or "estimate" in s
+    assert report["answer"]["limits"].startswith("Limits:")
+    assert report["answer"]["limits"] in html.replace("&#39;", "'")
+
+
+def test_acute_has_its_a_a_check(demo):
+    report = json.loads((demo / "acute" / "report" / "report.json").read_text())
+    aa = report["aa_test"]
+    assert aa and aa["n"] > 0 and "check" in aa and 0 <= aa["rate"] <= 1
+    assert "A/A check" in (demo / "acute" / "report" / "index.html").read_text()
+
+
+@pytest.mark.parametrize("method", ["acute", "pairwise-turn"])
+def test_grid_is_in_rank_order(demo, method):
+    report = json.loads((demo / method / "report" / "report.json").read_text())
+    page = read_page(demo / method / "report" / "index.html")
+    order = [s["name"] for s in report["systems"]]
+    assert page.headers["grid"][1:] == order
+
+
+# -- ten systems -----------------------------------------------------------------------------------------------
+def _store_dataset(folder: Path, dataset: Dataset, bots: list[str]) -> None:
+    from dialeval.study import open_study, write_study_file
+
+    write_study_file(
+        folder,
+        {
+            "name": folder.name,
+            "method": dataset.method,
+            "bots": [{"name": b, "type": "imported"} for b in bots],
+            "imported_from": {"format": "test", "path": "synthetic"},
+        },
+    )
+    opened = open_study(folder)
+    try:
+        opened.store.save_dataset(opened.id, dataset)
+    finally:
+        opened.close()
+
+
+def ten_bot_acute() -> tuple[Dataset, list[str]]:
+    rng = random.Random(3)
+    bots = [f"system-{chr(97 + k)}-with-a-long-name" for k in range(10)]
+    ds = Dataset(method="acute")
+    for b in bots:
+        for i in range(4):
+            ds.conversations.append(
+                Conversation(id=f"{b}-{i}", bots=[b], turns=[Turn("human", "Hi!"), Turn("bot", "hello", bot=b)])
+            )
+    for w in range(40):
+        ds.annotators.append(Annotator(id=f"w{w}"))
+    k = 0
+    for i, a in enumerate(bots):
+        for j, b in enumerate(bots):
+            if j <= i:
+                continue
+            for _ in range(6):
+                ca, cb = f"{a}-{rng.randrange(4)}", f"{b}-{rng.randrange(4)}"
+                uid = f"u{k}"
+                ds.units.append(
+                    Unit(id=uid, kind="acute", conversation_ids=[ca, cb], payload={"speakers_to_eval": [a, b]})
+                )
+                a_wins = rng.random() < 0.5 + 0.04 * (j - i)
+                w, l_ = (ca, cb) if a_wins else (cb, ca)
+                ds.judgments.append(
+                    Judgment(
+                        annotator_id=f"w{k % 40}",
+                        unit_id=uid,
+                        question="preference",
+                        value={"winner": w, "loser": l_},
+                        justification="reads better",
+                        elapsed_s=60.0,
+                        shown_order=[ca, cb],
+                    )
+                )
+                k += 1
+    return ds, bots
+
+
+def ten_bot_da() -> tuple[Dataset, list[str]]:
+    rng = random.Random(5)
+    bots = [f"model-{k:02d}-large" for k in range(10)]
+    ds = Dataset(method="direct-assessment")
+    for w in range(12):
+        ann = f"w{w}"
+        ds.annotators.append(Annotator(id=ann))
+        for system in [*bots, "qc"]:
+            cid = f"{ann}-{system}"
+            ds.conversations.append(Conversation(id=cid, bots=[system], turns=[], meta={"qc": system == "qc"}))
+            level = 10 if system == "qc" else 40 + 4 * bots.index(system)
+            value = {c: float(min(100, max(0, level + rng.gauss(0, 12)))) for c in DA_CRITERIA}
+            value["robotic"] = 100.0 - value["robotic"]
+            value["repetitive"] = 100.0 - value["repetitive"]
+            ds.judgments.append(
+                Judgment(
+                    annotator_id=ann,
+                    unit_id=f"hit-{ann}",
+                    question="ratings",
+                    value=value,
+                    conversation_id=cid,
+                    elapsed_s=300.0,
+                    meta={"system": system, "qc": system == "qc"},
+                )
+            )
+    return ds, [*bots, "qc"]
+
+
+@pytest.mark.parametrize("make", [ten_bot_acute, ten_bot_da])
+def test_ten_systems_report_without_warnings(tmp_path, make):
+    dataset, bots = make()
+    folder = tmp_path / "ten"
+    _store_dataset(folder, dataset, bots)
+    result = subprocess.run(
+        [*DIALEVAL, "report", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "", result.stderr  # no matplotlib or pandas warning reaches the terminal
+    assert "Warning" not in result.stdout
+    page = read_page(folder / "report" / "index.html")
+    text = "".join(page.text)
+    assert "{" not in text and "[" not in text
+    plots = sorted((folder / "report" / "plots").glob("*.png"))
+    assert plots
