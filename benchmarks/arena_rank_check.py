@@ -62,8 +62,9 @@ def main() -> None:
     }
     for key, value in diff.items():
         print(f"max |dialeval - arena-rank| {key}: {value:.4f} Elo")
-    print(f"seconds: arena-rank {t_theirs:.1f} (fit + sandwich), "
-          f"dialeval {t_ours:.1f} (fit + sandwich + 1000 bootstrap)")
+    print(
+        f"seconds: arena-rank {t_theirs:.1f} (fit + sandwich), dialeval {t_ours:.1f} (fit + sandwich + 1000 bootstrap)"
+    )
     with open("/proc/loadavg") as handle:
         print("load average:", handle.read().split()[:3])
     if max(diff.values()) >= 0.5:

@@ -57,8 +57,8 @@ def draws(wins: np.ndarray, ties: np.ndarray, rounds: int, seed: int) -> list[np
     for _ in range(rounds):
         d = rng.multinomial(int(cells.sum()), cells / cells.sum())
         W = np.zeros((K, K))
-        W[iu] = d[:m] + 0.5 * d[2 * m:]
-        W[iu[1], iu[0]] = d[m:2 * m] + 0.5 * d[2 * m:]
+        W[iu] = d[:m] + 0.5 * d[2 * m :]
+        W[iu[1], iu[0]] = d[m : 2 * m] + 0.5 * d[2 * m :]
         out.append(W)
     return out
 
@@ -118,14 +118,21 @@ def main() -> None:
             pairs = np.concatenate([np.stack([ii, jj], 1), np.stack([ii, jj], 1)]).astype(np.int32)
             outcomes = np.concatenate([np.ones(len(ii)), np.zeros(len(ii))])
             counts = np.concatenate([M[ii, jj], M[jj, ii]])
-            return PairDataset([str(k) for k in range(K)], jnp.asarray(pairs), jnp.asarray(outcomes),
-                               jnp.asarray(counts), jnp.ones(len(counts)), jnp.asarray(counts))
+            return PairDataset(
+                [str(k) for k in range(K)],
+                jnp.asarray(pairs),
+                jnp.asarray(outcomes),
+                jnp.asarray(counts),
+                jnp.ones(len(counts)),
+                jnp.asarray(counts),
+            )
 
         model = BradleyTerry(K)
         model.fit(dataset(W))  # compiles
         r = np.asarray(model.params["ratings"])
-        result["arena_rank_vs_dialeval_max_abs_elo"] = float(np.abs(400 / math.log(10) * (r - r.mean())
-                                                                    - (to_elo(theta) - 1000)).max())
+        result["arena_rank_vs_dialeval_max_abs_elo"] = float(
+            np.abs(400 / math.log(10) * (r - r.mean()) - (to_elo(theta) - 1000)).max()
+        )
         t = time.perf_counter()
         for d in boot:
             m = BradleyTerry(K)

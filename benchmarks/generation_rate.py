@@ -62,22 +62,40 @@ def run(concurrency: int, bots: int, latency: float, turns: int, conversations: 
     with stub_process(latency, separate) as url:
         names = [f"b{k}" for k in range(bots)]
         per_bot = 2 * concurrency // bots
-        made = {n: build_bot(n, "openai", {"base_url": url, "model": "stub", "max_concurrency": per_bot,
-                                           "timeout": 30}) for n in names}
-        plan = GenerationPlan(mode="self-chat", bots=names, conversations=conversations, turns=turns,
-                              personas=False, seed_from_corpus=False, concurrency=concurrency)
+        made = {
+            n: build_bot(n, "openai", {"base_url": url, "model": "stub", "max_concurrency": per_bot, "timeout": 30})
+            for n in names
+        }
+        plan = GenerationPlan(
+            mode="self-chat",
+            bots=names,
+            conversations=conversations,
+            turns=turns,
+            personas=False,
+            seed_from_corpus=False,
+            concurrency=concurrency,
+        )
         c0, t0 = time.process_time(), time.perf_counter()
         result = asyncio.run(generate(plan, made))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     replies = url.state.requests
     ideal = concurrency / latency
-    return {"concurrency": concurrency, "bots": bots, "bot_max_concurrency": per_bot, "latency_s": latency,
-            "conversations": len(result.made), "failed": len(result.failed), "replies": replies,
-            "seconds": round(wall, 2), "replies_per_s": round(replies / wall, 1), "ideal_per_s": ideal,
-            "share_of_ideal": round(replies / wall / ideal, 3), "max_in_flight": url.state.max_in_flight,
-            "stub": "own process" if separate else "thread of the client process",
-            "client_cpu_ms_per_reply" if separate else "cpu_ms_per_reply_client_and_stub": round(
-                1000 * cpu / replies, 2)}
+    return {
+        "concurrency": concurrency,
+        "bots": bots,
+        "bot_max_concurrency": per_bot,
+        "latency_s": latency,
+        "conversations": len(result.made),
+        "failed": len(result.failed),
+        "replies": replies,
+        "seconds": round(wall, 2),
+        "replies_per_s": round(replies / wall, 1),
+        "ideal_per_s": ideal,
+        "share_of_ideal": round(replies / wall / ideal, 3),
+        "max_in_flight": url.state.max_in_flight,
+        "stub": "own process" if separate else "thread of the client process",
+        "client_cpu_ms_per_reply" if separate else "cpu_ms_per_reply_client_and_stub": round(1000 * cpu / replies, 2),
+    }
 
 
 def main() -> None:

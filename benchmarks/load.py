@@ -50,26 +50,48 @@ import yaml
 
 ANSWER = {"entity0": "bot", "entity1": "human", "fluency": "0", "sensibleness": "tie", "specificity": "1"}
 BOT_PAIRS = (("retrieval", "eliza"), ("retrieval", "repeat"), ("eliza", "repeat"))
-BOTS = [{"name": "retrieval", "type": "retrieval"}, {"name": "eliza", "type": "eliza"},
-        {"name": "repeat", "type": "repeat"}]
+BOTS = [
+    {"name": "retrieval", "type": "retrieval"},
+    {"name": "eliza", "type": "eliza"},
+    {"name": "repeat", "type": "repeat"},
+]
 
 
 # -- the study ----------------------------------------------------------------------------------------
-def make_study(folder: Path, *, conversations_per_pair: int = 200, humans: int = 100, database: str | None = None,
-               annotations_per_segment: int = 2, packages_per_annotator: int = 2, name: str = "load-test") -> Path:
+def make_study(
+    folder: Path,
+    *,
+    conversations_per_pair: int = 200,
+    humans: int = 100,
+    database: str | None = None,
+    annotations_per_segment: int = 2,
+    packages_per_annotator: int = 2,
+    name: str = "load-test",
+) -> Path:
     """A Spot The Bot study with hand-made conversations (no bot is called): 4 bot + 1 human segment
     per package, 3 segment lengths; 200 conversations per pair give 450 packages."""
     from dialeval.records import Conversation, Turn
     from dialeval.study import open_study
 
     data = {
-        "name": name, "method": "spot-the-bot", "seed": 1, "bots": BOTS,
-        "generation": {"mode": "bot-bot", "conversations": conversations_per_pair, "turns": 5,
-                       "human_conversations": humans},
+        "name": name,
+        "method": "spot-the-bot",
+        "seed": 1,
+        "bots": BOTS,
+        "generation": {
+            "mode": "bot-bot",
+            "conversations": conversations_per_pair,
+            "turns": 5,
+            "human_conversations": humans,
+        },
         "annotation": {"expire_minutes": 30},
-        "protocol": {"segment_exchanges": [1, 2, 3], "bot_segments_per_package": 4,
-                     "human_segments_per_package": 1, "packages_per_annotator": packages_per_annotator,
-                     "annotations_per_segment": annotations_per_segment},
+        "protocol": {
+            "segment_exchanges": [1, 2, 3],
+            "bot_segments_per_package": 4,
+            "human_segments_per_package": 1,
+            "packages_per_annotator": packages_per_annotator,
+            "annotations_per_segment": annotations_per_segment,
+        },
     }
     if database:
         data["database"] = database
@@ -82,15 +104,23 @@ def make_study(folder: Path, *, conversations_per_pair: int = 200, humans: int =
         convs = []
         for a, b in BOT_PAIRS:
             for k in range(conversations_per_pair):
-                turns = [Turn("entity0", "Do you like cooking?", is_seed=True),
-                         Turn("entity1", "Yes, I bake bread.", is_seed=True)]
+                turns = [
+                    Turn("entity0", "Do you like cooking?", is_seed=True),
+                    Turn("entity1", "Yes, I bake bread.", is_seed=True),
+                ]
                 for i in range(5):
                     turns.append(Turn("entity0", f"{a} line {i} ({k})", bot=a))
                     turns.append(Turn("entity1", f"{b} line {i} ({k})", bot=b))
                 convs.append(Conversation(id=f"botbot-{a}-{b}-{k:04d}", bots=[a, b], turns=turns, source="bot-bot"))
         for k in range(humans):
-            convs.append(Conversation(id=f"human-{k:04d}", bots=["human", "human"], source="human",
-                                      turns=[Turn(f"entity{i % 2}", f"human line {i} of {k}") for i in range(10)]))
+            convs.append(
+                Conversation(
+                    id=f"human-{k:04d}",
+                    bots=["human", "human"],
+                    source="human",
+                    turns=[Turn(f"entity{i % 2}", f"human line {i} of {k}") for i in range(10)],
+                )
+            )
         study.store.save_dataset(study.id, Dataset(method="spot-the-bot", conversations=convs))
     finally:
         study.close()
@@ -129,16 +159,34 @@ def dialeval_cmd() -> list[str]:
     return [sys.executable, "-m", "dialeval.cli"]
 
 
-def start_host(folder: Path, *, workers: int, host: str = "127.0.0.1", extra: list[str] | None = None,
-               env: dict | None = None, timeout: float = 90) -> Host:
+def start_host(
+    folder: Path,
+    *,
+    workers: int,
+    host: str = "127.0.0.1",
+    extra: list[str] | None = None,
+    env: dict | None = None,
+    timeout: float = 90,
+) -> Host:
     """`dialeval serve FOLDER --workers K` on a free port of `host`; waits for /healthz."""
     port = free_port(host)
     log = folder / f"serve-{host}-{port}.log"
-    cmd = [*dialeval_cmd(), "serve", str(folder), "--host", host, "--port", str(port), "--workers", str(workers),
-           *(extra or [])]
+    cmd = [
+        *dialeval_cmd(),
+        "serve",
+        str(folder),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        *(extra or []),
+    ]
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, start_new_session=True
+        )
     url = f"http://{host}:{port}"
     wait_healthy(url, proc, log, timeout)
     return Host(url=url, process=proc, folder=folder, log=log)
@@ -187,8 +235,9 @@ class Balancer:
 
 def haproxy_config(backends: list[str], host: str, port: int) -> str:
     """Round-robin, no stickiness; a host that stops answering is taken out by its health check."""
-    servers = "\n".join(f"    server h{i} {b.removeprefix('http://')} check inter 500 fall 2 rise 2"
-                        for i, b in enumerate(backends))
+    servers = "\n".join(
+        f"    server h{i} {b.removeprefix('http://')} check inter 500 fall 2 rise 2" for i, b in enumerate(backends)
+    )
     return f"""global
     maxconn 4096
 defaults
@@ -215,8 +264,9 @@ def start_balancer(backends: list[str], workdir: Path, host: str = "127.0.0.1") 
     port = free_port(host)
     cfg = workdir / "haproxy.cfg"
     cfg.write_text(haproxy_config(backends, host, port), encoding="utf-8")
-    proc = subprocess.Popen([exe, "-f", str(cfg), "-db"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [exe, "-f", str(cfg), "-db"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     url = f"http://{host}:{port}"
     wait_healthy(url, proc, None, 30)
     return Balancer(url=url, process=proc, config=cfg)
@@ -254,8 +304,14 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-async def one_annotator(client: httpx.AsyncClient, slug: str, res: LoadResult, stop_at: float,
-                        think: tuple[float, float] | None, rng: random.Random) -> None:
+async def one_annotator(
+    client: httpx.AsyncClient,
+    slug: str,
+    res: LoadResult,
+    stop_at: float,
+    think: tuple[float, float] | None,
+    rng: random.Random,
+) -> None:
     """One annotator from entry to done (or until the run ends). Retries what the server asks to retry."""
 
     async def request(method: str, url: str, **kw) -> httpx.Response | None:
@@ -312,8 +368,15 @@ async def one_annotator(client: httpx.AsyncClient, slug: str, res: LoadResult, s
             res.errors.append(f"submit {ans.status_code}: {ans.text[:160]}")
 
 
-async def crowd(base_url: str, slug: str, annotators: int, seconds: float, think: tuple[float, float] | None,
-                seed: int = 1, res: LoadResult | None = None) -> LoadResult:
+async def crowd(
+    base_url: str,
+    slug: str,
+    annotators: int,
+    seconds: float,
+    think: tuple[float, float] | None,
+    seed: int = 1,
+    res: LoadResult | None = None,
+) -> LoadResult:
     """N annotators working for `seconds`; a finished annotator is replaced by a new one."""
     res = res if res is not None else LoadResult()
     stop_at = time.monotonic() + seconds
@@ -325,8 +388,9 @@ async def crowd(base_url: str, slug: str, annotators: int, seconds: float, think
             await asyncio.sleep(rng.uniform(0, think[1]))
         while time.monotonic() < stop_at:
             # verify=False: plain HTTP, and it spares each client building a TLS context (~40 ms CPU)
-            async with httpx.AsyncClient(base_url=base_url, timeout=60, follow_redirects=True, limits=limits,
-                                         verify=False) as c:
+            async with httpx.AsyncClient(
+                base_url=base_url, timeout=60, follow_redirects=True, limits=limits, verify=False
+            ) as c:
                 before = len(res.acknowledged)
                 await one_annotator(c, slug, res, stop_at, think, rng)
                 if len(res.acknowledged) == before and time.monotonic() < stop_at:
@@ -338,18 +402,27 @@ async def crowd(base_url: str, slug: str, annotators: int, seconds: float, think
     return res
 
 
-def run_load(base_url: str, slug: str, annotators: int, seconds: float, think: tuple[float, float] | None = None,
-             during=None, res: LoadResult | None = None) -> LoadResult:
+def run_load(
+    base_url: str,
+    slug: str,
+    annotators: int,
+    seconds: float,
+    think: tuple[float, float] | None = None,
+    during=None,
+    res: LoadResult | None = None,
+) -> LoadResult:
     """Run the crowd (in its own event loop); `during(elapsed)` is polled every 0.25 s from another
     thread (it may read `res`, which fills while the crowd works)."""
     import threading
 
     done = threading.Event()
     if during is not None:
+
         def poll():
             t0 = time.monotonic()
             while not done.wait(0.25):
                 during(time.monotonic() - t0)
+
         threading.Thread(target=poll, daemon=True).start()
     try:
         return asyncio.run(crowd(base_url, slug, annotators, seconds, think, res=res))
@@ -367,22 +440,40 @@ def check_invariants(database_url: str, acknowledged: list[str], cap: int) -> di
     engine = make_engine(database_url)
     try:
         with engine.connect() as c:
-            over = c.execute(text(
-                "SELECT unit_id, count(*) FROM assignments WHERE status IN ('assigned','submitted') "
-                "GROUP BY unit_id HAVING count(*) > :cap"), {"cap": cap}).all()
-            foreign = c.execute(text(
-                "SELECT count(*) FROM judgments j JOIN assignments a ON a.id = j.assignment_id "
-                "WHERE a.annotator_id <> j.annotator_id")).scalar()
-            two_open = c.execute(text(
-                "SELECT annotator_id FROM assignments WHERE status = 'assigned' "
-                "GROUP BY annotator_id HAVING count(*) > 1")).all()
-            dupes = c.execute(text(
-                "SELECT annotator_id, client_request_id FROM judgments WHERE client_request_id IS NOT NULL "
-                "GROUP BY annotator_id, client_request_id HAVING count(*) > 1")).all()
-            dupes_seg = c.execute(text(
-                "SELECT assignment_id, meta FROM judgments WHERE assignment_id IS NOT NULL")).all()
-            stored = {r for (r,) in c.execute(text(
-                "SELECT client_request_id FROM judgments WHERE client_request_id IS NOT NULL"))}
+            over = c.execute(
+                text(
+                    "SELECT unit_id, count(*) FROM assignments WHERE status IN ('assigned','submitted') "
+                    "GROUP BY unit_id HAVING count(*) > :cap"
+                ),
+                {"cap": cap},
+            ).all()
+            foreign = c.execute(
+                text(
+                    "SELECT count(*) FROM judgments j JOIN assignments a ON a.id = j.assignment_id "
+                    "WHERE a.annotator_id <> j.annotator_id"
+                )
+            ).scalar()
+            two_open = c.execute(
+                text(
+                    "SELECT annotator_id FROM assignments WHERE status = 'assigned' "
+                    "GROUP BY annotator_id HAVING count(*) > 1"
+                )
+            ).all()
+            dupes = c.execute(
+                text(
+                    "SELECT annotator_id, client_request_id FROM judgments WHERE client_request_id IS NOT NULL "
+                    "GROUP BY annotator_id, client_request_id HAVING count(*) > 1"
+                )
+            ).all()
+            dupes_seg = c.execute(
+                text("SELECT assignment_id, meta FROM judgments WHERE assignment_id IS NOT NULL")
+            ).all()
+            stored = {
+                r
+                for (r,) in c.execute(
+                    text("SELECT client_request_id FROM judgments WHERE client_request_id IS NOT NULL")
+                )
+            }
             n_judgments = c.execute(text("SELECT count(*) FROM judgments")).scalar()
     finally:
         engine.dispose()
@@ -479,8 +570,15 @@ def run_one(args, annotators: int, workdir: Path) -> dict:
         addresses = ["127.0.0.1"] if args.hosts == 1 else [f"127.0.0.{2 + i}" for i in range(args.hosts)]
         extra = ["--db-connections", str(args.db_connections)] if args.db_connections else []
         for i, addr in enumerate(addresses):
-            f = folder if i == 0 else Path(shutil.copytree(folder, workdir / f"study-{annotators}-host{i}",
-                                                          ignore=shutil.ignore_patterns("*.log")))
+            f = (
+                folder
+                if i == 0
+                else Path(
+                    shutil.copytree(
+                        folder, workdir / f"study-{annotators}-host{i}", ignore=shutil.ignore_patterns("*.log")
+                    )
+                )
+            )
             hosts.append(start_host(f, workers=args.workers, host=addr, extra=extra))
         if args.hosts > 1:
             balancer = start_balancer([h.url for h in hosts], workdir)
@@ -501,8 +599,9 @@ def run_one(args, annotators: int, workdir: Path) -> dict:
         load_before = loadavg()
         server_pids = [p for h in hosts for p in [h.process.pid, *h.worker_pids()]]  # workers: 1 = in-process
         cpu_before = cpu_seconds(server_pids)
-        res = run_load(base, "load-test", annotators, args.seconds,
-                       tuple(args.think) if args.think else None, during=during)
+        res = run_load(
+            base, "load-test", annotators, args.seconds, tuple(args.think) if args.think else None, during=during
+        )
         load_after = loadavg()
         cpu_used = cpu_seconds(server_pids) - cpu_before  # killed workers' time is not counted
         restart = None
@@ -519,19 +618,25 @@ def run_one(args, annotators: int, workdir: Path) -> dict:
         n = len(res.acknowledged)
         return {
             "db": "SQLite" if args.db == "sqlite" else "PostgreSQL",
-            "hosts": args.hosts, "workers": args.workers, "annotators": annotators,
+            "hosts": args.hosts,
+            "workers": args.workers,
+            "annotators": annotators,
             "pace": f"{args.think[0]:g}-{args.think[1]:g} s" if args.think else "no pause",
-            "judgments/s": n / res.seconds, "commit/s": ceiling, "ratio": (n / res.seconds) / ceiling,
+            "judgments/s": n / res.seconds,
+            "commit/s": ceiling,
+            "ratio": (n / res.seconds) / ceiling,
             "submit p50": statistics.median(res.submit_ms) if res.submit_ms else float("nan"),
             "submit p99": pct(res.submit_ms, 0.99),
             "task p50": statistics.median(res.task_ms) if res.task_ms else float("nan"),
             "task p99": pct(res.task_ms, 0.99),
             "server CPU ms/judgment": 1000 * cpu_used / max(1, n),
             "5xx": sum(v for k, v in res.statuses.items() if k >= 500),
-            "500": res.statuses.get(500, 0), "resets": res.statuses.get(0, 0),
-            "acknowledged": n, "checks": "ok" if checks else "FAIL",
-            "load": f"{load_before} -> {load_after}", "events": "; ".join(events)
-            + (f"; restarted healthy in {restart:.1f} s" if restart is not None else ""),
+            "500": res.statuses.get(500, 0),
+            "resets": res.statuses.get(0, 0),
+            "acknowledged": n,
+            "checks": "ok" if checks else "FAIL",
+            "load": f"{load_before} -> {load_after}",
+            "events": "; ".join(events) + (f"; restarted healthy in {restart:.1f} s" if restart is not None else ""),
             "statuses": dict(sorted(res.statuses.items())),
         }
     finally:
@@ -539,8 +644,25 @@ def run_one(args, annotators: int, workdir: Path) -> dict:
             drop()
 
 
-COLUMNS = ["db", "hosts", "workers", "annotators", "pace", "judgments/s", "commit/s", "ratio", "submit p50",
-           "submit p99", "task p50", "task p99", "server CPU ms/judgment", "5xx", "acknowledged", "checks", "load"]
+COLUMNS = [
+    "db",
+    "hosts",
+    "workers",
+    "annotators",
+    "pace",
+    "judgments/s",
+    "commit/s",
+    "ratio",
+    "submit p50",
+    "submit p99",
+    "task p50",
+    "task p99",
+    "server CPU ms/judgment",
+    "5xx",
+    "acknowledged",
+    "checks",
+    "load",
+]
 
 
 def fmt(v) -> str:

@@ -36,7 +36,8 @@ def main() -> None:
     data = Path(args.shared)
     jobs = {
         "dialogue-eval free run 1": lambda: read_dialogue_eval_csv(
-            data / "dialogue-eval/FreeTopicRound1/Combined_Batches_305hits.csv"),
+            data / "dialogue-eval/FreeTopicRound1/Combined_Batches_305hits.csv"
+        ),
         "spot-the-bot dailydialog": lambda: read_spot_the_bot(data / "spot-the-bot", "dailydialog"),
         "spot-the-bot empathetic": lambda: read_spot_the_bot(data / "spot-the-bot", "empathetic"),
     }

@@ -55,8 +55,9 @@ def da_dataset(ratings: int, seed: int = 0, systems: int = 10, per_unit: int = 6
             base = 50 + lenience + (0 if careless else strength[s])
             vals = np.clip(base + rng.normal(0, 15, len(DA_CRITERIA)), 0, 100).round()
             value = {c: float(100 - v if c in ("robotic", "repetitive") else v) for c, v in zip(DA_CRITERIA, vals)}
-            judgments.append(Judgment(ann, f"u{u:06d}", "ratings", value, conversation_id=cid,
-                                      elapsed_s=float(rng.gamma(4, 60))))
+            judgments.append(
+                Judgment(ann, f"u{u:06d}", "ratings", value, conversation_id=cid, elapsed_s=float(rng.gamma(4, 60)))
+            )
         units.append(Unit(f"u{u:06d}", "direct-assessment", ids))
     return Dataset("direct-assessment", convs, annotators, units, judgments, {"study": "scaling-da"})
 
@@ -92,8 +93,16 @@ def acute_dataset(judgments: int, bots: int = 100, seed: int = 0, per_unit: int 
                 seen.add(uid)
                 units.append(Unit(uid, "acute", [a_id, b_id]))
             win, lose = (a_id, b_id) if a_wins[k] else (b_id, a_id)
-            out.append(Judgment(ann, uid, "engaging", {"winner": win, "loser": lose}, elapsed_s=float(secs[k]),
-                                shown_order=[a_id, b_id]))
+            out.append(
+                Judgment(
+                    ann,
+                    uid,
+                    "engaging",
+                    {"winner": win, "loser": lose},
+                    elapsed_s=float(secs[k]),
+                    shown_order=[a_id, b_id],
+                )
+            )
     return Dataset("acute", convs, annotators, units, out, {"study": "scaling-acute"})
 
 
@@ -111,10 +120,18 @@ def arena_dataset(battles: int, bots: int = 100, seed: int = 0, tie_share: float
     tie = rng.random(battles) < tie_share
     annotators = [Annotator(f"v{k:06d}") for k in range(-(-battles // 20))]
     judgments = [
-        Judgment(f"v{k // 20:06d}", None, "battle",
-                 {"model_a": names[ia[k]], "model_b": names[ib[k]],
-                  "winner": "tie" if tie[k] else ("model_a" if a_wins[k] else "model_b"), "turn": 1},
-                 meta={"battle": f"b{k}"})
+        Judgment(
+            f"v{k // 20:06d}",
+            None,
+            "battle",
+            {
+                "model_a": names[ia[k]],
+                "model_b": names[ib[k]],
+                "winner": "tie" if tie[k] else ("model_a" if a_wins[k] else "model_b"),
+                "turn": 1,
+            },
+            meta={"battle": f"b{k}"},
+        )
         for k in range(battles)
     ]
     return Dataset("arena", [], annotators, [], judgments, {"study": "scaling-arena"})
@@ -140,10 +157,15 @@ def stb_dataset(segments: int, shared: Path = SHARED):
             for key in ("annotation_id", "package_id"):
                 if meta.get(key) is not None:
                     meta[key] = f"{meta[key]}{tag}"
-            judgments.append(replace(j, annotator_id=j.annotator_id + tag,
-                                     unit_id=None if j.unit_id is None else j.unit_id + tag,
-                                     conversation_id=None if j.conversation_id is None else j.conversation_id + tag,
-                                     meta=meta))
+            judgments.append(
+                replace(
+                    j,
+                    annotator_id=j.annotator_id + tag,
+                    unit_id=None if j.unit_id is None else j.unit_id + tag,
+                    conversation_id=None if j.conversation_id is None else j.conversation_id + tag,
+                    meta=meta,
+                )
+            )
     return Dataset(base.method, convs, annotators, units, judgments[:segments], {**base.meta, "study": "scaling-stb"})
 
 
@@ -168,9 +190,18 @@ def _run(case: str, scale: float, queue) -> None:
     t2 = time.perf_counter()
     cpu = time.process_time() - c1
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
-    queue.put({"case": case, "label": label, "n": len(dataset.judgments), "build_data_s": round(t1 - t0, 2),
-               "report_s": round(t2 - t1, 2), "report_cpu_s": round(cpu, 2), "peak_gb": round(peak_gb, 2),
-               "systems": len(report.get("systems", []))})
+    queue.put(
+        {
+            "case": case,
+            "label": label,
+            "n": len(dataset.judgments),
+            "build_data_s": round(t1 - t0, 2),
+            "report_s": round(t2 - t1, 2),
+            "report_cpu_s": round(cpu, 2),
+            "peak_gb": round(peak_gb, 2),
+            "systems": len(report.get("systems", [])),
+        }
+    )
 
 
 def main() -> None:

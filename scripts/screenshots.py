@@ -40,32 +40,50 @@ from dialeval.study import open_study  # noqa: E402
 from dialeval.web.app import slugify  # noqa: E402
 
 CHROMIUM = os.environ.get("DIALEVAL_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]  # as tests/e2e/conftest.py
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]  # as tests/e2e/conftest.py
 VIEWPORT = {"width": 1366, "height": 768}  # a laptop's first screen
 # Each annotator page is shot twice: on the laptop (<method>.png) and on a phone (<method>-phone.png).
-DEVICES = {"": {"viewport": VIEWPORT},
-           "-phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
-                      "device_scale_factor": 2}}
+DEVICES = {
+    "": {"viewport": VIEWPORT},
+    "-phone": {
+        "viewport": {"width": 390, "height": 844},
+        "is_mobile": True,
+        "has_touch": True,
+        "device_scale_factor": 2,
+    },
+}
 SUFFIX = ""  # set per device by main()
 
 # What the annotator types: ordinary small talk, so the bots' answers look like a real session.
-PW_MESSAGES = ["I'm a nurse, I work night shifts at the hospital. What do you do?",
-               "That sounds nice. On my days off I mostly go hiking with my dog.",
-               "Do you have any pets?"]
-SM_MESSAGES = ["Not bad, I just got back from a long walk on the beach. How was your day?",
-               "I'm planning a trip to Japan next spring. Have you ever been?"]
+PW_MESSAGES = [
+    "I'm a nurse, I work night shifts at the hospital. What do you do?",
+    "That sounds nice. On my days off I mostly go hiking with my dog.",
+    "Do you have any pets?",
+]
+SM_MESSAGES = [
+    "Not bad, I just got back from a long walk on the beach. How was your day?",
+    "I'm planning a trip to Japan next spring. Have you ever been?",
+]
 DA_TOPIC = "cooking"
-DA_MESSAGES = ["Hi! I love cooking, especially Italian food.",
-               "Last night I made fresh pasta for the first time.",
-               "It took ages but it tasted much better than the dried kind.",
-               "Do you like to cook?",
-               "What is the best meal you have ever had?",
-               "My grandmother taught me how to make a proper tomato sauce.",
-               "The secret is to let it simmer for a few hours.",
-               "I also want to learn how to bake bread.",
-               "Have you ever tried making sourdough?",
-               "Anyway, it was nice talking to you!"]
+DA_MESSAGES = [
+    "Hi! I love cooking, especially Italian food.",
+    "Last night I made fresh pasta for the first time.",
+    "It took ages but it tasted much better than the dried kind.",
+    "Do you like to cook?",
+    "What is the best meal you have ever had?",
+    "My grandmother taught me how to make a proper tomato sauce.",
+    "The secret is to let it simmer for a few hours.",
+    "I also want to learn how to bake bread.",
+    "Have you ever tried making sourdough?",
+    "Anyway, it was nice talking to you!",
+]
 
 
 T0 = time.monotonic()
@@ -117,10 +135,12 @@ def shoot(page, path: Path, full_page: bool = False) -> None:
 
 def scroll_to_show(page, selector: str, from_end: int = 1, above: int = 60) -> None:
     """Scroll so the top of the `from_end`-th last element matching `selector` sits just below the top bar."""
-    page.evaluate("([sel, k, above]) => { const all = document.querySelectorAll(sel);"
-                  " const e = all[Math.max(0, all.length - k)];"
-                  " window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - above); }",
-                  [selector, from_end, above])
+    page.evaluate(
+        "([sel, k, above]) => { const all = document.querySelectorAll(sel);"
+        " const e = all[Math.max(0, all.length - k)];"
+        " window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - above); }",
+        [selector, from_end, above],
+    )
 
 
 def submit_and_wait(page, button: str) -> None:
@@ -163,8 +183,10 @@ def acute(page, base: str, folder: Path, out: Path) -> None:
                 other = next(b for b in bots if b != "retrieval")
                 side = a.shown_order.index(conv["retrieval"]) + 1
                 weakness = "only asks questions back" if other == "eliza" else "just repeats itself"
-                why = f"Speaker {side} talks about real things and keeps the conversation going, " \
-                      f"Speaker {3 - side} {weakness}."
+                why = (
+                    f"Speaker {side} talks about real things and keeps the conversation going, "
+                    f"Speaker {3 - side} {weakness}."
+                )
                 page.check(f"input[name=choice][value='{side}']")
                 page.fill("#justification", why)
                 shoot(page, out / "acute.png")
@@ -286,8 +308,9 @@ def direct_assessment(page, base: str, folder: Path, out: Path) -> None:
             say(page, text)
         page.click("#end-chat-form button")
         page.wait_for_selector("#da-rate-form")
-        for slider, value in zip(page.locator("[data-slider]").all(), DA_RATINGS.get(bot, DA_RATINGS["eliza"]),
-                                 strict=False):
+        for slider, value in zip(
+            page.locator("[data-slider]").all(), DA_RATINGS.get(bot, DA_RATINGS["eliza"]), strict=False
+        ):
             slider.fill(str(value))
         if bot == "retrieval":
             page.evaluate("document.querySelector('#da-rate-form').scrollIntoView({block: 'start'})")
@@ -308,17 +331,27 @@ def report(page, folder: Path, out: Path) -> None:
     page.goto((folder / "report" / "index.html").resolve().as_uri())
     page.wait_for_load_state("load")
     # the top of the report down to the end of its first figure (the win-rate grid)
-    bottom = page.evaluate("(() => { const img = document.querySelector('img, svg');"
-                           " const box = img && (img.closest('figure') || img);"
-                           " return box ? box.getBoundingClientRect().bottom + window.scrollY + 24 : 900; })()")
+    bottom = page.evaluate(
+        "(() => { const img = document.querySelector('img, svg');"
+        " const box = img && (img.closest('figure') || img);"
+        " return box ? box.getBoundingClientRect().bottom + window.scrollY + 24 : 900; })()"
+    )
     page.wait_for_timeout(300)
-    page.screenshot(path=str(out / "report.png"), full_page=True,
-                    clip={"x": 0, "y": 0, "width": VIEWPORT["width"], "height": min(max(bottom, 600), 1400)})
+    page.screenshot(
+        path=str(out / "report.png"),
+        full_page=True,
+        clip={"x": 0, "y": 0, "width": VIEWPORT["width"], "height": min(max(bottom, 600), 1400)},
+    )
     log(f"wrote {out / 'report.png'}")
 
 
-WALKS = {"acute": acute, "pairwise-turn": pairwise_turn, "single-model": single_model,
-         "spot-the-bot": spot_the_bot, "direct-assessment": direct_assessment}
+WALKS = {
+    "acute": acute,
+    "pairwise-turn": pairwise_turn,
+    "single-model": single_model,
+    "spot-the-bot": spot_the_bot,
+    "direct-assessment": direct_assessment,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,8 +373,15 @@ def main(argv: list[str] | None = None) -> int:
         with running_app(list(folders.values())) as base:
             log(f"serving on {base}; a simulated crowd of {args.annotators} works on acute")
             acute_folder = folders["acute"]
-            simulate_study(acute_folder, annotators=args.annotators, seed=0, base_url=base,
-                           slug=slug_of(acute_folder), abandon_p=0.0, double_submit_p=0.0)
+            simulate_study(
+                acute_folder,
+                annotators=args.annotators,
+                seed=0,
+                base_url=base,
+                slug=slug_of(acute_folder),
+                abandon_p=0.0,
+                double_submit_p=0.0,
+            )
             write_study_report(acute_folder)
             log("report written")
             from playwright.sync_api import sync_playwright

@@ -39,8 +39,19 @@ def test_simulated_study_and_uniform_accuracy():
 
 def test_quick_benchmark_keys_and_savings():
     out = run_adaptive_benchmark(quick=True, seed=0)
-    for key in ("uniform_judgments", "adaptive_judgments", "aa_false_positive_rate", "naive_aa_false_positive_rate",
-                "savings", "savings_ci", "settings", "scenarios", "rules", "aa", "mixing_comparison"):
+    for key in (
+        "uniform_judgments",
+        "adaptive_judgments",
+        "aa_false_positive_rate",
+        "naive_aa_false_positive_rate",
+        "savings",
+        "savings_ci",
+        "settings",
+        "scenarios",
+        "rules",
+        "aa",
+        "mixing_comparison",
+    ):
         assert key in out
     assert out["savings"] > 0
     assert out["aa_false_positive_rate"] <= 0.05 < out["naive_aa_false_positive_rate"]

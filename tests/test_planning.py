@@ -72,13 +72,22 @@ def test_ranking_of_three_bots():
 
 
 def test_plan_from_pilot():
-    report = {"method": "acute", "seconds_per_judgment": 50.0, "onboarding_seconds": 30.0,
-              "matchups": [{"a": "x", "b": "y", "win_rate_a": 0.4, "n": 50}]}
+    report = {
+        "method": "acute",
+        "seconds_per_judgment": 50.0,
+        "onboarding_seconds": 30.0,
+        "matchups": [{"a": "x", "b": "y", "win_rate_a": 0.4, "n": 50}],
+    }
     plan = plan_from_pilot(report, n_sim=300)
     assert plan["pairs"][0]["a"] == "y" and plan["pairs"][0]["win_rate"] == pytest.approx(0.6)
     assert plan["seconds_per_judgment"] == 50.0 and plan["onboarding_seconds"] == 30.0
-    sm = {"method": "single-model", "systems": [
-        {"name": "p", "likert_mean": {"mean": 4.2, "sd": 1.0}}, {"name": "q", "likert_mean": {"mean": 3.9, "sd": 1.0}}]}
+    sm = {
+        "method": "single-model",
+        "systems": [
+            {"name": "p", "likert_mean": {"mean": 4.2, "sd": 1.0}},
+            {"name": "q", "likert_mean": {"mean": 3.9, "sd": 1.0}},
+        ],
+    }
     plan = plan_from_pilot(sm, n_sim=300)
     assert plan["pairs"][0]["effect"]["cohens_d"] == pytest.approx(0.3, rel=1e-6)
     with pytest.raises(PlanningError):

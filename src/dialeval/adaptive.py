@@ -49,8 +49,19 @@ from .config import AdaptiveConfig
 from .stats import active, sequential
 from .stats.sequential import DEFAULT_PRIOR, SequentialPairTest, bonferroni_alpha
 
-__all__ = ["AdaptiveState", "adaptive_config", "is_filtered", "rule_description", "selection_description",
-           "stopping_section", "study_bots", "study_families", "study_pairs", "study_session", "study_state"]
+__all__ = [
+    "AdaptiveState",
+    "adaptive_config",
+    "is_filtered",
+    "rule_description",
+    "selection_description",
+    "stopping_section",
+    "study_bots",
+    "study_families",
+    "study_pairs",
+    "study_session",
+    "study_state",
+]
 
 
 @dataclass
@@ -76,8 +87,11 @@ class AdaptiveState:
         self._index = {b: i for i, b in enumerate(self.bots)}
         self._given: dict[str, int] = {}
         self._judged: dict[str, set[tuple[str, str]]] = {}  # annotator -> pairs with a block
-        allowed = self.pairs if self.pairs is not None else [
-            (a, b) for i, a in enumerate(self.bots) for b in self.bots[i + 1:]]
+        allowed = (
+            self.pairs
+            if self.pairs is not None
+            else [(a, b) for i, a in enumerate(self.bots) for b in self.bots[i + 1 :]]
+        )
         keys = []
         for a, b in allowed:
             for bot in (a, b):
@@ -89,8 +103,9 @@ class AdaptiveState:
         self._keys = list(dict.fromkeys(keys))
         m = len(self._keys) * max(int(self.families), 1)
         for a, b in self._keys:
-            self.tests[(a, b)] = SequentialPairTest(a, b, alpha=self.config.alpha, prior=self.prior, n_pairs=m,
-                                                    block=self.block)
+            self.tests[(a, b)] = SequentialPairTest(
+                a, b, alpha=self.config.alpha, prior=self.prior, n_pairs=m, block=self.block
+            )
 
     def _key(self, a: str, b: str) -> tuple[str, str]:
         return (a, b) if self._index[a] < self._index[b] else (b, a)
@@ -119,10 +134,16 @@ class AdaptiveState:
         `session`: judgments one annotator gives in a session (ACUTE: comparisons_per_unit); their
         blocks close as soon as they have given that many."""
         config = config or AdaptiveConfig()
-        st = cls(list(bots), config, [tuple(p) for p in pairs] if pairs is not None else None,
-                 float(config.prior if prior is None else prior),
-                 bool(config.transitive if transitive is None else transitive), int(families),
-                 int(getattr(config, "annotator_block", 10)), session)
+        st = cls(
+            list(bots),
+            config,
+            [tuple(p) for p in pairs] if pairs is not None else None,
+            float(config.prior if prior is None else prior),
+            bool(config.transitive if transitive is None else transitive),
+            int(families),
+            int(getattr(config, "annotator_block", 10)),
+            session,
+        )
         for outcome in outcomes:
             st.update(*outcome)
         if final:
@@ -225,9 +246,12 @@ class AdaptiveState:
         implied (order known by transitivity only), rule."""
         closure = active.transitive_closure(self._beats())
         m = len(self._keys) * max(int(self.families), 1)
-        rule = (f"anytime-valid test: {sequential.rule_text(self.prior)}, "
-                f"alpha {self.config.alpha:g} / {m} (Bonferroni over {len(self._keys)} pairs"
-                + (f" x {self.families} questions" if self.families > 1 else "") + ")")
+        rule = (
+            f"anytime-valid test: {sequential.rule_text(self.prior)}, "
+            f"alpha {self.config.alpha:g} / {m} (Bonferroni over {len(self._keys)} pairs"
+            + (f" x {self.families} questions" if self.families > 1 else "")
+            + ")"
+        )
         if not self.stopping:
             rule = "no stopping (adaptive.stopping = none); p-values reported only"
         rows = []
@@ -236,18 +260,32 @@ class AdaptiveState:
             lo, hi = t.interval if not t.clustered else (None, None)
             decided = bool(t.decided and self.stopping)
             implied = bool(not decided and (closure[i, j] or closure[j, i]))
-            rows.append({
-                "a": a, "b": b, "n": t.n, "wins_a": t.wins_a, "wins_b": t.n - t.wins_a, "ties": t.ties,
-                "win_rate_a": None if t.n == 0 else t.wins_a / t.n,
-                "p_always_valid": float(t.p_value), "e_value": t.e_value,
-                "ci_low": None if t.clustered else lo, "ci_high": None if t.clustered else hi,
-                "test_level": "annotator" if t.clustered else "judgment", "blocks": t.blocks,
-                "tested_n": t.tested_n, "untested": t.untested, "open": t.open_judgments,
-                "decided": decided, "winner": t.winner if decided else (
-                    (a if closure[i, j] else b) if implied else None),
-                "stopped_at_n": t.stopped_at if decided else None,
-                "decided_blocks": t.decided_blocks if decided else None, "implied": implied, "rule": rule,
-            })
+            rows.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "n": t.n,
+                    "wins_a": t.wins_a,
+                    "wins_b": t.n - t.wins_a,
+                    "ties": t.ties,
+                    "win_rate_a": None if t.n == 0 else t.wins_a / t.n,
+                    "p_always_valid": float(t.p_value),
+                    "e_value": t.e_value,
+                    "ci_low": None if t.clustered else lo,
+                    "ci_high": None if t.clustered else hi,
+                    "test_level": "annotator" if t.clustered else "judgment",
+                    "blocks": t.blocks,
+                    "tested_n": t.tested_n,
+                    "untested": t.untested,
+                    "open": t.open_judgments,
+                    "decided": decided,
+                    "winner": t.winner if decided else ((a if closure[i, j] else b) if implied else None),
+                    "stopped_at_n": t.stopped_at if decided else None,
+                    "decided_blocks": t.decided_blocks if decided else None,
+                    "implied": implied,
+                    "rule": rule,
+                }
+            )
             rows[-1]["ci_empty"] = t.interval_empty  # see SequentialPairTest.interval
         return rows
 
@@ -264,8 +302,12 @@ EXCLUDED_BOT_TYPES = {"acute": frozenset({"degraded"}), "pairwise-turn": frozens
 def is_filtered(status: str | None, meta: dict | None = None) -> bool:
     """True when an annotator's judgments are left out (filtered / blocked annotators)."""
     m = meta or {}
-    return bool(str(status or "").lower() in FILTERED_STATUSES or m.get("filtered") or m.get("excluded")
-                or str(m.get("status", "")).lower() in FILTERED_STATUSES)
+    return bool(
+        str(status or "").lower() in FILTERED_STATUSES
+        or m.get("filtered")
+        or m.get("excluded")
+        or str(m.get("status", "")).lower() in FILTERED_STATUSES
+    )
 
 
 def _config_dict(config: Any) -> dict[str, Any]:
@@ -301,17 +343,24 @@ def study_families(config: Any) -> int:
     return max(len(_config_dict(config).get("questions") or []), 1)
 
 
-def study_state(outcomes: Iterable[tuple], method: str, config: Any,
-                bots: Sequence[str] | None = None, final: bool = False) -> AdaptiveState:
+def study_state(
+    outcomes: Iterable[tuple], method: str, config: Any, bots: Sequence[str] | None = None, final: bool = False
+) -> AdaptiveState:
     """AdaptiveState of one question of a study from its judgments [(a, b, winner)] or
     [(a, b, winner, annotator)] in judgment order. The scheduler and the report both build it here,
     so they agree on every decision. One alpha for the whole study: Bonferroni over the pairs of
     every question (`study_families`). `final` (reports): close the open annotator blocks."""
     cfg = adaptive_config(config)
     names = list(bots) if bots is not None else study_bots(method, config)
-    return AdaptiveState.from_outcomes(outcomes, names, cfg, pairs=study_pairs(config),
-                                       families=study_families(config), final=final,
-                                       session=study_session(method, config))
+    return AdaptiveState.from_outcomes(
+        outcomes,
+        names,
+        cfg,
+        pairs=study_pairs(config),
+        families=study_families(config),
+        final=final,
+        session=study_session(method, config),
+    )
 
 
 def study_session(method: str, config: Any) -> int | None:
@@ -329,27 +378,37 @@ def rule_description(state: AdaptiveState, *, enabled: bool = True) -> str:
     """The stopping rule in words, with its parameters and the literature (for reports)."""
     cfg = state.config
     m = len(state.tests)
-    test = (f"anytime-valid sequential test of H0: P(a beats b) = 0.5 for each bot pair: beta-binomial "
-            f"{sequential.rule_text(state.prior).removeprefix('beta-binomial ')}, always-valid "
-            f"p-value = running minimum of 1/M_n (Robbins 1970; Howard, Ramdas, McAuliffe & Sekhon 2021, "
-            f"Ann. Statist. 49(2); Johari, Pekelis & Walsh 2022, Operations Research 70(3)); each of m = {m} "
-            f"pairs tested at alpha/m = {cfg.alpha:g}/{m * state.families} = {state.level:.4g} (Bonferroni over "
-            f"the pairs" + (f" of all {state.families} questions" if state.families > 1 else "")
-            + f": study-wise error <= {cfg.alpha:g} however often it is checked); with annotator ids, one "
-            f"factor per annotator block of at most {state.block} judgments (a test at the annotator level, "
-            f"valid when annotators differ; Waudby-Smith & Ramdas 2023, JRSS-B 86(1))")
+    test = (
+        f"anytime-valid sequential test of H0: P(a beats b) = 0.5 for each bot pair: beta-binomial "
+        f"{sequential.rule_text(state.prior).removeprefix('beta-binomial ')}, always-valid "
+        f"p-value = running minimum of 1/M_n (Robbins 1970; Howard, Ramdas, McAuliffe & Sekhon 2021, "
+        f"Ann. Statist. 49(2); Johari, Pekelis & Walsh 2022, Operations Research 70(3)); each of m = {m} "
+        f"pairs tested at alpha/m = {cfg.alpha:g}/{m * state.families} = {state.level:.4g} (Bonferroni over "
+        f"the pairs"
+        + (f" of all {state.families} questions" if state.families > 1 else "")
+        + f": study-wise error <= {cfg.alpha:g} however often it is checked); with annotator ids, one "
+        f"factor per annotator block of at most {state.block} judgments (a test at the annotator level, "
+        f"valid when annotators differ; Waudby-Smith & Ramdas 2023, JRSS-B 86(1))"
+    )
     if not state.stopping:
         return f"no stopping (adaptive.stopping = none); p-values reported only. The test: {test}."
-    stop = ("; a pair is decided at the first n with p <= alpha/m"
-            + ("; a pair whose order follows from decided pairs by transitivity needs no more judgments"
-               if state.transitive else "")
-            + "; the study stops when the order of every pair is known"
-            + (f" or after {cfg.max_judgments} judgments" if cfg.max_judgments else "")
-            + ". Ties count for no one.")
+    stop = (
+        "; a pair is decided at the first n with p <= alpha/m"
+        + (
+            "; a pair whose order follows from decided pairs by transitivity needs no more judgments"
+            if state.transitive
+            else ""
+        )
+        + "; the study stops when the order of every pair is known"
+        + (f" or after {cfg.max_judgments} judgments" if cfg.max_judgments else "")
+        + ". Ties count for no one."
+    )
     text = test[0].upper() + test[1:] + stop
     if not enabled:
-        return ("Monitoring only, not used for stopping (adaptive.enabled = false: units were balanced "
-                "across bot pairs). " + text)
+        return (
+            "Monitoring only, not used for stopping (adaptive.enabled = false: units were balanced "
+            "across bot pairs). " + text
+        )
     return text
 
 
@@ -358,19 +417,28 @@ def selection_description(config: AdaptiveConfig, *, enabled: bool = True) -> st
         return "balanced (adaptive collection disabled): the bot pair with the fewest annotations so far"
     base = {
         "uniform": "uniform: the next unit's bot pair drawn uniformly among the pairs whose order is still open",
-        "variance-reduction": ("variance-reduction (Chiang et al. 2024, Chatbot Arena, §5 eq. 9): the next "
-                               "unit's bot pair drawn among the open pairs with probability proportional to "
-                               "the drop in the standard error of its win rate that one more judgment buys"),
-        "rank-overlap": ("rank-overlap: the least judged open pair whose Bradley-Terry strength intervals "
-                         "still overlap"),
+        "variance-reduction": (
+            "variance-reduction (Chiang et al. 2024, Chatbot Arena, §5 eq. 9): the next "
+            "unit's bot pair drawn among the open pairs with probability proportional to "
+            "the drop in the standard error of its win rate that one more judgment buys"
+        ),
+        "rank-overlap": (
+            "rank-overlap: the least judged open pair whose Bradley-Terry strength intervals still overlap"
+        ),
     }[config.selection]
-    return (base + " (the least used open pair when the annotator has already seen every unit of the drawn "
-            "pair); decided pairs get no new units")
+    return (
+        base + " (the least used open pair when the annotator has already seen every unit of the drawn "
+        "pair); decided pairs get no new units"
+    )
 
 
-def stopping_section(outcomes: Iterable[tuple], method: str, config: Any,
-                     bots: Sequence[str] | None = None,
-                     unfiltered: Iterable[tuple] | None = None) -> dict[str, Any]:
+def stopping_section(
+    outcomes: Iterable[tuple],
+    method: str,
+    config: Any,
+    bots: Sequence[str] | None = None,
+    unfiltered: Iterable[tuple] | None = None,
+) -> dict[str, Any]:
     """The report's `stopping` entry: {rule, selection, enabled, used_for_stopping, alpha, prior,
     m, per_pair_alpha, judgments, decided, ranking, pairs: stopping_table()}.
 
@@ -385,16 +453,23 @@ def stopping_section(outcomes: Iterable[tuple], method: str, config: Any,
     if len(names) < 2:
         names = list(dict.fromkeys(b for o in outcomes for b in (o[0], o[1])))
     if len(names) < 2:
-        return {"enabled": cfg.enabled, "used_for_stopping": False, "rule": "fewer than two bots: no test",
-                "selection": selection_description(cfg, enabled=cfg.enabled), "pairs": []}
+        return {
+            "enabled": cfg.enabled,
+            "used_for_stopping": False,
+            "rule": "fewer than two bots: no test",
+            "selection": selection_description(cfg, enabled=cfg.enabled),
+            "pairs": [],
+        }
     st = study_state(outcomes, method, config, bots=names, final=True)
     table = st.stopping_table()
     reopened = []
     if unfiltered is not None:
         unfiltered = list(unfiltered)
         if len(unfiltered) != len(outcomes):
-            everyone = {(r["a"], r["b"]): r for r in study_state(unfiltered, method, config, bots=names,
-                                                                 final=True).stopping_table()}
+            everyone = {
+                (r["a"], r["b"]): r
+                for r in study_state(unfiltered, method, config, bots=names, final=True).stopping_table()
+            }
             for row in table:
                 other = everyone.get((row["a"], row["b"]))
                 if other and other["decided"] and not row["decided"]:

@@ -145,8 +145,10 @@ def init(
     target.write_text(text, encoding="utf-8")
     config = load_study(target)  # the template must always validate
     if config.generation.mode == "none":
-        console.print(f"wrote {target}: edit it, then run [bold]dialeval serve {escape(str(folder))}[/] "
-                      "(annotators chat live with the bots; no conversations to generate first)")
+        console.print(
+            f"wrote {target}: edit it, then run [bold]dialeval serve {escape(str(folder))}[/] "
+            "(annotators chat live with the bots; no conversations to generate first)"
+        )
     else:
         console.print(f"wrote {target}: edit it, then run [bold]dialeval generate {escape(str(folder))}[/]")
 
@@ -203,18 +205,34 @@ def generate(
         opened = open_study(study)
         if opened.config.generation.mode == "none" and mode is None:
             opened.close()
-            console.print(f"{study}: a {opened.config.method} study has no conversations to generate "
-                          f"(annotators chat live with the bots); next: [bold]dialeval serve {escape(str(study))}[/]")
+            console.print(
+                f"{study}: a {opened.config.method} study has no conversations to generate "
+                f"(annotators chat live with the bots); next: [bold]dialeval serve {escape(str(study))}[/]"
+            )
             return
-        plan = study_plan(opened.config, bots.split(",") if bots else None, mode=mode, conversations=n, turns=turns,
-                          personas=False if no_personas else None, concurrency=concurrency)
+        plan = study_plan(
+            opened.config,
+            bots.split(",") if bots else None,
+            mode=mode,
+            conversations=n,
+            turns=turns,
+            personas=False if no_personas else None,
+            concurrency=concurrency,
+        )
         existing = opened.store.conversation_status(opened.id)
     else:
         if not (bots and mode and output):
             raise DialevalError("without a study folder, give --bots, --mode and -o (see dialeval generate --help)")
         chosen = bots.split(",")
-        plan = GenerationPlan(mode=mode, bots=chosen, conversations=n or 10, turns=turns or 6,
-                              personas=not no_personas, concurrency=concurrency or 4, seed=seed)
+        plan = GenerationPlan(
+            mode=mode,
+            bots=chosen,
+            conversations=n or 10,
+            turns=turns or 6,
+            personas=not no_personas,
+            concurrency=concurrency or 4,
+            seed=seed,
+        )
         bot_objects = {name: build_bot(name, name, {}) for name in chosen}
         existing, sink = _file_sink(output, fmt)
 
@@ -241,8 +259,10 @@ def generate(
         _convert_output(output, fmt)
     if result.failed:
         first = next(iter(sorted(result.failed.items())))
-        raise fail(f"{len(result.failed)} conversation(s) failed, e.g. {first[0]}: {first[1]}; "
-                   "fix the bot (is it running? see the table above) and rerun to retry only those")
+        raise fail(
+            f"{len(result.failed)} conversation(s) failed, e.g. {first[0]}: {first[1]}; "
+            "fix the bot (is it running? see the table above) and rerun to retry only those"
+        )
 
 
 OUTPUT_FORMATS = ("dialeval", "parlai", "openai")
@@ -301,11 +321,15 @@ def serve(
     workers: int = typer.Option(1, "--workers", help="stateless worker processes sharing the database"),
     open_browser: bool = typer.Option(False, "--open/--no-browser", help="open the start page in a browser"),
     db_connections: int | None = typer.Option(
-        None, "--db-connections", min=1,
+        None,
+        "--db-connections",
+        min=1,
         help="database connections this server may open in all, shared by the workers "
-             "(default: PostgreSQL's max_connections minus a reserve)"),
-    access_log: bool = typer.Option(False, "--access-log",
-                                    help="one line per request on stderr: method, path, status, ms, hashed annotator"),
+        "(default: PostgreSQL's max_connections minus a reserve)",
+    ),
+    access_log: bool = typer.Option(
+        False, "--access-log", help="one line per request on stderr: method, path, status, ms, hashed annotator"
+    ),
 ) -> None:
     """Serve studies to annotators; prints the annotator, Prolific, MTurk and admin links.
 
@@ -337,8 +361,11 @@ def _study_database(study: Path) -> tuple[str, str]:
 
 
 def _print_counts(counts: dict[str, int]) -> None:
-    shown = {k: counts[k] for k in ("studies", "conversations", "turns", "annotators", "units", "assignments",
-                                    "judgments", "events") if k in counts}
+    shown = {
+        k: counts[k]
+        for k in ("studies", "conversations", "turns", "annotators", "units", "assignments", "judgments", "events")
+        if k in counts
+    }
     console.print(", ".join(f"{n} {k}" for k, n in shown.items()), highlight=False)
 
 
@@ -480,8 +507,15 @@ def demo(
             for error in result.errors[:5]:
                 err_console.print(f"  {method}: {error}", highlight=False, markup=False, soft_wrap=True)
     if not no_serve:
-        serve(folders, host=host, port=port, workers=workers, open_browser=not no_browser, db_connections=None,
-              access_log=False)
+        serve(
+            folders,
+            host=host,
+            port=port,
+            workers=workers,
+            open_browser=not no_browser,
+            db_connections=None,
+            access_log=False,
+        )
 
 
 @app.command()
@@ -647,8 +681,10 @@ def bench_adaptive(
     ):
         console.print(f"{key}: {result.get(key)}")
     for r, rates in ((k, v) for k, v in result["aa"]["crowd"].items() if k.endswith("per_annotator")):
-        console.print(f"A/A, annotators differ (sd {result['aa']['crowd']['sd']}), {r.split('_')[0]} each: "
-                      f"per-judgment test {rates['per_judgment']:.4f}, annotator-level {rates['annotator_level']:.4f}")
+        console.print(
+            f"A/A, annotators differ (sd {result['aa']['crowd']['sd']}), {r.split('_')[0]} each: "
+            f"per-judgment test {rates['per_judgment']:.4f}, annotator-level {rates['annotator_level']:.4f}"
+        )
     if json_path:
         json_path.write_text(json_lib.dumps(result, indent=2, default=str), encoding="utf-8")
         console.print(f"wrote {json_path}")
@@ -696,8 +732,9 @@ def read_import(
             raise DialevalError("spot-the-bot imports need --domain (dailydialog, empathetic or convai2)")
         from .textclean import clean_dataset
 
-        return clean_dataset(read_spot_the_bot(path, domain, rename=renames or None, use_paper_names=paper_names),
-                             str(path))
+        return clean_dataset(
+            read_spot_the_bot(path, domain, rename=renames or None, use_paper_names=paper_names), str(path)
+        )
     elif fmt == "parlai":
         from .formats.parlai import read_parlai_conversations
 
@@ -751,8 +788,11 @@ def _add_imported_bots(study: Path, systems: list[str], originals: dict[str, str
     if not missing:
         return
     if not data.get("imported_from"):
-        console.print(f"note: {', '.join(missing)} not among the bots of {path}; add them (type: imported) "
-                      "to make units for them", highlight=False)
+        console.print(
+            f"note: {', '.join(missing)} not among the bots of {path}; add them (type: imported) "
+            "to make units for them",
+            highlight=False,
+        )
         return
     data["bots"] = list(data.get("bots") or []) + [
         {"name": s, "type": IMPORTED_BOT, **({"options": {"original_name": originals[s]}} if s in originals else {})}
@@ -814,8 +854,10 @@ def import_(
             previous = opened.store.imported_sources(opened.id)
             earlier = already_imported(previous, fmt, digest, domain)
             if earlier is not None:
-                console.print(f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same "
-                              "content, sha256 " + digest[:12] + "); nothing changed")
+                console.print(
+                    f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same "
+                    "content, sha256 " + digest[:12] + "); nothing changed"
+                )
                 return
             held = opened.store.counts(opened.id)
             refuse_other_source(study, previous, held["judgments"], held["conversations"], append)
@@ -834,8 +876,11 @@ def import_(
                 "method": dataset.method,
                 "description": f"imported from {path}",
                 "bots": [
-                    {"name": s, "type": IMPORTED_BOT, **({"options": {"original_name": originals[s]}}
-                                                         if s in originals else {})}
+                    {
+                        "name": s,
+                        "type": IMPORTED_BOT,
+                        **({"options": {"original_name": originals[s]}} if s in originals else {}),
+                    }
                     for s in systems
                 ],
                 "imported_from": {
@@ -849,8 +894,9 @@ def import_(
         )
     opened = open_study(study)
     try:
-        source = source_record(fmt, path, digest, domain=domain, rename=renames or None,
-                               judges=[str(j.resolve()) for j in judges] or None)
+        source = source_record(
+            fmt, path, digest, domain=domain, rename=renames or None, judges=[str(j.resolve()) for j in judges] or None
+        )
         counts = opened.store.save_dataset(opened.id, dataset, source=source)
     finally:
         opened.close()
@@ -859,8 +905,11 @@ def import_(
     console.print(f"imported into {study}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     for key, what in (("empty_submissions", "empty"), ("partial_submissions", "partial")):
         if dataset.meta.get(key):
-            console.print(f"{len(dataset.meta[key])} {what} submissions kept without their missing ratings: "
-                          + ", ".join(dataset.meta[key]), highlight=False)
+            console.print(
+                f"{len(dataset.meta[key])} {what} submissions kept without their missing ratings: "
+                + ", ".join(dataset.meta[key]),
+                highlight=False,
+            )
 
 
 @app.command()
@@ -908,8 +957,10 @@ def report(
 
     result = study_report(study)
     if not result.get("study", {}).get("collected", {}).get("judgments"):
-        raise DialevalError(f"{study} holds no judgments yet, so there is nothing to report; collect some "
-                            f"(dialeval serve {study}, or dialeval simulate {study}) or import a data set")
+        raise DialevalError(
+            f"{study} holds no judgments yet, so there is nothing to report; collect some "
+            f"(dialeval serve {study}, or dialeval simulate {study}) or import a data set"
+        )
     paths = write_report(result, study / "report", json_path=json_path, html_path=html_path)
     table = _table("system", "n", "score", title=f"{result['method']}: systems, best first")
     for s in result.get("systems", []):
@@ -951,8 +1002,10 @@ def compare(
     def r(value) -> str:
         return "not defined (needs 3 systems in common with varying scores)" if value is None else f"{value:.3f}"
 
-    console.print(f"Pearson r = {r(result.get('pearson'))}, Spearman rho = {r(result.get('spearman'))} "
-                  f"({result.get('n')} systems in common)")
+    console.print(
+        f"Pearson r = {r(result.get('pearson'))}, Spearman rho = {r(result.get('spearman'))} "
+        f"({result.get('n')} systems in common)"
+    )
     if result.get("criteria"):  # direct assessment: paper 002 Table 3's r row, one per criterion
         criteria = _table("criterion", "Pearson r", "Spearman rho", "n", title="self-replication per criterion")
         fmt = lambda r: "" if r is None else f"{r:.3f}"  # noqa: E731

@@ -94,8 +94,10 @@ class LimitsConfig(_Strict):
 
 class PagesConfig(_Strict):
     title: str | None = None
-    consent: str = ("You are invited to take part in a research study on chatbots. Your answers are stored "
-                    "without your name. You may stop at any time.")
+    consent: str = (
+        "You are invited to take part in a research study on chatbots. Your answers are stored "
+        "without your name. You may stop at any time."
+    )
     instructions: str | None = None
 
 
@@ -206,8 +208,10 @@ class StudyConfig(_Strict):
         if self.method in PAIRED_METHODS and self.imported_from is None:
             compared = [b.name for b in self.bots if b.type != "degraded"]
             if len(compared) < 2:
-                raise ValueError(f"a {self.method} study compares bots in pairs: list at least two bots under "
-                                 f"bots (it has {len(compared)}: {', '.join(compared) or 'none'})")
+                raise ValueError(
+                    f"a {self.method} study compares bots in pairs: list at least two bots under "
+                    f"bots (it has {len(compared)}: {', '.join(compared) or 'none'})"
+                )
         presets = PRESETS.get(self.method, {})
         for q in self.questions:
             if q.text is None and q.id not in presets:
@@ -255,8 +259,9 @@ def parse_study(data: Any, path: str | Path = "<study>") -> StudyConfig:
     from .errors import BotError
 
     if not isinstance(data, dict):
-        raise StudyFileError(f"{path}: a study file is a YAML mapping (name:, method:, bots: ...), not "
-                             f"{type(data).__name__}")
+        raise StudyFileError(
+            f"{path}: a study file is a YAML mapping (name:, method:, bots: ...), not {type(data).__name__}"
+        )
     if data.get("method") in METHODS and isinstance(data.get("protocol"), dict):
         try:  # check the method block here so its errors say protocol.<field>
             PROTOCOL_OPTIONS[data["method"]].model_validate(data["protocol"])

@@ -28,9 +28,7 @@ _cache: dict[tuple[str, float], list[CorpusConversation]] = {}
 _lock = threading.Lock()
 
 
-def load_corpus(
-    path: str | Path | None = None, max_conversations: int | None = None
-) -> list[CorpusConversation]:
+def load_corpus(path: str | Path | None = None, max_conversations: int | None = None) -> list[CorpusConversation]:
     """The conversations of the bundled corpus (path None) or of a corpus file; cached per file.
 
     `max_conversations` keeps the first N in file order, so a given N always gives the same corpus.
@@ -125,9 +123,7 @@ def _parse_jsonl(path: Path, text: str) -> list[CorpusConversation]:
             )
         turns = [t.strip() for t in turns if t.strip()]
         if len(turns) >= 2:
-            conversations.append(
-                CorpusConversation(str(obj.get("id", f"{path.stem}-{lineno}")), tuple(turns))
-            )
+            conversations.append(CorpusConversation(str(obj.get("id", f"{path.stem}-{lineno}")), tuple(turns)))
     return conversations
 
 
@@ -144,16 +140,12 @@ def _parse_blocks(text: str, stem: str) -> list[CorpusConversation]:
     return conversations
 
 
-def random_conversation(
-    rng: random.Random, corpus: list[CorpusConversation] | None = None
-) -> CorpusConversation:
+def random_conversation(rng: random.Random, corpus: list[CorpusConversation] | None = None) -> CorpusConversation:
     corpus = load_corpus() if corpus is None else corpus
     return corpus[rng.randrange(len(corpus))]
 
 
-def first_exchange(
-    rng: random.Random, corpus: list[CorpusConversation] | None = None
-) -> tuple[str, list[str]]:
+def first_exchange(rng: random.Random, corpus: list[CorpusConversation] | None = None) -> tuple[str, list[str]]:
     """(conversation id, [turn0, turn1]) of a random conversation: the seed of a bot-bot chat."""
     conv = random_conversation(rng, corpus)
     return conv.id, list(conv.turns[:2])

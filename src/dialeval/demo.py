@@ -104,8 +104,11 @@ def create_demo(out: str | Path, methods: tuple[str, ...] = METHODS, seed: int =
         opened = open_study(folder)
         try:
             if opened.config.generation.mode != "none":
-                generate_study(opened, study_plan(opened.config),
-                               on_done=(lambda conv, method=method: progress(method, conv)) if progress else None)
+                generate_study(
+                    opened,
+                    study_plan(opened.config),
+                    on_done=(lambda conv, method=method: progress(method, conv)) if progress else None,
+                )
         finally:
             opened.close()
         folders.append(folder)

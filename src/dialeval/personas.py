@@ -35,9 +35,7 @@ def all_personas() -> list[str]:
     return [s for group in persona_groups() for s in group]
 
 
-def sample_persona(
-    rng: random.Random, k: int = 2, exclude: set[str] | frozenset[str] = frozenset()
-) -> list[str]:
+def sample_persona(rng: random.Random, k: int = 2, exclude: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """k persona sentences from k different topic groups, none of them in `exclude`."""
     groups = [[s for s in g if s not in exclude] for g in persona_groups()]
     groups = [g for g in groups if g]

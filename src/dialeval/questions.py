@@ -18,21 +18,35 @@ class Question:
 
 
 ACUTE_QUESTIONS = {
-    "preference": Question("preference", "Who would you prefer to talk to for a long conversation?",
-                           "I would prefer to talk to Speaker {n}"),
-    "interesting": Question("interesting", "If you had to say one of these speakers is interesting and one is "
-                            "boring, who would you say is more interesting?", "Speaker {n} is more interesting"),
+    "preference": Question(
+        "preference",
+        "Who would you prefer to talk to for a long conversation?",
+        "I would prefer to talk to Speaker {n}",
+    ),
+    "interesting": Question(
+        "interesting",
+        "If you had to say one of these speakers is interesting and one is "
+        "boring, who would you say is more interesting?",
+        "Speaker {n} is more interesting",
+    ),
     "human": Question("human", "Which speaker sounds more human?", "Speaker {n} sounds more human"),
-    "knowledgeable": Question("knowledgeable", "If you had to say that one speaker is more knowledgeable and one "
-                              "is more ignorant, who is more knowledgeable?", "Speaker {n} is more knowledgeable"),
+    "knowledgeable": Question(
+        "knowledgeable",
+        "If you had to say that one speaker is more knowledgeable and one is more ignorant, who is more knowledgeable?",
+        "Speaker {n} is more knowledgeable",
+    ),
 }
 
 PAIRWISE_TURN_QUESTIONS = {
-    "preference": Question("preference",
-                           "Which next response from your partner would you prefer in a long conversation?"),
+    "preference": Question(
+        "preference", "Which next response from your partner would you prefer in a long conversation?"
+    ),
     "human": Question("human", "Which next response from your partner sounds more human?"),
-    "interesting": Question("interesting", "If you had to say one of these responses is interesting and one is "
-                            "boring, which would you say is more interesting?"),
+    "interesting": Question(
+        "interesting",
+        "If you had to say one of these responses is interesting and one is "
+        "boring, which would you say is more interesting?",
+    ),
 }
 
 # SM-Turn asks the three qualities of every bot response; SM-Dialog asks them on a 1-5 scale at the end.

@@ -81,9 +81,13 @@ def clean_imported(obj: Any, path: str, line: int | None = None, field: str = ""
     limit = import_text_limit()
     if isinstance(obj, str):
         if len(obj) > limit:
-            raise ImportFormatError(path, f"a text of {len(obj):,} characters is longer than the limit of "
-                                          f"{limit:,} (--max-text-chars or ${IMPORT_LIMIT_ENV})",
-                                    line=line, field=field or None)
+            raise ImportFormatError(
+                path,
+                f"a text of {len(obj):,} characters is longer than the limit of "
+                f"{limit:,} (--max-text-chars or ${IMPORT_LIMIT_ENV})",
+                line=line,
+                field=field or None,
+            )
         return clean_text(obj)
     if isinstance(obj, dict):
         return {k: clean_imported(v, path, line, f"{field}.{k}" if field else str(k)) for k, v in obj.items()}
@@ -99,19 +103,25 @@ def clean_dataset(dataset: Any, source: str) -> Any:
     for conv in dataset.conversations:
         for i, turn in enumerate(conv.turns):
             if len(turn.text) > limit:
-                raise ImportFormatError(source, f"conversation '{conv.id}', turn {i + 1}: a text of "
-                                                f"{len(turn.text):,} characters is longer than the limit of "
-                                                f"{limit:,} (--max-text-chars or ${IMPORT_LIMIT_ENV})")
+                raise ImportFormatError(
+                    source,
+                    f"conversation '{conv.id}', turn {i + 1}: a text of "
+                    f"{len(turn.text):,} characters is longer than the limit of "
+                    f"{limit:,} (--max-text-chars or ${IMPORT_LIMIT_ENV})",
+                )
             turn.text = clean_text(turn.text)
             if turn.candidates:
                 turn.candidates = clean_value(turn.candidates)
     for k, j in enumerate(dataset.judgments):
         if isinstance(j.justification, str):
             if len(j.justification) > limit:
-                raise ImportFormatError(source, f"judgment {k + 1} (annotator '{j.annotator_id}'): a "
-                                                f"justification of {len(j.justification):,} characters is longer "
-                                                f"than the limit of {limit:,} (--max-text-chars or "
-                                                f"${IMPORT_LIMIT_ENV})")
+                raise ImportFormatError(
+                    source,
+                    f"judgment {k + 1} (annotator '{j.annotator_id}'): a "
+                    f"justification of {len(j.justification):,} characters is longer "
+                    f"than the limit of {limit:,} (--max-text-chars or "
+                    f"${IMPORT_LIMIT_ENV})",
+                )
             j.justification = clean_text(j.justification)
         j.value = clean_value(j.value)
     return dataset

@@ -45,8 +45,13 @@ ARENA_RANK = {
 
 def _battles(rows, judge="crowd"):
     judgments = [
-        Judgment(annotator_id=judge, unit_id=None, question="battle",
-                 value={"model_a": a, "model_b": b, "winner": w}, meta={"battle": str(k)})
+        Judgment(
+            annotator_id=judge,
+            unit_id=None,
+            question="battle",
+            value={"model_a": a, "model_b": b, "winner": w},
+            meta={"battle": str(k)},
+        )
         for k, (a, b, w) in enumerate(rows)
     ]
     return Dataset(method="arena", annotators=[Annotator(judge)], judgments=judgments)

@@ -20,20 +20,48 @@ DATA = "dialogue-eval/FreeTopicRound1/Combined_Batches_305hits.csv"
 
 # Paper 002 Table 3: overall average standardized score and n ratings (Free run 1)
 TABLE3 = {
-    "biencoder": (0.534, 798), "polyencoder": (0.419, 798), "biencoder+persona": (0.318, 707),
-    "kvmemnn": (0.262, 791), "kvmemnn+persona": (0.189, 714), "polyencoder+persona": (0.173, 707),
-    "seq2seq": (-0.087, 707), "seq2seq+persona": (-0.201, 798), "lan_model+persona": (-0.217, 763),
+    "biencoder": (0.534, 798),
+    "polyencoder": (0.419, 798),
+    "biencoder+persona": (0.318, 707),
+    "kvmemnn": (0.262, 791),
+    "kvmemnn+persona": (0.189, 714),
+    "polyencoder+persona": (0.173, 707),
+    "seq2seq": (-0.087, 707),
+    "seq2seq+persona": (-0.201, 798),
+    "lan_model+persona": (-0.217, 763),
     "lan_model": (-0.243, 742),
 }
 # Table 3 per-criterion columns for the best system (A = biencoder)
-TABLE3_A = {"interesting": 0.564, "fun": 0.602, "consistent": 0.711, "fluent": 0.863, "topic": 0.964,
-            "robotic": -0.038, "repetitive": 0.069}
+TABLE3_A = {
+    "interesting": 0.564,
+    "fun": 0.602,
+    "consistent": 0.711,
+    "fluent": 0.863,
+    "topic": 0.964,
+    "robotic": -0.038,
+    "repetitive": 0.069,
+}
 # Table 10 raw averages, Free run 1, A = biencoder
-TABLE10_A = {"overall": 52.49, "interesting": 53.03, "fun": 54.07, "consistent": 58.12, "fluent": 61.78,
-             "topic": 65.24, "robotic": 35.73, "repetitive": 39.47}
+TABLE10_A = {
+    "overall": 52.49,
+    "interesting": 53.03,
+    "fun": 54.07,
+    "consistent": 58.12,
+    "fluent": 61.78,
+    "topic": 65.24,
+    "robotic": 35.73,
+    "repetitive": 39.47,
+}
 # Table 8, Pearson (upper half), Overall row
-TABLE8_OVERALL = {"interesting": 0.959, "fun": 0.976, "consistent": 0.861, "fluent": 0.966, "topic": 0.796,
-                  "robotic": 0.916, "repetitive": 0.674}
+TABLE8_OVERALL = {
+    "interesting": 0.959,
+    "fun": 0.976,
+    "consistent": 0.861,
+    "fluent": 0.966,
+    "topic": 0.796,
+    "robotic": 0.916,
+    "repetitive": 0.674,
+}
 
 
 @lru_cache(maxsize=1)
@@ -101,8 +129,14 @@ def test_self_comparison(published):
 
 
 def test_compare_runs_shared_systems_only():
-    a = {"systems": [{"name": "x", "score": 1.0}, {"name": "y", "score": 2.0}, {"name": "z", "score": 3.0},
-                     {"name": "only_a", "score": 0.0}]}
+    a = {
+        "systems": [
+            {"name": "x", "score": 1.0},
+            {"name": "y", "score": 2.0},
+            {"name": "z", "score": 3.0},
+            {"name": "only_a", "score": 0.0},
+        ]
+    }
     b = {"systems": [{"name": "z", "score": 0.3}, {"name": "y", "score": 0.25}, {"name": "x", "score": 0.1}]}
     out = compare_runs(a, b)
     assert out["n"] == 3 and out["only_a"] == ["only_a"] and out["only_b"] == []
@@ -129,10 +163,22 @@ def _tiny_dataset() -> Dataset:
                 value = {c: float(level + rep + k) for k, c in enumerate(DA_CRITERIA)}
                 value["robotic"] = 100.0 - value["robotic"]  # raw slider: negative criteria not reversed
                 value["repetitive"] = 100.0 - value["repetitive"]
-                judgments.append(Judgment(annotator_id=ann, unit_id=unit, question="ratings", value=value,
-                                          conversation_id=cid, elapsed_s=120.0))
-    return Dataset(method="direct-assessment", conversations=convs, judgments=judgments,
-                   annotators=[Annotator(id="good"), Annotator(id="bad"), Annotator(id="silent")])
+                judgments.append(
+                    Judgment(
+                        annotator_id=ann,
+                        unit_id=unit,
+                        question="ratings",
+                        value=value,
+                        conversation_id=cid,
+                        elapsed_s=120.0,
+                    )
+                )
+    return Dataset(
+        method="direct-assessment",
+        conversations=convs,
+        judgments=judgments,
+        annotators=[Annotator(id="good"), Annotator(id="bad"), Annotator(id="silent")],
+    )
 
 
 def test_tiny_dataset_flags_qc_from_meta_and_filters():

@@ -26,9 +26,7 @@ def _dataset(folder: str, domain: str):
 @cache
 def _report(folder: str, domain: str, procedure: str = "released"):
     options = PREVIOUS if procedure == "previous" else {}
-    return analyze_spot_the_bot(
-        _dataset(folder, domain), seed=0, survival=False, stability=False, tts=False, **options
-    )
+    return analyze_spot_the_bot(_dataset(folder, domain), seed=0, survival=False, stability=False, tts=False, **options)
 
 
 # The procedure this analysis used before it defaulted to the released Table 1 one: one match per
@@ -157,8 +155,16 @@ def test_agreement_best_and_worst(shared_data):
 
 def test_report_is_json_and_complete(shared_data):
     ds = _dataset(str(shared_data("spot-the-bot")), "dailydialog")
-    rep = analyze_spot_the_bot(ds, n_bootstrap=200, seed=0, survival=True, stability=True,
-                               stability_sizes=(5, 40), stability_repeats=3, tts_n_sim=200)
+    rep = analyze_spot_the_bot(
+        ds,
+        n_bootstrap=200,
+        seed=0,
+        survival=True,
+        stability=True,
+        stability_sizes=(5, 40),
+        stability_repeats=3,
+        tts_n_sim=200,
+    )
     text = json.dumps(rep, allow_nan=False)
     assert json.loads(text)["method"] == "spot-the-bot"
     for key in ("systems", "win_rates", "survival", "cox", "agreement", "feature_alpha", "time", "stability"):
@@ -226,8 +232,9 @@ def test_survival_frame(shared_data):
 
 def test_survival_and_stability_sections(shared_data):
     ds = _dataset(str(shared_data("spot-the-bot")), "empathetic")
-    rep = analyze_spot_the_bot(ds, n_bootstrap=300, seed=0, survival=True, stability=True,
-                               stability_sizes=(5, 44), stability_repeats=4)
+    rep = analyze_spot_the_bot(
+        ds, n_bootstrap=300, seed=0, survival=True, stability=True, stability_sizes=(5, 44), stability_repeats=4
+    )
     curves = rep["survival"]["curves"]
     assert {"BL", "GPT", "BR", "S2", "DR"} <= set(curves)
     last = {s: pts[-1][1] for s, pts in curves.items()}

@@ -91,9 +91,7 @@ def make_app(
                     status_code=400,
                 )
             if mode == "rate_limit":
-                return JSONResponse(
-                    {"error": {"message": "slow down"}}, status_code=429, headers={"Retry-After": "0"}
-                )
+                return JSONResponse({"error": {"message": "slow down"}}, status_code=429, headers={"Retry-After": "0"})
             if mode == "no_content":
                 return JSONResponse({"id": "x", "choices": []})
             text = reply(body) if callable(reply) else (reply or default_reply(body))

@@ -110,7 +110,5 @@ async def test_degraded_bot_ignores_the_user_distorts_with_another_dialogue_and_
 
 async def test_degraded_bot_on_the_bundled_corpus():
     bot = build_bot("qc", "degraded", {"max_conversations": 200})
-    replies = [
-        await bot.reply([ChatMessage("user", "Hi!")], BotContext(conversation_id=str(i))) for i in range(5)
-    ]
+    replies = [await bot.reply([ChatMessage("user", "Hi!")], BotContext(conversation_id=str(i))) for i in range(5)]
     assert all(r.strip() for r in replies)

@@ -32,9 +32,7 @@ async def test_ok_reply_sends_persona_history_and_sampling_options():
     body = url.state.bodies[0]
     assert body["model"] == "fake" and body["temperature"] == 0.3 and body["max_tokens"] == 20
     assert body["messages"][0]["role"] == "system"
-    assert (
-        "Be brief." in body["messages"][0]["content"] and "I have two dogs." in body["messages"][0]["content"]
-    )
+    assert "Be brief." in body["messages"][0]["content"] and "I have two dogs." in body["messages"][0]["content"]
     assert [m["role"] for m in body["messages"][1:]] == ["user", "assistant", "user"]
     assert "stream" not in body
 

@@ -29,13 +29,17 @@ def rows(url: str, table: str, study_name: str = "load-test") -> list[tuple]:
         with engine.connect() as c:
             sid = c.execute(text("SELECT id FROM studies WHERE name = :n"), {"n": study_name}).scalar()
             if table == "turns":
-                q = ("SELECT t.id, t.conversation_id, t.idx, t.text FROM turns t JOIN conversations c "
-                     "ON c.id = t.conversation_id WHERE c.study_id = :s ORDER BY t.id")
+                q = (
+                    "SELECT t.id, t.conversation_id, t.idx, t.text FROM turns t JOIN conversations c "
+                    "ON c.id = t.conversation_id WHERE c.study_id = :s ORDER BY t.id"
+                )
             elif table == "studies":
                 q = "SELECT id, name FROM studies WHERE id = :s"
             elif table == "judgments":
-                q = ("SELECT id, annotator_id, assignment_id, unit_id, question, client_request_id FROM judgments "
-                     "WHERE study_id = :s ORDER BY id")
+                q = (
+                    "SELECT id, annotator_id, assignment_id, unit_id, question, client_request_id FROM judgments "
+                    "WHERE study_id = :s ORDER BY id"
+                )
             elif table == "assignments":
                 q = "SELECT id, unit_id, annotator_id, status FROM assignments WHERE study_id = :s ORDER BY id"
             else:

@@ -59,8 +59,9 @@ def stop(proc: subprocess.Popen) -> str:
 def test_plan_from_expectations(tmp_path):
     out = tmp_path / "plan.json"
     plot = tmp_path / "plan.png"
-    result = invoke("plan", "--method", "acute", "--expect", "a>b:0.65", "--expect", "b>c:0.55",
-                    "--json", out, "--plot", plot)
+    result = invoke(
+        "plan", "--method", "acute", "--expect", "a>b:0.65", "--expect", "b>c:0.55", "--json", out, "--plot", plot
+    )
     assert result.exit_code == 0, result.output
     plan = json.loads(out.read_text())
     needed = {(p["a"], p["b"]): p["judgments_needed"] for p in plan["pairs"]}
@@ -102,8 +103,13 @@ def test_serve_prints_links_and_answers(tmp_path):
     folder = tmp_path / "served"
     invoke("init", "single-model", folder)
     port = free_port()
-    proc = subprocess.Popen([*DIALEVAL, "serve", str(folder), "--port", str(port)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.Popen(
+        [*DIALEVAL, "serve", str(folder), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     try:
         wait_healthy(port, proc)
         page = httpx.get(f"http://127.0.0.1:{port}/s/served/?volunteer=1", follow_redirects=True)
@@ -116,9 +122,13 @@ def test_serve_prints_links_and_answers(tmp_path):
 
 def test_demo_serves_every_method(tmp_path):
     port = free_port()
-    proc = subprocess.Popen([*DIALEVAL, "demo", "--out", str(tmp_path / "demo"), "--port", str(port), "--no-browser"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.Popen(
+        [*DIALEVAL, "demo", "--out", str(tmp_path / "demo"), "--port", str(port), "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     try:
         wait_healthy(port, proc, seconds=240)
         start = httpx.get(f"http://127.0.0.1:{port}/").text

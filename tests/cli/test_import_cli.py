@@ -14,8 +14,12 @@ runner = CliRunner()
 
 def _self_chat(folder, model):
     """A fast-ACUTE self-chat log `<model>.bst.jsonl`: both sides are TransformerGenerator_1/_2."""
-    acts = [[{"id": "TransformerGenerator_1", "text": f"{model} says hi"},
-             {"id": "TransformerGenerator_2", "text": "hello"}]]
+    acts = [
+        [
+            {"id": "TransformerGenerator_1", "text": f"{model} says hi"},
+            {"id": "TransformerGenerator_2", "text": "hello"},
+        ]
+    ]
     (folder / f"{model}.bst.jsonl").write_text(json.dumps({"dialog": acts}) + "\n")
     (folder / f"{model}.bst.metadata").write_text(json.dumps({"opt": {"task": "bst"}, "self_chat": True}))
     return folder / f"{model}.bst.jsonl"

@@ -84,16 +84,21 @@ def test_readme_deployment_as_written(tmp_path, pg_url):
                         acknowledged += drive(url).acknowledged
                 elif argv[0] == "haproxy":
                     exe = shutil.which("haproxy") or "/usr/sbin/haproxy"
-                    proc = subprocess.Popen([exe, *argv[1:], "-db"], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL)
+                    proc = subprocess.Popen(
+                        [exe, *argv[1:], "-db"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                    )
                     background.append(proc)
                     balancer = f"http://127.0.0.1:{front}"
                     load.wait_healthy(balancer, proc, None, 30)
                     acknowledged += drive(balancer, n=6, seconds=3.0).acknowledged
                     token = (tmp_path / "my-study" / ".admin-token").read_text().strip()
                     for _ in range(2):  # whichever host answers, the admin token is valid
-                        assert httpx.get(f"{balancer}/s/load-test/admin", params={"token": token},
-                                         follow_redirects=True).status_code == 200
+                        assert (
+                            httpx.get(
+                                f"{balancer}/s/load-test/admin", params={"token": token}, follow_redirects=True
+                            ).status_code
+                            == 200
+                        )
                 else:
                     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
                     assert done.returncode == 0, (line, done.stdout, done.stderr)

@@ -38,10 +38,15 @@ async def annotate(base: str, slug: str, n: int) -> dict:
             if m is None:
                 result["errors"].append(f"no form: {r.status_code} {r.text[:200]}")
                 break
-            data = {"csrf": csrf, "choice": str(1 + n % 2), "justification": f"annotator {n} thinks so",
-                    "request_id": uuid.uuid4().hex}
-            answers = await asyncio.gather(*[c.post(m.group(1), data=data, headers={"Accept": "application/json"})
-                                             for _ in range(2)])
+            data = {
+                "csrf": csrf,
+                "choice": str(1 + n % 2),
+                "justification": f"annotator {n} thinks so",
+                "request_id": uuid.uuid4().hex,
+            }
+            answers = await asyncio.gather(
+                *[c.post(m.group(1), data=data, headers={"Accept": "application/json"}) for _ in range(2)]
+            )
             if not all(a.status_code == 200 for a in answers):
                 result["errors"].append([a.text for a in answers])
             result["answered"].append(int(m.group(2)))
@@ -93,6 +98,7 @@ def test_many_annotators_sqlite(tmp_path):
 
 
 def test_many_annotators_postgres(tmp_path, pg_url):
-    folder = make_acute_study(tmp_path / "c", per_bot=3, onboarding=False, comparisons=COMPARISONS, per_pair=PER_PAIR,
-                              database=pg_url)
+    folder = make_acute_study(
+        tmp_path / "c", per_bot=3, onboarding=False, comparisons=COMPARISONS, per_pair=PER_PAIR, database=pg_url
+    )
     check(folder, run_crowd(folder))

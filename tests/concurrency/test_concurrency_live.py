@@ -71,16 +71,28 @@ def check_single_model(server: LiveServer, results: list, per_bot: int, bot_turn
 
 
 def sm_folder(tmp_path, database: str | None = None):
-    return make_live_study(tmp_path / "sm", "single-model", ["repeat", "eliza"], database=database,
-                           name=f"sm-conc-{uuid.uuid4().hex[:8]}", annotation={"units_per_annotator": 1},
-                           protocol={"bot_turns": 2, "conversations_per_bot": 3})
+    return make_live_study(
+        tmp_path / "sm",
+        "single-model",
+        ["repeat", "eliza"],
+        database=database,
+        name=f"sm-conc-{uuid.uuid4().hex[:8]}",
+        annotation={"units_per_annotator": 1},
+        protocol={"bot_turns": 2, "conversations_per_bot": 3},
+    )
 
 
 def pw_folder(tmp_path, database: str | None = None):
-    return make_live_study(tmp_path / "pw", "pairwise-turn", ["repeat", "eliza", "retrieval"], database=database,
-                           name=f"pw-conc-{uuid.uuid4().hex[:8]}", onboarding={"enabled": False},
-                           annotation={"units_per_annotator": 1},
-                           protocol={"bot_turns": 2, "conversations_per_pair": 2})
+    return make_live_study(
+        tmp_path / "pw",
+        "pairwise-turn",
+        ["repeat", "eliza", "retrieval"],
+        database=database,
+        name=f"pw-conc-{uuid.uuid4().hex[:8]}",
+        onboarding={"enabled": False},
+        annotation={"units_per_annotator": 1},
+        protocol={"bot_turns": 2, "conversations_per_pair": 2},
+    )
 
 
 def check_pairwise(server: LiveServer, results: list, per_pair: int, bot_turns: int) -> None:

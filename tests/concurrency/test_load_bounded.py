@@ -42,6 +42,7 @@ def drive_with_kill(folder, db_url):
     host = load.start_host(folder, workers=2, extra=["--access-log"])
     killed: list[int] = []
     try:
+
         def during(elapsed: float) -> None:
             if elapsed >= 1.5 and not killed:
                 pids = host.worker_pids()
@@ -95,9 +96,9 @@ def test_load_and_kill_postgres(tmp_path, pg_url):
 def test_no_free_connection_is_a_503_never_a_500(tmp_path, pg_url):
     """One connection for the whole server, a short wait: crowding answers 503 + Retry-After."""
     folder = load.make_study(tmp_path / "s", conversations_per_pair=10, humans=5, database=pg_url)
-    host = load.start_host(folder, workers=1, extra=["--db-connections", "1"],
-                           env={"DIALEVAL_DB_POOL_TIMEOUT": "0.05"})
+    host = load.start_host(folder, workers=1, extra=["--db-connections", "1"], env={"DIALEVAL_DB_POOL_TIMEOUT": "0.05"})
     try:
+
         def hammer(n: int) -> list[httpx.Response]:
             with httpx.Client(base_url=host.url, timeout=30) as c:
                 return [c.get("/s/load-test/", params={"PROLIFIC_PID": f"busy{n}x{k}"}) for k in range(4)]

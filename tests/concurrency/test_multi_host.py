@@ -48,8 +48,9 @@ def test_session_and_admin_work_on_either_host(two_hosts):
     token = (a.folder / ".admin-token").read_text().strip()
     assert token == (b.folder / ".admin-token").read_text().strip()
     for h in hosts:
-        assert httpx.get(f"{h.url}/s/load-test/admin", params={"token": token},
-                         follow_redirects=True).status_code == 200
+        assert (
+            httpx.get(f"{h.url}/s/load-test/admin", params={"token": token}, follow_redirects=True).status_code == 200
+        )
     # one annotator, every request on the other host than the one before
     # (behind the balancer both hosts have one name; here the cookie is carried over by hand)
     pid = f"multi{uuid.uuid4().hex[:8]}"
@@ -57,10 +58,18 @@ def test_session_and_admin_work_on_either_host(two_hosts):
     jar = {"dialeval_id": r.cookies["dialeval_id"]}
     page = httpx.get(f"{b.url}/s/load-test/consent", cookies=jar)
     csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
-    assert httpx.post(f"{a.url}/s/load-test/consent", data={"csrf": csrf, "agree": "yes"}, cookies=jar,
-                      headers={"Origin": a.url}).status_code == 303
-    assert httpx.post(f"{b.url}/s/load-test/instructions", data={"csrf": csrf}, cookies=jar,
-                      headers={"Origin": b.url}).status_code == 303
+    assert (
+        httpx.post(
+            f"{a.url}/s/load-test/consent", data={"csrf": csrf, "agree": "yes"}, cookies=jar, headers={"Origin": a.url}
+        ).status_code
+        == 303
+    )
+    assert (
+        httpx.post(
+            f"{b.url}/s/load-test/instructions", data={"csrf": csrf}, cookies=jar, headers={"Origin": b.url}
+        ).status_code
+        == 303
+    )
     answered = 0
     for turn in range(20):
         here = hosts[turn % 2]
@@ -70,8 +79,12 @@ def test_session_and_admin_work_on_either_host(two_hosts):
         action = re.search(r'<form method="post" action="([^"]+)" data-ajax', page.text).group(1)
         pos = re.search(r'name="position" value="(\d+)"', page.text).group(1)
         there = hosts[(turn + 1) % 2]
-        ans = httpx.post(there.url + action, cookies=jar, headers={"Accept": "application/json", "Origin": there.url},
-                         data={"csrf": csrf, **ANSWER, "position": pos, "request_id": uuid.uuid4().hex})
+        ans = httpx.post(
+            there.url + action,
+            cookies=jar,
+            headers={"Accept": "application/json", "Origin": there.url},
+            data={"csrf": csrf, **ANSWER, "position": pos, "request_id": uuid.uuid4().hex},
+        )
         assert ans.status_code == 200 and ans.json()["ok"], ans.text
         answered += 1
     assert answered == 10  # 2 packages of 5 segments

@@ -11,8 +11,10 @@ from dialeval.corpus import CorpusConversation
 from dialeval.dialogue.generate import GenerationPlan, generate
 from tests.bots.fake_openai_server import closed_port_url, start_fake_openai
 
-CORPUS = [CorpusConversation(f"c{i}", (f"opening {i}", f"answer {i}", "more", "and more", "x", "y", "z", "w"))
-          for i in range(20)]
+CORPUS = [
+    CorpusConversation(f"c{i}", (f"opening {i}", f"answer {i}", "more", "and more", "x", "y", "z", "w"))
+    for i in range(20)
+]
 
 
 def run(plan, bots, existing=None):
@@ -41,8 +43,9 @@ def test_self_chat_shape_seed_and_personas():
 
 def test_bot_bot_every_pair_with_seeded_coin_flip():
     bots = {**cheap_bots(), "retrieval": build_bot("retrieval", "repeat", {"text": "I retrieve."})}
-    plan = GenerationPlan(mode="bot-bot", bots=["repeat", "eliza", "retrieval"], conversations=10, turns=2, seed=1,
-                          personas=False)
+    plan = GenerationPlan(
+        mode="bot-bot", bots=["repeat", "eliza", "retrieval"], conversations=10, turns=2, seed=1, personas=False
+    )
     result, convs = run(plan, bots)
     assert len(result.made) == 30
     pairs = {frozenset(c.bots) for c in convs.values()}
@@ -51,8 +54,9 @@ def test_bot_bot_every_pair_with_seeded_coin_flip():
     assert 0 < first_speakers.count("repeat") < 10  # both orders occur
     # The same seed gives the same conversations.
     again, convs2 = run(plan, bots)
-    assert {k: [t.text for t in v.turns] for k, v in convs.items()} == \
-        {k: [t.text for t in v.turns] for k, v in convs2.items()}
+    assert {k: [t.text for t in v.turns] for k, v in convs.items()} == {
+        k: [t.text for t in v.turns] for k, v in convs2.items()
+    }
     assert [convs[k].bots for k in sorted(convs)] == [convs2[k].bots for k in sorted(convs2)]
 
 
@@ -75,10 +79,8 @@ def test_human_conversations_are_mixed_in():
 def test_http_bot_generates_and_a_dead_bot_fails_alone():
     with start_fake_openai("ok") as url:
         live = build_bot("live", "openai", {"base_url": url, "model": "m", "retries": 0, "timeout": 5})
-        dead = build_bot("dead", "openai", {"base_url": closed_port_url(), "model": "m", "retries": 0,
-                                             "timeout": 2})
-        plan = GenerationPlan(mode="bot-bot", bots=["live", "repeat", "dead"], conversations=2, turns=2,
-                              concurrency=3)
+        dead = build_bot("dead", "openai", {"base_url": closed_port_url(), "model": "m", "retries": 0, "timeout": 2})
+        plan = GenerationPlan(mode="bot-bot", bots=["live", "repeat", "dead"], conversations=2, turns=2, concurrency=3)
         result, convs = run(plan, {"live": live, "dead": dead, "repeat": build_bot("repeat", "repeat", {})})
     assert sorted(result.made) == ["botbot-live-repeat-0000", "botbot-live-repeat-0001"]
     assert len(result.failed) == 4

@@ -27,8 +27,14 @@ import pytest
 from tests.conftest import in_ci
 
 CHROMIUM = os.environ.get("DIALEVAL_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def free_port() -> int:
@@ -58,8 +64,21 @@ def start_server(folders: list[Path], workers: int = 1, env: dict | None = None,
     for s in app.state.studies.values():
         s.ctx.store.close()
     run_env = {**os.environ, "DIALEVAL_STUDY_FOLDERS": os.pathsep.join(str(f) for f in folders), **(env or {})}
-    cmd = [sys.executable, "-m", "uvicorn", "dialeval.web.app:app_from_env", "--factory", "--host", "127.0.0.1",
-           "--port", str(port), "--workers", str(workers), "--log-level", "warning"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "dialeval.web.app:app_from_env",
+        "--factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--log-level",
+        "warning",
+    ]
     proc = subprocess.Popen(cmd, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout

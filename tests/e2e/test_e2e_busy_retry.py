@@ -28,14 +28,22 @@ def test_answer_is_resent_after_503(live_server, browser_page, tmp_path):
     def busy_once(route):
         bodies.append(route.request.post_data or "")
         if len(bodies) == 1:
-            route.fulfill(status=503, headers={"Retry-After": "1", "Content-Type": "application/json"},
-                          body='{"ok": false, "retry": true, "error": "busy"}')
+            route.fulfill(
+                status=503,
+                headers={"Retry-After": "1", "Content-Type": "application/json"},
+                body='{"ok": false, "retry": true, "error": "busy"}',
+            )
         else:
             route.continue_()
 
     page.route("**/segment", busy_once)
-    for name, value in (("entity0", "bot"), ("entity1", "human"), ("fluency", "0"), ("sensibleness", "tie"),
-                        ("specificity", "1")):
+    for name, value in (
+        ("entity0", "bot"),
+        ("entity1", "human"),
+        ("fluency", "0"),
+        ("sensibleness", "tie"),
+        ("specificity", "1"),
+    ):
         page.check(f"input[name={name}][value='{value}']")
     page.click("#submit")
     page.wait_for_selector("[data-error]:has-text('busy')")

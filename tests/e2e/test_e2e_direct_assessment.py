@@ -25,8 +25,13 @@ def say(page, text: str) -> None:
 
 
 def test_direct_assessment_hit(live_server, browser_page, tmp_path):
-    folder = make_live_study(tmp_path / "da", "direct-assessment", ["eliza", "qc"], name="da-e2e",
-                             protocol={"min_inputs": MIN_INPUTS, "qc_bot": "qc"})
+    folder = make_live_study(
+        tmp_path / "da",
+        "direct-assessment",
+        ["eliza", "qc"],
+        name="da-e2e",
+        protocol={"min_inputs": MIN_INPUTS, "qc_bot": "qc"},
+    )
     server = live_server([folder])
     page = browser_page()
     page.goto(f"{server.url}/s/da-e2e/")
@@ -83,8 +88,15 @@ def test_direct_assessment_hit(live_server, browser_page, tmp_path):
         ds = study.store.load_dataset(study.id)
         ratings = [j for j in ds.judgments if j.question == "ratings"]
         assert len(ratings) == 2
-        assert ratings[0].value == {"robotic": 10, "interesting": 20, "fun": 30, "consistent": 40, "fluent": 50,
-                                    "repetitive": 60, "topic": 70}
+        assert ratings[0].value == {
+            "robotic": 10,
+            "interesting": 20,
+            "fun": 30,
+            "consistent": 40,
+            "fluent": 50,
+            "repetitive": 60,
+            "topic": 70,
+        }
         convs = ds.conversation_map()
         assert sorted(convs[j.conversation_id].bots[0] for j in ratings) == ["eliza", "qc"]
         for j in ratings:

@@ -40,8 +40,9 @@ class ThreadServer:
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         kw = {"ssl_certfile": str(cert[0]), "ssl_keyfile": str(cert[1])} if cert else {}
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
-                                                    timeout_graceful_shutdown=1, **kw))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1, **kw)
+        )
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     def __enter__(self):
@@ -64,18 +65,39 @@ def tls_cert(tmp_path):
     if shutil.which("openssl") is None:
         pytest.skip("openssl is needed to make a TLS certificate")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "2", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return cert, key
 
 
 def embedding_page(src: str) -> Starlette:
     """A page of another site framing the task, as MTurk does with an ExternalQuestion."""
+
     async def page(_request):
-        return HTMLResponse(f'<!doctype html><title>requester</title><h1>HIT</h1>'
-                            f'<iframe id="task" src="{src}" width="1200" height="800"></iframe>')
+        return HTMLResponse(
+            f"<!doctype html><title>requester</title><h1>HIT</h1>"
+            f'<iframe id="task" src="{src}" width="1200" height="800"></iframe>'
+        )
 
     return Starlette(routes=[Route("/", page)])
 
@@ -104,15 +126,18 @@ def test_acute_in_cross_site_iframe_with_third_party_cookies_blocked(browser, tm
     else:
         profile = tmp_path / "profile" / "Default"
         profile.mkdir(parents=True)
-        (profile / "Preferences").write_text(json.dumps(
-            {"profile": {"default_content_setting_values": {"cookies": 2}}}))
+        (profile / "Preferences").write_text(
+            json.dumps({"profile": {"default_content_setting_values": {"cookies": 2}}})
+        )
         strict = browser.browser_type.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=args,
-            ignore_https_errors=True)
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=args, ignore_https_errors=True
+        )
     try:
         with ThreadServer(app, tls_cert) as task_server:
-            task = (f"https://127.0.0.1:{task_server.port}/s/acute-test/?workerId=WX1&assignmentId=AX1"
-                    f"&hitId=HX1&turkSubmitTo=https%3A%2F%2Fworkersandbox.mturk.com")
+            task = (
+                f"https://127.0.0.1:{task_server.port}/s/acute-test/?workerId=WX1&assignmentId=AX1"
+                f"&hitId=HX1&turkSubmitTo=https%3A%2F%2Fworkersandbox.mturk.com"
+            )
             with ThreadServer(embedding_page(task), tls_cert) as outer:
                 ctx = strict.new_context(ignore_https_errors=True) if partitioned else strict
                 submitted: list[str] = []
@@ -189,8 +214,16 @@ def test_done_page_sends_back_until_the_session_is_complete(browser_page, tmp_pa
 
 # -- 2. expiry, fair to people -------------------------------------------------------------------------
 def test_expired_task_comes_back_or_the_truth_is_told(browser_page, tmp_path):
-    folder = make_stb_study(tmp_path / "s", per_pair=2, humans=0, exchanges=[1], bot_segments=3,
-                            human_segments=0, packages_per_annotator=1, annotations_per_segment=2)
+    folder = make_stb_study(
+        tmp_path / "s",
+        per_pair=2,
+        humans=0,
+        exchanges=[1],
+        bot_segments=3,
+        human_segments=0,
+        packages_per_annotator=1,
+        annotations_per_segment=2,
+    )
     data = yaml.safe_load((folder / "study.yaml").read_text())
     data["annotation"] = {"expire_minutes": 0.05}  # 3 s
     (folder / "study.yaml").write_text(yaml.safe_dump(data))

@@ -37,8 +37,14 @@ def assignment_state(folder: Path, page) -> dict:
 
 
 def test_pairwise_turn_full_unit(live_server, browser_page, tmp_path):
-    folder = make_live_study(tmp_path / "pw", "pairwise-turn", ["repeat", "eliza"], name="pw-e2e",
-                             protocol={"bot_turns": 3}, onboarding={"enabled": True, "tries": 2})
+    folder = make_live_study(
+        tmp_path / "pw",
+        "pairwise-turn",
+        ["repeat", "eliza"],
+        name="pw-e2e",
+        protocol={"bot_turns": 3},
+        onboarding={"enabled": True, "tries": 2},
+    )
     server = live_server([folder])
     page = browser_page()
     enter(page, server, "pw-e2e")

@@ -13,8 +13,14 @@ from tests.screenshots import SCREENSHOTS  # noqa: E402
 
 
 def test_single_model_full_unit(live_server, browser_page, tmp_path):
-    folder = make_live_study(tmp_path / "sm", "single-model", ["eliza"], name="sm-e2e",
-                             protocol={"bot_turns": 3}, annotation={"units_per_annotator": 1})
+    folder = make_live_study(
+        tmp_path / "sm",
+        "single-model",
+        ["eliza"],
+        name="sm-e2e",
+        protocol={"bot_turns": 3},
+        annotation={"units_per_annotator": 1},
+    )
     server = live_server([folder])
     page = browser_page(viewport={"width": 420, "height": 860})  # a phone
     page.goto(f"{server.url}/s/sm-e2e/")
@@ -56,7 +62,8 @@ def test_single_model_full_unit(live_server, browser_page, tmp_path):
         assert turns[0] == {"turn": 1, "engaging": True, "humanlike": False, "interesting": True}
         assert [t["turn"] for t in turns] == [1, 2, 3]
         assert [j.value for j in ds.judgments if j.question == "dialog"] == [
-            {"engaging": 4, "humanlike": 2, "interesting": 3}]
+            {"engaging": 4, "humanlike": 2, "interesting": 3}
+        ]
     finally:
         study.close()
     assert page.dialogs == []

@@ -73,15 +73,18 @@ def new_page(browser):
 
 # -- checks shared by every page -------------------------------------------------------------------
 
+
 def axe_serious(page) -> list[str]:
     """axe-core's serious and critical violations on the page as shown (empty when clean)."""
     assert AXE.exists(), f"{AXE} is missing: run scripts/setup.sh (npm ci --prefix tests/e2e)"
     if not page.evaluate("typeof window.axe !== 'undefined'"):
         page.add_script_tag(path=str(AXE))
-    result = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
-                           ".filter(v => v.impact === 'serious' || v.impact === 'critical')"
-                           ".map(v => v.id + ' x' + v.nodes.length + ': ' + "
-                           "v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '))")
+    result = page.evaluate(
+        "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+        ".filter(v => v.impact === 'serious' || v.impact === 'critical')"
+        ".map(v => v.id + ' x' + v.nodes.length + ': ' + "
+        "v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '))"
+    )
     return result
 
 
@@ -136,8 +139,11 @@ def enter(page, url: str) -> None:
 
 def wait_next(page, before: str) -> None:
     """After a submit: the progress in the header changes, or the thank-you page shows."""
-    page.wait_for_function("(b) => location.pathname.endsWith('/done') || "
-                           "(document.querySelector('#progress') || {}).innerText !== b", arg=before, timeout=20000)
+    page.wait_for_function(
+        "(b) => location.pathname.endsWith('/done') || (document.querySelector('#progress') || {}).innerText !== b",
+        arg=before,
+        timeout=20000,
+    )
     page.wait_for_load_state()
 
 
@@ -156,6 +162,7 @@ def done_page(page) -> None:
 
 
 # -- ACUTE-Eval --------------------------------------------------------------------------------------
+
 
 def test_acute_whole_session(live_server, new_page, tmp_path, device):
     folder = make_acute_study(tmp_path / "acute", comparisons=2, name="acute-pages")
@@ -259,9 +266,11 @@ def test_acute_two_tabs_network_failure_and_back_button(live_server, new_page, t
 
 # -- Spot The Bot ------------------------------------------------------------------------------------
 
+
 def test_spot_the_bot_whole_session(live_server, new_page, tmp_path, device):
-    folder = make_stb_study(tmp_path / "stb", bot_segments=2, human_segments=1, packages_per_annotator=2,
-                            name="stb-pages")
+    folder = make_stb_study(
+        tmp_path / "stb", bot_segments=2, human_segments=1, packages_per_annotator=2, name="stb-pages"
+    )
     server = live_server([folder])
     page = new_page(device)
     enter(page, f"{server.url}/s/stb-pages/")
@@ -288,6 +297,7 @@ def test_spot_the_bot_whole_session(live_server, new_page, tmp_path, device):
 
 # -- live chats, streamed from the loopback OpenAI-compatible server ----------------------------------
 
+
 def openai_bot(name: str, url: str) -> dict:
     return {"name": name, "type": "openai", "options": {"base_url": str(url), "model": name, "retries": 0}}
 
@@ -312,8 +322,9 @@ def say(page, text: str, fake, ttft: list[float], typing: bool = False) -> None:
     page.click("#composer button")
     if typing:  # the server waits before its first word: the page says the partner is typing
         page.wait_for_selector("#waiting [data-slot].typing:has-text('typing')", state="visible", timeout=5000)
-    page.wait_for_selector("#live:not([data-stage=waiting]):not([data-stage=chat]), #composer textarea:not([disabled])",
-                           timeout=20000)
+    page.wait_for_selector(
+        "#live:not([data-stage=waiting]):not([data-stage=chat]), #composer textarea:not([disabled])", timeout=20000
+    )
     page.wait_for_function("window.dialevalFirstChunkAt > 0 || !document.querySelector('[data-slot]')", timeout=20000)
     assert streamed_reply_seen(page), page.evaluate("window.__slotLog")
     first_shown = page.evaluate("window.dialevalFirstChunkAt") / 1000
@@ -326,16 +337,20 @@ def report_ttft(ttft: list[float], where: str) -> None:
     import os
 
     ms = [round(1000 * t) for t in ttft]
-    print(f"\n{where}: first visible token after the server's first token, ms: {ms} "
-          f"(load {os.getloadavg()[0]:.2f})")
+    print(f"\n{where}: first visible token after the server's first token, ms: {ms} (load {os.getloadavg()[0]:.2f})")
     assert statistics.median(ms) <= 100, ms
 
 
 def test_pairwise_turn_whole_session(live_server, new_page, tmp_path, device):
     with start_fake_openai(word_delay=0.05) as url:
-        folder = make_live_study(tmp_path / "pw", "pairwise-turn", [openai_bot("alpha", url), openai_bot("beta", url)],
-                                 protocol={"bot_turns": 3}, name="pw-pages",
-                                 annotation={"units_per_annotator": 1})
+        folder = make_live_study(
+            tmp_path / "pw",
+            "pairwise-turn",
+            [openai_bot("alpha", url), openai_bot("beta", url)],
+            protocol={"bot_turns": 3},
+            name="pw-pages",
+            annotation={"units_per_annotator": 1},
+        )
         server = live_server([folder])
         page = new_page(device)
         enter(page, f"{server.url}/s/pw-pages/")
@@ -381,8 +396,14 @@ def test_pairwise_turn_whole_session(live_server, new_page, tmp_path, device):
 
 def test_single_model_whole_session(live_server, new_page, tmp_path, device):
     with start_fake_openai(word_delay=0.05, delay=0.4) as url:
-        folder = make_live_study(tmp_path / "sm", "single-model", [openai_bot("alpha", url)],
-                                 protocol={"bot_turns": 3}, name="sm-pages", annotation={"units_per_annotator": 1})
+        folder = make_live_study(
+            tmp_path / "sm",
+            "single-model",
+            [openai_bot("alpha", url)],
+            protocol={"bot_turns": 3},
+            name="sm-pages",
+            annotation={"units_per_annotator": 1},
+        )
         server = live_server([folder])
         page = new_page(device)
         enter(page, f"{server.url}/s/sm-pages/")
@@ -443,8 +464,9 @@ def swipe(page, element, dx: int, dy: int) -> float:
     cdp = page.context.new_cdp_session(page)
     cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
     for step in range(1, 11):
-        cdp.send("Input.dispatchTouchEvent", {"type": "touchMove",
-                                              "touchPoints": [{"x": x + dx * step, "y": y + dy * step}]})
+        cdp.send(
+            "Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x + dx * step, "y": y + dy * step}]}
+        )
         page.wait_for_timeout(16)
     cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
     page.wait_for_timeout(300)
@@ -455,16 +477,18 @@ def swipe(page, element, dx: int, dy: int) -> float:
 def test_direct_assessment_whole_session(live_server, new_page, tmp_path, device):
     with start_fake_openai(word_delay=0.05) as url:
         bots = [openai_bot("alpha", url), {"name": "qc", "type": "degraded", "options": {"seed": 7}}]
-        folder = make_live_study(tmp_path / "da", "direct-assessment", bots, name="da-pages",
-                                 protocol={"min_inputs": 2, "qc_bot": "qc"})
+        folder = make_live_study(
+            tmp_path / "da", "direct-assessment", bots, name="da-pages", protocol={"min_inputs": 2, "qc_bot": "qc"}
+        )
         server = live_server([folder])
         page = new_page(device)
         enter(page, f"{server.url}/s/da-pages/")
         ttft: list[float] = []
         for position in (1, 2):
             page.wait_for_selector("#topic-form")
-            progress = check_task_page(page, device, f"direct-assessment topic {position}",
-                                       "#topic-form .opinion label")
+            progress = check_task_page(
+                page, device, f"direct-assessment topic {position}", "#topic-form .opinion label"
+            )
             assert f"Conversation {position} of 2" in progress and "min left" in progress, progress
             page.fill("#topic", "baking bread")
             page.check("input[name=opinion][value=like]")
@@ -518,8 +542,13 @@ def test_direct_assessment_whole_session(live_server, new_page, tmp_path, device
 def test_untouched_slider_refused_by_the_server(tmp_path):
     """Over HTTP, as the page posts it: a slider left untouched (empty) is refused with a message, and
     nothing is stored; with every slider moved the rating is accepted."""
-    folder = make_live_study(tmp_path / "da", "direct-assessment", ["eliza", "qc"], name="da-refuse",
-                             protocol={"min_inputs": 1, "qc_bot": "qc"})
+    folder = make_live_study(
+        tmp_path / "da",
+        "direct-assessment",
+        ["eliza", "qc"],
+        name="da-refuse",
+        protocol={"min_inputs": 1, "qc_bot": "qc"},
+    )
     with LiveServer([folder]) as server:
         client = LiveClient(server)
         try:
@@ -529,8 +558,14 @@ def test_untouched_slider_refused_by_the_server(tmp_path):
             client.await_reply()
             client.say("I drink green tea every morning")
             assert client.act("end_chat").status_code == 200
-            moved = {"robotic": "10", "interesting": "60", "fun": "55", "consistent": "50", "fluent": "80",
-                     "repetitive": "20"}
+            moved = {
+                "robotic": "10",
+                "interesting": "60",
+                "fun": "55",
+                "consistent": "50",
+                "fluent": "80",
+                "repetitive": "20",
+            }
             r = client.act("rate", {"position": "1", **moved, "topic": ""})
             assert r.status_code == 400 and "Move every slider" in r.json()["error"], r.text
             assert work.list_judgments(server.store, server.study_id, question="ratings") == []
@@ -560,7 +595,7 @@ def test_study_file_instructions_replace_ours(tmp_path):
             assert "worked example" not in r.text.lower()
             client.http.post(client.url("instructions"), data={"csrf": client.csrf})
             task = client.task().text
-            dialog = task[task.index('<dialog id="howto"'):]
+            dialog = task[task.index('<dialog id="howto"') :]
             assert "gardening" in dialog and "worked example" not in dialog.lower()
         finally:
             client.close()

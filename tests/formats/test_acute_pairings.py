@@ -105,9 +105,7 @@ def test_round_trip(tmp_path):
     assert [(u.id, u.conversation_ids, u.payload) for u in back.units] == [
         (u.id, u.conversation_ids, u.payload) for u in ds.units
     ]
-    key = lambda d: {
-        c.id: (c.bots, c.source, [(t.speaker, t.text, t.bot) for t in c.turns]) for c in d.conversations
-    }
+    key = lambda d: {c.id: (c.bots, c.source, [(t.speaker, t.text, t.bot) for t in c.turns]) for c in d.conversations}
     assert key(back) == key(ds)
 
 
@@ -118,9 +116,7 @@ def test_writes_generated_conversations(tmp_path):
         [Turn("bot", "one", bot="alpha"), Turn("bot", "two", bot="alpha")],
         source="self-chat",
     )
-    b = Conversation(
-        "hb-b", ["beta"], [Turn("human", "Hi!"), Turn("bot", "Hello", bot="beta")], source="live"
-    )
+    b = Conversation("hb-b", ["beta"], [Turn("human", "Hi!"), Turn("bot", "Hello", bot="beta")], source="live")
     units = [
         Unit("u1", "acute-pair", ["sc-a", "hb-b"], {"speakers_to_eval": ["alpha", "beta"]}),
         Unit("other", "segment", ["sc-a"]),

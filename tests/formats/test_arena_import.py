@@ -12,12 +12,25 @@ from dialeval.errors import ImportFormatError
 from dialeval.formats.arena import JUDGE_PLATFORM, normalise_winner, read_arena_battles
 
 BATTLES = [
-    {"model_a": "gpt-4", "model_b": "vicuna-13b", "winner": "model_a", "judge": "u1", "turn": 1,
-     "tstamp": 1682351591.5, "question_id": "q1",
-     "conversation_a": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}],
-     "conversation_b": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hey."}]},
-    {"model_a": "vicuna-13b", "model_b": "gpt-4", "winner": "tie (bothbad)", "judge": "u2", "turn": 2,
-     "question_id": "q2"},
+    {
+        "model_a": "gpt-4",
+        "model_b": "vicuna-13b",
+        "winner": "model_a",
+        "judge": "u1",
+        "turn": 1,
+        "tstamp": 1682351591.5,
+        "question_id": "q1",
+        "conversation_a": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}],
+        "conversation_b": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hey."}],
+    },
+    {
+        "model_a": "vicuna-13b",
+        "model_b": "gpt-4",
+        "winner": "tie (bothbad)",
+        "judge": "u2",
+        "turn": 2,
+        "question_id": "q2",
+    },
     {"model_a": "vicuna-13b", "model_b": "gpt-4", "winner": "both_bad", "question_id": "q3"},
 ]
 
@@ -81,7 +94,10 @@ def test_published_battles_and_a_judge_file(shared_data):
     assert len(crowd) == 26919
     # the README of the data: model_a 9,516; model_b 9,391; tie 2,880; tie (bothbad) 5,132
     assert Counter(j.value["winner"] for j in crowd) == {
-        "model_a": 9516, "model_b": 9391, "tie": 2880, "tie (bothbad)": 5132
+        "model_a": 9516,
+        "model_b": 9391,
+        "tie": 2880,
+        "tie (bothbad)": 5132,
     }
     assert len({j.value["model_a"] for j in crowd} | {j.value["model_b"] for j in crowd}) == 20
     judge = next(a for a in ds.annotators if a.id == "gpt-4-0125-preview")
@@ -104,10 +120,14 @@ def test_cli_import_with_judges_and_report(tmp_path):
 
     runner = CliRunner()
     votes = [("x", "y", "model_a"), ("y", "x", "model_b"), ("x", "y", "tie"), ("y", "x", "model_a")]
-    crowd = _jsonl(tmp_path / "crowd.jsonl",
-                   [{"num": k, "model_a": a, "model_b": b, "winner": w} for k, (a, b, w) in enumerate(votes)])
-    judge = _jsonl(tmp_path / "judge-1.jsonl",
-                   [{"num": k, "model_a": a, "model_b": b, "winner": "model_a"} for k, (a, b, _) in enumerate(votes)])
+    crowd = _jsonl(
+        tmp_path / "crowd.jsonl",
+        [{"num": k, "model_a": a, "model_b": b, "winner": w} for k, (a, b, w) in enumerate(votes)],
+    )
+    judge = _jsonl(
+        tmp_path / "judge-1.jsonl",
+        [{"num": k, "model_a": a, "model_b": b, "winner": "model_a"} for k, (a, b, _) in enumerate(votes)],
+    )
     study = tmp_path / "arena"
     result = runner.invoke(app, ["import", "arena", str(crowd), str(study), "--judges", str(judge)])
     assert result.exit_code == 0, result.output
@@ -117,7 +137,12 @@ def test_cli_import_with_judges_and_report(tmp_path):
     report = json.loads((study / "report" / "report.json").read_text())
     assert report["battles"] == 4  # the judge is not ranked
     # crowd: x won battles 0, 1 and 2 was a tie, y won 3; the judge always says model_a
-    assert report["judges"]["judge-1"] == {"battles": 4, "agreement_non_tie": 0.6667, "non_tie_battles": 3,
-                                           "share_model_a": 1.0, "share_tie": 0.0}
+    assert report["judges"]["judge-1"] == {
+        "battles": 4,
+        "agreement_non_tie": 0.6667,
+        "non_tie_battles": 3,
+        "share_model_a": 1.0,
+        "share_tie": 0.0,
+    }
     bad = runner.invoke(app, ["import", "dialeval", str(crowd), str(tmp_path / "x"), "--judges", str(judge)])
     assert bad.exit_code == 2 and "--judges belongs to arena imports" in bad.output

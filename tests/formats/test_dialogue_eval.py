@@ -201,8 +201,10 @@ def test_comment_only_submission_is_empty(tmp_path):
     # free run 2 and ice-breaker: a rejected assignment holds only the worker's comment
     path = write_csv(
         tmp_path,
-        [{"Answer.taskAnswers": json.dumps([answers()])},
-         {"Answer.taskAnswers": json.dumps([{"feedback": "nice survey"}]), "AssignmentStatus": "Rejected"}],
+        [
+            {"Answer.taskAnswers": json.dumps([answers()])},
+            {"Answer.taskAnswers": json.dumps([{"feedback": "nice survey"}]), "AssignmentStatus": "Rejected"},
+        ],
     )
     ds = read_dialogue_eval_csv(path)
     assert ds.meta["empty_submissions"] == ["A1"] and len(ds.judgments) == 6

@@ -41,8 +41,14 @@ def test_make_names_safe_renames_everywhere_and_keeps_names_unique():
 
 def _blender_export(folder):
     conv, pack, ann = _tiny()
-    conv.update({"system_type0": "model", "system_name0": "zoo:blender/blender_90M/model",
-                 "system_type1": "suckybot", "system_name1": "tmp/suckybot/model"})
+    conv.update(
+        {
+            "system_type0": "model",
+            "system_name0": "zoo:blender/blender_90M/model",
+            "system_type1": "suckybot",
+            "system_name1": "tmp/suckybot/model",
+        }
+    )
     folder.mkdir()
     _write(folder, "empathetic", [conv], [pack], [ann])
     return folder
@@ -51,8 +57,9 @@ def _blender_export(folder):
 def test_import_with_export_names_keeps_the_original_name(tmp_path):
     export = _blender_export(tmp_path / "export")
     study = tmp_path / "stb"
-    result = runner.invoke(app, ["import", "spot-the-bot", str(export), "--domain", "empathetic", "--export-names",
-                                 str(study)])
+    result = runner.invoke(
+        app, ["import", "spot-the-bot", str(export), "--domain", "empathetic", "--export-names", str(study)]
+    )
     assert result.exit_code == 0, result.output
     assert "zoo-blender-blender_90M-model" in " ".join(result.output.split())
     bots = {b["name"]: b for b in yaml.safe_load((study / "study.yaml").read_text())["bots"]}
@@ -69,13 +76,24 @@ def test_import_with_export_names_keeps_the_original_name(tmp_path):
 
 def test_import_uses_paper_names_by_default_and_rename_wins(tmp_path):
     export = _blender_export(tmp_path / "export")
-    result = runner.invoke(app, ["import", "spot-the-bot", str(export), "--domain", "empathetic",
-                                 str(tmp_path / "a")])
+    result = runner.invoke(app, ["import", "spot-the-bot", str(export), "--domain", "empathetic", str(tmp_path / "a")])
     assert result.exit_code == 0, result.output
     assert {b["name"] for b in yaml.safe_load((tmp_path / "a" / "study.yaml").read_text())["bots"]} == {"BL", "DR"}
-    result = runner.invoke(app, ["import", "spot-the-bot", str(export), "--domain", "empathetic",
-                                 "--rename", "DR=weak-s2s", str(tmp_path / "b")])
+    result = runner.invoke(
+        app,
+        [
+            "import",
+            "spot-the-bot",
+            str(export),
+            "--domain",
+            "empathetic",
+            "--rename",
+            "DR=weak-s2s",
+            str(tmp_path / "b"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert {b["name"] for b in yaml.safe_load((tmp_path / "b" / "study.yaml").read_text())["bots"]} == {
-        "BL", "weak-s2s"
+        "BL",
+        "weak-s2s",
     }

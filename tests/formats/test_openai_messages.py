@@ -86,9 +86,7 @@ def test_round_trip(tmp_path):
             original.source,
             original.meta,
         )
-        assert [(t.speaker, t.text, t.bot) for t in read.turns] == [
-            (t.speaker, t.text, t.bot) for t in original.turns
-        ]
+        assert [(t.speaker, t.text, t.bot) for t in read.turns] == [(t.speaker, t.text, t.bot) for t in original.turns]
 
 
 @pytest.mark.parametrize(

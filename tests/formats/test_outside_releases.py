@@ -44,8 +44,10 @@ OUTSIDE = Path(EXPLICIT) if EXPLICIT else REPO.parent / "outside-data"
 def outside(relative: str) -> Path:
     path = OUTSIDE / relative
     if not path.exists():
-        message = (f"outside data missing: {path} (the public releases' other files; see this module's "
-                   "docstring for where each comes from; set DIALEVAL_OUTSIDE_DATA)")
+        message = (
+            f"outside data missing: {path} (the public releases' other files; see this module's "
+            "docstring for where each comes from; set DIALEVAL_OUTSIDE_DATA)"
+        )
         if EXPLICIT:
             pytest.fail(message)
         pytest.skip(message)

@@ -150,9 +150,7 @@ def test_round_trip_keeps_conversations(tmp_path):
 
     # a second write of what was read gives the same episodes
     again = write_parlai_conversations(back, tmp_path / "again.jsonl", self_chat=True)
-    strip = lambda text: [
-        {k: v for k, v in json.loads(x).items() if k != "metadata_path"} for x in text.splitlines()
-    ]
+    strip = lambda text: [{k: v for k, v in json.loads(x).items() if k != "metadata_path"} for x in text.splitlines()]
     assert strip(again.read_text()) == strip(out.read_text())
 
 
@@ -204,8 +202,12 @@ MODEL_CHAT = {
     "personas": None,
     "dialog": [
         {"episode_done": False, "id": "Worker", "text": "Hi!", "fake_start": True, "agent_idx": 0},
-        {"agent_idx": 1, "text": "hello there", "id": "TransformerGenerator",
-         "problem_data": {"bucket_0": False, "none_all_good": True}},
+        {
+            "agent_idx": 1,
+            "text": "hello there",
+            "id": "TransformerGenerator",
+            "problem_data": {"bucket_0": False, "none_all_good": True},
+        },
         {"agent_idx": 0, "text": "how are you?", "id": "Worker"},
         {"agent_idx": 1, "text": "fine", "id": "TransformerGenerator"},
     ],
@@ -229,10 +231,13 @@ def test_model_chat_results_and_folders(tmp_path):
 
 def test_older_logs_name_the_speaker_speaker(tmp_path):
     log = tmp_path / "chat_example1.jsonl"
-    episode = {"assignment_id_hashed": "e5c9", "dialog": [
-        {"speaker": "human_evaluator", "text": "i have never gotten into e-books"},
-        {"speaker": "model", "text": "Same here."},
-    ]}
+    episode = {
+        "assignment_id_hashed": "e5c9",
+        "dialog": [
+            {"speaker": "human_evaluator", "text": "i have never gotten into e-books"},
+            {"speaker": "model", "text": "Same here."},
+        ],
+    }
     _write_lines(log, [json.dumps(episode)])
     conv = read_parlai_conversations(log)[0]
     assert [(t.speaker, t.bot) for t in conv.turns] == [("human", None), ("bot", "model")]

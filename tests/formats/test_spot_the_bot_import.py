@@ -62,17 +62,40 @@ def _write(folder, domain, convs, packs, anns):
 
 
 def _tiny():
-    conv = {"_id": {"$oid": "c1"}, "system_name0": "a/x", "system_name1": "a/y", "system_type0": "x",
-            "system_type1": "y", "is_human0": False, "is_human1": False,
-            "convo": [{"exchange_nr": 1, "id": "x", "text": "hi"}, {"exchange_nr": 1, "id": "y", "text": "hello"}]}
+    conv = {
+        "_id": {"$oid": "c1"},
+        "system_name0": "a/x",
+        "system_name1": "a/y",
+        "system_type0": "x",
+        "system_type1": "y",
+        "is_human0": False,
+        "is_human1": False,
+        "convo": [{"exchange_nr": 1, "id": "x", "text": "hi"}, {"exchange_nr": 1, "id": "y", "text": "hello"}],
+    }
     pack = {"_id": {"$oid": "p1"}, "package": [{"convo_id": "c1", "start_turn": 1}]}
-    ann = {"_id": {"$oid": "a1"}, "convo_id": "c1", "package_id": "p1", "user_name": "W1",
-           "start_time": {"$numberLong": "1000"}, "end_time": {"$numberLong": "21000"},
-           "elapsed_time": 20000,
-           "entity0_annotation": {"is_human": None, "fluencyValue": True, "sensitivenessValue": True,
-                                  "specificityValue": False, "decision_turn": 2},
-           "entity1_annotation": {"is_human": False, "fluencyValue": False, "sensitivenessValue": True,
-                                  "specificityValue": True, "decision_turn": 2}}
+    ann = {
+        "_id": {"$oid": "a1"},
+        "convo_id": "c1",
+        "package_id": "p1",
+        "user_name": "W1",
+        "start_time": {"$numberLong": "1000"},
+        "end_time": {"$numberLong": "21000"},
+        "elapsed_time": 20000,
+        "entity0_annotation": {
+            "is_human": None,
+            "fluencyValue": True,
+            "sensitivenessValue": True,
+            "specificityValue": False,
+            "decision_turn": 2,
+        },
+        "entity1_annotation": {
+            "is_human": False,
+            "fluencyValue": False,
+            "sensitivenessValue": True,
+            "specificityValue": True,
+            "decision_turn": 2,
+        },
+    }
     return conv, pack, ann
 
 
@@ -82,8 +105,16 @@ def test_tiny_export_values(tmp_path):
     ds = read_spot_the_bot(tmp_path, "d", rename={"x": "X"})
     assert ds.conversations[0].bots == ["X", "y"]
     j = ds.judgments[0]
-    assert j.value == {"segment_exchanges": 1, "entity0": "unsure", "entity1": "bot", "decision_turn0": 2,
-                       "decision_turn1": 2, "fluency": 0, "sensibleness": "tie", "specificity": 1}
+    assert j.value == {
+        "segment_exchanges": 1,
+        "entity0": "unsure",
+        "entity1": "bot",
+        "decision_turn0": 2,
+        "decision_turn1": 2,
+        "fluency": 0,
+        "sensibleness": "tie",
+        "specificity": 1,
+    }
     assert j.elapsed_s == 20.0 and j.unit_id == "p1" and j.meta["package_id"] == "p1"
     assert j.created_at is not None and j.created_at.year == 1970
 

@@ -23,9 +23,7 @@ def _acute() -> Dataset:
         conversations=convs,
         annotators=[
             Annotator("w1", "prolific"),
-            Annotator(
-                "w2", "mturk", meta={"qc_status": "failed", "filter_reasons": ["all_caps", "greeting_first"]}
-            ),
+            Annotator("w2", "mturk", meta={"qc_status": "failed", "filter_reasons": ["all_caps", "greeting_first"]}),
         ],
         units=[Unit("u1", "acute-pair", ["c1", "c2"], {"speakers_to_eval": ["alpha", "beta"]})],
         judgments=[
@@ -110,9 +108,7 @@ def test_empty_dataset_has_columns():
     assert list(frame.columns) == BASE_COLUMNS and len(frame) == 0
 
 
-@pytest.mark.parametrize(
-    "name, fmt", [("j.csv", None), ("j.jsonl", None), ("j.parquet", None), ("j.txt", "csv")]
-)
+@pytest.mark.parametrize("name, fmt", [("j.csv", None), ("j.jsonl", None), ("j.parquet", None), ("j.txt", "csv")])
 def test_export_round_trips_through_pandas(tmp_path, name, fmt):
     ds = _acute()
     path = export_judgments(ds, tmp_path / name, format=fmt)
@@ -130,9 +126,7 @@ def test_export_round_trips_through_pandas(tmp_path, name, fmt):
     assert [json.loads(v) for v in back["shown_order"]] == [j.shown_order for j in ds.judgments]
     assert back["value.winner"].tolist() == ["c1", "c2"]
     assert back["annotator_flagged"].astype(bool).tolist() == [False, True]
-    assert pd.to_datetime(back["created_at"], utc=True).tolist() == [
-        pd.Timestamp(j.created_at) for j in ds.judgments
-    ]
+    assert pd.to_datetime(back["created_at"], utc=True).tolist() == [pd.Timestamp(j.created_at) for j in ds.judgments]
 
 
 def test_export_unknown_format(tmp_path):

@@ -71,9 +71,7 @@ def test_greeting_only_counts_in_the_first_message():
 
 
 def test_all_caps_several_messages():
-    assert ALL_CAPS in check_messages(
-        ["I LOVE DOGS SO MUCH", "WHAT ABOUT YOU THEN", "fine thanks for asking"]
-    )
+    assert ALL_CAPS in check_messages(["I LOVE DOGS SO MUCH", "WHAT ABOUT YOU THEN", "fine thanks for asking"])
     assert ALL_CAPS in check_messages(["I LOVE DOGS SO MUCH"])  # the only message
     # one shouting message among several, and short words like "I" or "OK", do not count
     assert ALL_CAPS not in check_messages(["I LOVE DOGS SO MUCH", "what about you then?", "I", "123 456 789"])
@@ -87,9 +85,7 @@ def test_later_message_repeats_first():
     assert REPEATS_FIRST not in check_messages(["I like the beach a lot.", "I like the mountains a lot."])
     assert REPEATS_FIRST not in check_messages(["Tell me more about it."])
     # repeating a later message (not the first) is not this rule
-    assert REPEATS_FIRST not in check_messages(
-        ["First thing here.", "Say it again now.", "Say it again now."]
-    )
+    assert REPEATS_FIRST not in check_messages(["First thing here.", "Say it again now.", "Say it again now."])
 
 
 def test_offensive_language_default_list():

@@ -49,8 +49,16 @@ def check_bookkeeping(result, folder: Path) -> None:
 
 def test_acute_crowd_recovers_order_and_catches_careless(tmp_path):
     folder = make_acute_study(tmp_path / "acute", per_bot=6, comparisons=3, per_pair=40)
-    result = simulate_study(folder, annotators=36, seed=0, careless_share=0.25, strengths=STRENGTHS,
-                            refresh_p=0.3, double_submit_p=0.3, abandon_p=0.1)
+    result = simulate_study(
+        folder,
+        annotators=36,
+        seed=0,
+        careless_share=0.25,
+        strengths=STRENGTHS,
+        refresh_p=0.3,
+        double_submit_p=0.3,
+        abandon_p=0.1,
+    )
     check_bookkeeping(result, folder)
     assert result.refreshed > 0 and result.double_submits > 0 and result.abandoned > 0
     # onboarding (a careless annotator picks the weak bot half of the time) + "never gives a reason"
@@ -63,8 +71,9 @@ def test_acute_crowd_recovers_order_and_catches_careless(tmp_path):
 
 def test_spot_the_bot_crowd_recovers_order(tmp_path):
     folder = make_stb_study(tmp_path / "stb", per_pair=4, humans=4, packages_per_annotator=2)
-    result = simulate_study(folder, annotators=24, seed=1, careless_share=0.15, strengths=STRENGTHS,
-                            refresh_p=0.3, double_submit_p=0.3)
+    result = simulate_study(
+        folder, annotators=24, seed=1, careless_share=0.15, strengths=STRENGTHS, refresh_p=0.3, double_submit_p=0.3
+    )
     check_bookkeeping(result, folder)
     assert result.completed_units > 0
     recovery = recovered_order(report_of(folder), result.truth)
@@ -78,14 +87,20 @@ def test_spot_the_bot_crowd_recovers_order(tmp_path):
 def live_study(folder: Path, method: str) -> Path:
     data = {"name": f"sim-{method}", "method": method, "seed": 1}
     if method == "pairwise-turn":
-        data.update(bots=LIVE_BOTS[:2], onboarding={"enabled": True, "on_fail": "block", "tries": 2},
-                    protocol={"bot_turns": 3, "conversations_per_pair": 12})
+        data.update(
+            bots=LIVE_BOTS[:2],
+            onboarding={"enabled": True, "on_fail": "block", "tries": 2},
+            protocol={"bot_turns": 3, "conversations_per_pair": 12},
+        )
     elif method == "single-model":
-        data.update(bots=LIVE_BOTS, protocol={"bot_turns": 3, "conversations_per_bot": 8},
-                    annotation={"units_per_annotator": 2})
+        data.update(
+            bots=LIVE_BOTS, protocol={"bot_turns": 3, "conversations_per_bot": 8}, annotation={"units_per_annotator": 2}
+        )
     else:
-        data.update(bots=LIVE_BOTS + [{"name": "qc", "type": "degraded", "options": {"seed": 7}}],
-                    protocol={"min_inputs": 3, "qc_bot": "qc", "hits_per_annotator": 1})
+        data.update(
+            bots=LIVE_BOTS + [{"name": "qc", "type": "degraded", "options": {"seed": 7}}],
+            protocol={"min_inputs": 3, "qc_bot": "qc", "hits_per_annotator": 1},
+        )
     write_study_file(folder, data)
     return folder
 
@@ -95,8 +110,15 @@ def test_live_crowd(tmp_path, method):
     folder = live_study(tmp_path / method, method)
     annotators = {"pairwise-turn": 12, "single-model": 12, "direct-assessment": 10}[method]
     strengths = LIVE_STRENGTHS if method != "pairwise-turn" else {"good": 1.2, "mid": 0.0}
-    result = simulate_study(folder, annotators=annotators, seed=2, careless_share=0.3, strengths=strengths,
-                            refresh_p=0.2, double_submit_p=0.2)
+    result = simulate_study(
+        folder,
+        annotators=annotators,
+        seed=2,
+        careless_share=0.3,
+        strengths=strengths,
+        refresh_p=0.2,
+        double_submit_p=0.2,
+    )
     check_bookkeeping(result, folder)
     assert result.messages > 0 and result.completed_units > 0
     # careless chatters: onboarding (PW-Turn), worker message filters, the degraded-bot QC test (DA)

@@ -137,4 +137,5 @@ def test_profiles_are_reproducible_and_varied():
     assert {p.platform for p in profiles} == {"volunteer", "prolific", "link"}
     assert {p.careless_style for p in profiles} == set(model.CARELESS_STYLES)
     assert statistics.mean(p.speed for p in profiles if p.careless) < statistics.mean(
-        p.speed for p in profiles if not p.careless)
+        p.speed for p in profiles if not p.careless
+    )

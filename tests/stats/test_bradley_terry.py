@@ -29,8 +29,7 @@ def test_two_bots_closed_form():
 
 
 def test_ties_are_half_wins_and_winner_aliases():
-    df = pd.DataFrame({"model_a": ["x", "x", "y"], "model_b": ["y", "y", "x"],
-                       "winner": ["model_a", "tie", "model_a"]})
+    df = pd.DataFrame({"model_a": ["x", "x", "y"], "model_b": ["y", "y", "x"], "winner": ["model_a", "tie", "model_a"]})
     names, wins, ties = aggregate_votes(df)
     assert names == ["x", "y"]
     assert wins.tolist() == [[0, 1], [1, 0]]

@@ -15,8 +15,14 @@ def frame(rows):
     """rows: (annotator, system, unit, [7 raw scores in CRITERIA order])"""
     out = []
     for k, (ann, system, unit, scores) in enumerate(rows):
-        row = {"annotator": ann, "conversation": f"c{k}", "unit": unit, "system": system,
-               "is_qc": system == "qc", "elapsed_s": 60.0 * (k + 1)}
+        row = {
+            "annotator": ann,
+            "conversation": f"c{k}",
+            "unit": unit,
+            "system": system,
+            "is_qc": system == "qc",
+            "elapsed_s": 60.0 * (k + 1),
+        }
         row.update(dict(zip(CRIT, map(float, scores))))
         out.append(row)
     return pd.DataFrame(out)
@@ -30,9 +36,13 @@ def test_reverse_negatives_only_touches_robotic_and_repetitive():
 
 
 def test_z_uses_all_scores_of_the_annotator_including_qc():
-    f = frame([("w", "a", "u", [0, 10, 20, 30, 40, 50, 60]),
-               ("w", "qc", "u", [100, 0, 0, 0, 0, 0, 0]),
-               ("v", "a", "u2", [50] * 7)])
+    f = frame(
+        [
+            ("w", "a", "u", [0, 10, 20, 30, 40, 50, 60]),
+            ("w", "qc", "u", [100, 0, 0, 0, 0, 0, 0]),
+            ("v", "a", "u2", [50] * 7),
+        ]
+    )
     z = da.standardize(f)
     values = np.array([0, 10, 20, 30, 40, 50, 60, 100, 0, 0, 0, 0, 0, 0], dtype=float)
     mean, sd = values.mean(), values.std(ddof=1)
@@ -46,11 +56,17 @@ def test_z_uses_all_scores_of_the_annotator_including_qc():
 
 
 def test_qc_test_direction_and_positive_criteria_only():
-    good = [("good", "a", "u", [50, 80, 70, 75, 85, 50, 90]), ("good", "b", "u", [50, 70, 75, 80, 70, 50, 85]),
-            ("good", "qc", "u", [50, 10, 15, 5, 20, 50, 10])]
+    good = [
+        ("good", "a", "u", [50, 80, 70, 75, 85, 50, 90]),
+        ("good", "b", "u", [50, 70, 75, 80, 70, 50, 85]),
+        ("good", "qc", "u", [50, 10, 15, 5, 20, 50, 10]),
+    ]
     # rates the QC bot HIGHER: must fail; its negatives are lowest for qc but those do not count
-    backwards = [("back", "a", "u2", [0, 10, 15, 5, 20, 0, 10]), ("back", "b", "u2", [0, 12, 14, 6, 18, 0, 11]),
-                 ("back", "qc", "u2", [100, 80, 70, 75, 85, 100, 90])]
+    backwards = [
+        ("back", "a", "u2", [0, 10, 15, 5, 20, 0, 10]),
+        ("back", "b", "u2", [0, 12, 14, 6, 18, 0, 11]),
+        ("back", "qc", "u2", [100, 80, 70, 75, 85, 100, 90]),
+    ]
     qc = da.qc_test(frame(good + backwards))
     assert bool(qc.loc["good", "passed"]) and qc.loc["good", "p"] < 0.05
     assert not bool(qc.loc["back", "passed"]) and qc.loc["back", "p"] > 0.9
@@ -60,8 +76,11 @@ def test_qc_test_direction_and_positive_criteria_only():
 
 def test_qc_test_only_negative_criteria_separate_does_not_pass():
     # QC distinguished only through robotic/repetitive: positives identical -> fail
-    rows = [("w", "a", "u", [90, 50, 50, 50, 50, 90, 50]), ("w", "b", "u", [80, 50, 50, 50, 50, 80, 50]),
-            ("w", "qc", "u", [0, 50, 50, 50, 50, 0, 50])]
+    rows = [
+        ("w", "a", "u", [90, 50, 50, 50, 50, 90, 50]),
+        ("w", "b", "u", [80, 50, 50, 50, 50, 80, 50]),
+        ("w", "qc", "u", [0, 50, 50, 50, 50, 0, 50]),
+    ]
     qc = da.qc_test(da.reverse_negatives(frame(rows)))
     assert not bool(qc.loc["w", "passed"]) and qc.loc["w", "reason"] == "constant scores"
 
@@ -72,9 +91,17 @@ def test_qc_test_without_qc_ratings_fails():
 
 
 def test_system_scores_n_and_overall():
-    f = da.standardize(da.reverse_negatives(frame([
-        ("w", "a", "u", [0, 90, 90, 90, 90, 0, 90]), ("w", "b", "u", [50, 50, 50, 50, 50, 50, 50]),
-        ("w", "a", "u3", [10, 80, 80, 80, 80, 10, 80])])))
+    f = da.standardize(
+        da.reverse_negatives(
+            frame(
+                [
+                    ("w", "a", "u", [0, 90, 90, 90, 90, 0, 90]),
+                    ("w", "b", "u", [50, 50, 50, 50, 50, 50, 50]),
+                    ("w", "a", "u3", [10, 80, 80, 80, 80, 10, 80]),
+                ]
+            )
+        )
+    )
     t = da.system_scores(f)
     assert t.index.tolist() == ["a", "b"]  # best first
     assert t.loc["a", "n"] == 14 and t.loc["a", "conversations"] == 2

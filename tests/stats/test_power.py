@@ -38,8 +38,9 @@ def test_simulation_agrees_with_closed_form():
 
 
 def test_pairwise_time_to_significance():
-    r = pw.pairwise_time_to_significance(win_rate=0.6, seconds_per_judgment=36, onboarding_seconds=360,
-                                         judgments_per_annotator=10, n_sim=0)
+    r = pw.pairwise_time_to_significance(
+        win_rate=0.6, seconds_per_judgment=36, onboarding_seconds=360, judgments_per_annotator=10, n_sim=0
+    )
     n = r["n_needed"]
     assert pw.binomial_power(0.6, [n])[0] >= 0.8
     assert 150 < n < 260

@@ -10,9 +10,9 @@ from dialeval.stats import ranking
 
 def test_rank_range_shortest():
     assert ranking.rank_range([1] * 1000) == (1, 1)
-    assert ranking.rank_range([1] * 996 + [2] * 4) == (1, 1)      # 99.6 % > 99.5 %
-    assert ranking.rank_range([1] * 995 + [2] * 5) == (1, 2)      # exactly 99.5 % is not enough
-    assert ranking.rank_range([1] * 3 + [2] * 997) == (2, 2)      # shortest, not lowest
+    assert ranking.rank_range([1] * 996 + [2] * 4) == (1, 1)  # 99.6 % > 99.5 %
+    assert ranking.rank_range([1] * 995 + [2] * 5) == (1, 2)  # exactly 99.5 % is not enough
+    assert ranking.rank_range([1] * 3 + [2] * 997) == (2, 2)  # shortest, not lowest
     assert ranking.rank_range([2] * 500 + [3] * 500) == (2, 3)
     assert ranking.rank_range([1, 2, 3, 4], coverage=0.5) == (1, 3)
 
@@ -31,7 +31,7 @@ def _tournament(strength, n_per_pair, rng):
     a, b, out = [], [], []
     names = list(strength)
     for i, x in enumerate(names):
-        for y in names[i + 1:]:
+        for y in names[i + 1 :]:
             p = strength[x] / (strength[x] + strength[y])
             for _ in range(n_per_pair):
                 a.append(x)
@@ -77,7 +77,7 @@ def test_block_bootstrap_keeps_groups_together():
 
 def test_point_scores_mean_win_rate():
     s = ranking.point_scores(["A", "A", "B", "A"], ["B", "B", "C", "C"], [1, -1, 1, 0], statistic="mean_win_rate")
-    assert s["A"] == pytest.approx(0.5)   # 0.5 vs B; no decisive match vs C
+    assert s["A"] == pytest.approx(0.5)  # 0.5 vs B; no decisive match vs C
     assert s["B"] == pytest.approx(0.75)  # 0.5 vs A, 1.0 vs C
     ws = ranking.point_scores(["A", "A", "B", "A"], ["B", "B", "C", "C"], [1, -1, 1, 0])
     assert ws["A"] == pytest.approx(1 / 3)

@@ -152,7 +152,8 @@ def test_mixture_components_and_statistic_is_their_average():
     avg = math.log(sum(math.exp(x) for x in singles) / 4)
     assert log_mixture_lr(k, n) == pytest.approx(avg, rel=1e-12)
     assert log_mixture_lr(k, n, p0=0.4) == pytest.approx(
-        math.log(sum(math.exp(log_mixture_lr(k, n, 0.4, c, "single")) for c in (20, 5, 1.25, 0.3125)) / 4))
+        math.log(sum(math.exp(log_mixture_lr(k, n, 0.4, c, "single")) for c in (20, 5, 1.25, 0.3125)) / 4)
+    )
     # the old rule is still there: Beta(20, 20) needs 20 straight wins at 0.05
     assert decision_bounds(40, 0.05, mixing="single")[1][20] == 20
     assert decision_bounds(40, 0.05, mixing="single")[1][19] == 20
@@ -192,7 +193,7 @@ def test_mixture_simulated_aa_false_positive_rate():
     assert binomtest(fp, n_paths, alpha, alternative="greater").pvalue > 0.01
     assert fp / n_paths <= alpha
     # the online test object decides exactly where the bounds say (first 200 paths)
-    for path in (rng.random((200, 300)) < 0.5):
+    for path in rng.random((200, 300)) < 0.5:
         st = SequentialPairTest().extend(path.tolist())
         s, _ = first_crossing(np.cumsum(path)[None], lo, hi)
         assert (st.stopped_at or 0) == s[0]

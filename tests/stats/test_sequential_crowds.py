@@ -92,8 +92,7 @@ def test_adaptive_state_with_annotators_through_from_outcomes():
         who = f"w{k % 7 + 7 * (k // 70)}"  # 7 annotators at a time, interleaved
         outcomes.append(("x", "y", "x" if rng.random() < 0.75 else "y", who))
     outcomes += [("x", "y", "x", "w0")] * 3  # w0 comes back after its block closed
-    st = AdaptiveState.from_outcomes(outcomes, ["x", "y"], AdaptiveConfig(enabled=True, annotator_block=10),
-                                     final=True)
+    st = AdaptiveState.from_outcomes(outcomes, ["x", "y"], AdaptiveConfig(enabled=True, annotator_block=10), final=True)
     (row,) = st.stopping_table()
     assert row["test_level"] == "annotator" and row["untested"] >= 3
     assert row["tested_n"] + row["untested"] + row["open"] == row["n"] == 303
@@ -106,8 +105,11 @@ def test_adaptive_state_with_annotators_through_from_outcomes():
 def test_one_alpha_for_the_whole_study_across_questions():
     from dialeval.adaptive import study_state
 
-    config = {"bots": [{"name": n, "type": "eliza"} for n in "xyz"], "adaptive": {"enabled": True},
-              "questions": [{"id": "q1"}, {"id": "q2"}]}
+    config = {
+        "bots": [{"name": n, "type": "eliza"} for n in "xyz"],
+        "adaptive": {"enabled": True},
+        "questions": [{"id": "q1"}, {"id": "q2"}],
+    }
     st = study_state([], "acute", config)
     assert st.level == pytest.approx(0.05 / (3 * 2))
 
@@ -124,8 +126,11 @@ def test_filtering_annotators_after_a_decision_is_said_in_the_report():
         who = f"w{k}"
         annotators.append(Annotator(who, meta={"status": "blocked"} if k < 6 else {}))
         judgments.append(Judgment(who, "u", "preference", {"winner": "cx", "loser": "cy"}))
-    config = {"name": "t", "bots": [{"name": "x", "type": "eliza"}, {"name": "y", "type": "eliza"}],
-              "adaptive": {"enabled": True}}
+    config = {
+        "name": "t",
+        "bots": [{"name": "x", "type": "eliza"}, {"name": "y", "type": "eliza"}],
+        "adaptive": {"enabled": True},
+    }
     dataset = Dataset("acute", convs, annotators, [Unit("u", "acute", ["cx", "cy"])], judgments, {"config": config})
     stop = build_report(dataset, config)["stopping"]
     (row,) = stop["pairs"]

@@ -14,15 +14,30 @@ def turns():
     # bot A conv a1: engaging marked on turns 1-6 except 1,2 ; conv a2: marked on 3 only
     for conv, bot, marks in [("a1", "A", {3, 4, 5, 6}), ("a2", "A", {3}), ("b1", "B", {1, 2}), ("b2", "B", {1, 4, 5})]:
         for t in range(1, 7):
-            rows.append({"conversation": conv, "bot": bot, "turn": t, "engaging": float(t in marks),
-                         "humanlike": 1.0, "interesting": 0.0})
+            rows.append(
+                {
+                    "conversation": conv,
+                    "bot": bot,
+                    "turn": t,
+                    "engaging": float(t in marks),
+                    "humanlike": 1.0,
+                    "interesting": 0.0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 @pytest.fixture
 def dialog():
-    return pd.DataFrame({"conversation": ["a1", "a2", "b1", "b2"], "bot": ["A", "A", "B", "B"],
-                         "engaging": [5, 3, 2, 4], "humanlike": [4, 4, 3, 3], "interesting": [5, 1, 1, 2]})
+    return pd.DataFrame(
+        {
+            "conversation": ["a1", "a2", "b1", "b2"],
+            "bot": ["A", "A", "B", "B"],
+            "engaging": [5, 3, 2, 4],
+            "humanlike": [4, 4, 3, 3],
+            "interesting": [5, 1, 1, 2],
+        }
+    )
 
 
 def test_success_rates_and_wta(turns):

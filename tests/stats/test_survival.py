@@ -354,9 +354,7 @@ def test_generalized_logrank_detects_a_real_difference():
         k = rng.choice([2, 3, 5], size=150)
         spotted = rng.exponential(1 / rate, size=150) <= k
         frames.append(
-            pd.DataFrame(
-                {"system": system, "lower": np.where(spotted, 0, k), "upper": np.where(spotted, k, INF)}
-            )
+            pd.DataFrame({"system": system, "lower": np.where(spotted, 0, k), "upper": np.where(spotted, k, INF)})
         )
     df = pd.concat(frames)
     _stat, _, p = sv.generalized_logrank(df["lower"], df["upper"], df["system"])
@@ -455,9 +453,7 @@ def _run_r(code: str, package: str = "survival") -> list[str]:
         if _in_ci():
             pytest.fail(msg)
         pytest.skip(msg)
-    res = subprocess.run(
-        [exe, "-e", textwrap.dedent(code)], check=False, capture_output=True, text=True, timeout=120
-    )
+    res = subprocess.run([exe, "-e", textwrap.dedent(code)], check=False, capture_output=True, text=True, timeout=120)
     if res.returncode != 0 and "there is no package called" in res.stderr:
         msg = f"R package {package} not installed"
         if _in_ci() and package == "survival":
@@ -469,9 +465,7 @@ def _run_r(code: str, package: str = "survival") -> list[str]:
 
 def test_turnbull_live_r_survfit(tmp_path):
     spot = _spotbot()
-    df = pd.concat(
-        [_clean(), spot.loc[spot.system == "gamma", ["system", "lower", "upper"]]], ignore_index=True
-    )
+    df = pd.concat([_clean(), spot.loc[spot.system == "gamma", ["system", "lower", "upper"]]], ignore_index=True)
     path = tmp_path / "d.csv"
     df.to_csv(path, index=False)
     lines = _run_r(f"""

@@ -25,20 +25,41 @@ def store(request, tmp_path):
 
 def small_dataset() -> Dataset:
     conv = Conversation(
-        id="c1", bots=["alpha", "beta"], source="bot-bot",
-        turns=[Turn("entity0", "hello", is_seed=True), Turn("entity1", "hi there", bot="beta"),
-               Turn("entity0", "pick me", bot="alpha", candidates=[{"bot": "alpha", "text": "pick me"},
-                                                                     {"bot": "beta", "text": "no me"}], chosen=0)],
+        id="c1",
+        bots=["alpha", "beta"],
+        source="bot-bot",
+        turns=[
+            Turn("entity0", "hello", is_seed=True),
+            Turn("entity1", "hi there", bot="beta"),
+            Turn(
+                "entity0",
+                "pick me",
+                bot="alpha",
+                candidates=[{"bot": "alpha", "text": "pick me"}, {"bot": "beta", "text": "no me"}],
+                chosen=0,
+            ),
+        ],
         meta={"personas": [["I like tea."], ["I run."]]},
     )
     return Dataset(
         method="spot-the-bot",
-        conversations=[conv, Conversation(id="c2", bots=["human", "human"], turns=[Turn("entity0", "yo")],
-                                          source="human")],
+        conversations=[
+            conv,
+            Conversation(id="c2", bots=["human", "human"], turns=[Turn("entity0", "yo")], source="human"),
+        ],
         annotators=[Annotator("w1", platform="mturk")],
         units=[Unit("p1", "stb-package", ["c1", "c2"], {"segments": [{"conversation_id": "c1", "exchanges": 2}]})],
-        judgments=[Judgment("w1", "p1", "segment", {"entity0": "bot", "entity1": "human"}, conversation_id="c1",
-                            elapsed_s=12.5, shown_order=["c1"])],
+        judgments=[
+            Judgment(
+                "w1",
+                "p1",
+                "segment",
+                {"entity0": "bot", "entity1": "human"},
+                conversation_id="c1",
+                elapsed_s=12.5,
+                shown_order=["c1"],
+            )
+        ],
     )
 
 

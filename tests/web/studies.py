@@ -19,11 +19,20 @@ def _selfchat(conv_id: str, bot: str, n_turns: int = 3, text: str | None = None)
 
 
 def _human(conv_id: str, n_turns: int = 4) -> Conversation:
-    lines = ["I just got back from a hike in the mountains.", "Oh nice, which trail did you take?",
-             "The one along the lake, it was beautiful.", "I love that one, especially in autumn.",
-             "Yes, the leaves were turning red already.", "I should go again before it snows."]
-    return Conversation(id=conv_id, bots=["human", "human"], source="human",
-                        turns=[Turn(f"entity{i % 2}", lines[i % len(lines)]) for i in range(2 * n_turns)])
+    lines = [
+        "I just got back from a hike in the mountains.",
+        "Oh nice, which trail did you take?",
+        "The one along the lake, it was beautiful.",
+        "I love that one, especially in autumn.",
+        "Yes, the leaves were turning red already.",
+        "I should go again before it snows.",
+    ]
+    return Conversation(
+        id=conv_id,
+        bots=["human", "human"],
+        source="human",
+        turns=[Turn(f"entity{i % 2}", lines[i % len(lines)]) for i in range(2 * n_turns)],
+    )
 
 
 def _botbot(conv_id: str, a: str, b: str, n_turns: int = 5) -> Conversation:
@@ -34,8 +43,11 @@ def _botbot(conv_id: str, a: str, b: str, n_turns: int = 5) -> Conversation:
     return Conversation(id=conv_id, bots=[a, b], turns=turns, source="bot-bot")
 
 
-BOTS = [{"name": "retrieval", "type": "retrieval"}, {"name": "eliza", "type": "eliza"},
-        {"name": "repeat", "type": "repeat"}]
+BOTS = [
+    {"name": "retrieval", "type": "retrieval"},
+    {"name": "eliza", "type": "eliza"},
+    {"name": "repeat", "type": "repeat"},
+]
 
 
 def write_study(folder: Path, data: dict) -> Path:
@@ -44,16 +56,32 @@ def write_study(folder: Path, data: dict) -> Path:
     return folder
 
 
-def make_acute_study(folder: Path, *, per_bot: int = 4, comparisons: int = 2, database: str | None = None,
-                     onboarding: bool = True, on_fail: str = "block", per_pair: int = 50,
-                     xss: str | None = None, min_words: int = 2, name: str = "acute-test") -> Path:
+def make_acute_study(
+    folder: Path,
+    *,
+    per_bot: int = 4,
+    comparisons: int = 2,
+    database: str | None = None,
+    onboarding: bool = True,
+    on_fail: str = "block",
+    per_pair: int = 50,
+    xss: str | None = None,
+    min_words: int = 2,
+    name: str = "acute-test",
+) -> Path:
     data = {
-        "name": name, "method": "acute", "seed": 1, "bots": BOTS,
+        "name": name,
+        "method": "acute",
+        "seed": 1,
+        "bots": BOTS,
         "questions": [{"id": "preference"}],
         "onboarding": {"enabled": onboarding, "on_fail": on_fail},
         "annotation": {"expire_minutes": 30, "min_justification_words": min_words},
-        "protocol": {"comparisons_per_unit": comparisons, "annotations_per_pair": per_pair,
-                     "onboarding_weak_bot": "repeat"},
+        "protocol": {
+            "comparisons_per_unit": comparisons,
+            "annotations_per_pair": per_pair,
+            "onboarding_weak_bot": "repeat",
+        },
     }
     if database:
         data["database"] = database
@@ -62,25 +90,42 @@ def make_acute_study(folder: Path, *, per_bot: int = 4, comparisons: int = 2, da
     try:
         for bot in ("retrieval", "eliza", "repeat"):
             for k in range(per_bot):
-                study.store.save_conversation(study.id, _selfchat(f"selfchat-{bot}-{k:04d}", bot,
-                                                                  text=xss if bot == "eliza" else None))
+                study.store.save_conversation(
+                    study.id, _selfchat(f"selfchat-{bot}-{k:04d}", bot, text=xss if bot == "eliza" else None)
+                )
         study.store.save_conversation(study.id, _human("human-0000"))
     finally:
         study.close()
     return folder
 
 
-def make_stb_study(folder: Path, *, per_pair: int = 3, humans: int = 3, exchanges: list[int] | None = None,
-                   bot_segments: int = 4, human_segments: int = 1, packages_per_annotator: int = 2,
-                   annotations_per_segment: int = 2, database: str | None = None, xss: str | None = None,
-                   name: str = "stb-test") -> Path:
+def make_stb_study(
+    folder: Path,
+    *,
+    per_pair: int = 3,
+    humans: int = 3,
+    exchanges: list[int] | None = None,
+    bot_segments: int = 4,
+    human_segments: int = 1,
+    packages_per_annotator: int = 2,
+    annotations_per_segment: int = 2,
+    database: str | None = None,
+    xss: str | None = None,
+    name: str = "stb-test",
+) -> Path:
     data = {
-        "name": name, "method": "spot-the-bot", "seed": 1, "bots": BOTS,
+        "name": name,
+        "method": "spot-the-bot",
+        "seed": 1,
+        "bots": BOTS,
         "generation": {"mode": "bot-bot", "conversations": per_pair, "turns": 5, "human_conversations": humans},
-        "protocol": {"segment_exchanges": exchanges or [1, 2, 3], "bot_segments_per_package": bot_segments,
-                     "human_segments_per_package": human_segments,
-                     "packages_per_annotator": packages_per_annotator,
-                     "annotations_per_segment": annotations_per_segment},
+        "protocol": {
+            "segment_exchanges": exchanges or [1, 2, 3],
+            "bot_segments_per_package": bot_segments,
+            "human_segments_per_package": human_segments,
+            "packages_per_annotator": packages_per_annotator,
+            "annotations_per_segment": annotations_per_segment,
+        },
     }
     if database:
         data["database"] = database

@@ -31,6 +31,8 @@ from .conftest import Annotator
 from .studies import make_acute_study
 
 RANK = {"retrieval": 0, "eliza": 1, "repeat": 2}  # the simulated truth: lower is better
+
+
 def all_wins_stop(alpha: float, prior: float, n_max: int = 200) -> int:
     """The fewest judgments after which straight wins decide a pair (the stopping rule's own boundary)."""
     _, hi = decision_bounds(n_max, alpha, prior)
@@ -77,8 +79,10 @@ class Served:
             aid = int(re.search(r"/a/(\d+)/submit", page.text).group(1))
             bots = self.bots_shown(aid)
             pick = choose(bots) if choose else min((0, 1), key=lambda i: RANK[bots[i]])
-            r = ann.post(ann.action(page.text), {"choice": str(pick + 1), "justification": f"reason {n} here",
-                                                 "request_id": uuid.uuid4().hex})
+            r = ann.post(
+                ann.action(page.text),
+                {"choice": str(pick + 1), "justification": f"reason {n} here", "request_id": uuid.uuid4().hex},
+            )
             assert r.status_code == 200, r.text
             done.append(aid)
             page = ann.task()
@@ -98,8 +102,7 @@ class Served:
         return [j for j in work.list_judgments(self.store, self.sid) if j.question == "preference"]
 
     def report(self) -> dict:
-        return build_report(self.store.load_dataset(self.sid), self.config.model_dump(mode="json"),
-                            n_boot=20, n_sim=10)
+        return build_report(self.store.load_dataset(self.sid), self.config.model_dump(mode="json"), n_boot=20, n_sim=10)
 
 
 def pair_of(j) -> tuple[str, str]:
@@ -114,8 +117,9 @@ def backend(request):
 
 
 def test_adaptive_stops_when_ranking_decided_and_follows_next_pair(tmp_path, backend):
-    folder = adaptive_study(tmp_path / "a", {"enabled": True, "prior": 2}, per_bot=4, comparisons=4,
-                            per_pair=50, database=backend)
+    folder = adaptive_study(
+        tmp_path / "a", {"enabled": True, "prior": 2}, per_bot=4, comparisons=4, per_pair=50, database=backend
+    )
     s = Served(folder)
     try:
         crowd = s.crowd()
@@ -129,8 +133,11 @@ def test_adaptive_stops_when_ranking_decided_and_follows_next_pair(tmp_path, bac
         bots = ["retrieval", "eliza", "repeat"]
         cfg = s.config.adaptive
         for k, aid in enumerate(assignments):
-            before = [(j.meta["winner_bot"], j.meta["loser_bot"], j.meta["winner_bot"], j.annotator_id)
-                      for j in prefs if j.assignment_id < aid]  # the test counts per annotator
+            before = [
+                (j.meta["winner_bot"], j.meta["loser_bot"], j.meta["winner_bot"], j.annotator_id)
+                for j in prefs
+                if j.assignment_id < aid
+            ]  # the test counts per annotator
             state = AdaptiveState.from_outcomes(before, bots, cfg, session=4)
             assert not state.done
             want = state.next_pair(np.random.default_rng([s.config.seed, k]))

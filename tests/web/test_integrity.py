@@ -67,8 +67,9 @@ class Visitor:
     def post_action(self, page: httpx.Response, data: dict, action: str | None = None) -> httpx.Response:
         url = action or re.search(r'<form method="post" action="([^"]+)" data-ajax', page.text).group(1)
         url = url.replace("&amp;", "&")
-        r = self.http.post(url, data={"csrf": self.csrf, "request_id": rid(), **data},
-                           headers={"Accept": "application/json"})
+        r = self.http.post(
+            url, data={"csrf": self.csrf, "request_id": rid(), **data}, headers={"Accept": "application/json"}
+        )
         if not self.keep_cookies:
             self.http.cookies.clear()
         return r
@@ -93,8 +94,17 @@ def admin_csrf(c: httpx.Client, server: LiveServer) -> str:
 
 def answer_segment(v: Visitor, page: httpx.Response) -> httpx.Response:
     pos = re.search(r'name="position" value="(\d+)"', page.text).group(1)
-    r = v.post_action(page, {"position": pos, "entity0": "bot", "entity1": "human", "fluency": "0",
-                             "sensibleness": "1", "specificity": "tie"})
+    r = v.post_action(
+        page,
+        {
+            "position": pos,
+            "entity0": "bot",
+            "entity1": "human",
+            "fluency": "0",
+            "sensibleness": "1",
+            "specificity": "tie",
+        },
+    )
     assert r.status_code == 200 and r.json()["ok"], r.text
     return r
 
@@ -135,13 +145,15 @@ def test_prolific_and_mturk_get_their_platform_end_only_when_complete(tmp_path):
         assert r.status_code == 303 and r.headers["location"].endswith("/task")  # not app.prolific.com
         acute_answer(page, pro)
         r = pro.http.get(pro.url("done"))
-        assert r.status_code == 303 and r.headers["location"] == \
-            "https://app.prolific.com/submissions/complete?cc=C0DE42"
+        assert (
+            r.status_code == 303 and r.headers["location"] == "https://app.prolific.com/submissions/complete?cc=C0DE42"
+        )
         Visitor(server).enter({"PROLIFIC_PID": "pid-2", "STUDY_ID": "st-9", "SESSION_ID": "se-2"})  # no work
 
         turk = Visitor(server)
-        page = turk.enter({"workerId": "W1", "assignmentId": "A1", "hitId": "H1",
-                           "turkSubmitTo": "https://workersandbox.mturk.com"})
+        page = turk.enter(
+            {"workerId": "W1", "assignmentId": "A1", "hitId": "H1", "turkSubmitTo": "https://workersandbox.mturk.com"}
+        )
         assert "externalSubmit" not in turk.get(turk.url("done")).text
         # the worker comes back through another assignment of the HIT: both ids are kept
         turk.get(turk.url() + "?workerId=W1&assignmentId=A2&hitId=H1")
@@ -156,13 +168,23 @@ def test_prolific_and_mturk_get_their_platform_end_only_when_complete(tmp_path):
         body = admin.get(f"/s/{server.slug}/admin/approvals/prolific.json").json()
         assert body == {"study_id": "st-9", "participant_ids": ["pid-1"]}
         rows = list(csv.DictReader(io.StringIO(admin.get(f"/s/{server.slug}/admin/approvals/mturk.csv").text)))
-        assert [(r["AssignmentId"], r["WorkerId"], r["Approve"], r["Reject"]) for r in rows] == \
-            [("A1", "W1", "", ""), ("A2", "W1", "x", "")]
+        assert [(r["AssignmentId"], r["WorkerId"], r["Approve"], r["Reject"]) for r in rows] == [
+            ("A1", "W1", "", ""),
+            ("A2", "W1", "x", ""),
+        ]
 
 
 def test_nothing_left_means_no_code(tmp_path):
-    folder = make_stb_study(tmp_path / "s", per_pair=1, humans=1, exchanges=[1], bot_segments=3,
-                            human_segments=0, packages_per_annotator=1, annotations_per_segment=1)
+    folder = make_stb_study(
+        tmp_path / "s",
+        per_pair=1,
+        humans=1,
+        exchanges=[1],
+        bot_segments=3,
+        human_segments=0,
+        packages_per_annotator=1,
+        annotations_per_segment=1,
+    )
     with LiveServer([folder]) as server:
         first = Visitor(server)
         page = first.enter()
@@ -175,8 +197,16 @@ def test_nothing_left_means_no_code(tmp_path):
 
 # -- 2. expiry fair to people and to statistics -------------------------------------------------------
 def stb_two_packages(tmp_path: Path) -> Path:
-    folder = make_stb_study(tmp_path / "s", per_pair=2, humans=0, exchanges=[1], bot_segments=3,
-                            human_segments=0, packages_per_annotator=1, annotations_per_segment=2)
+    folder = make_stb_study(
+        tmp_path / "s",
+        per_pair=2,
+        humans=0,
+        exchanges=[1],
+        bot_segments=3,
+        human_segments=0,
+        packages_per_annotator=1,
+        annotations_per_segment=2,
+    )
     data = yaml.safe_load((folder / "study.yaml").read_text())
     data["annotation"] = {"expire_minutes": 0.05}  # 3 s
     (folder / "study.yaml").write_text(yaml.safe_dump(data))
@@ -215,8 +245,9 @@ def test_expired_and_reassigned_gives_the_truth_and_fresh_work(tmp_path):
         assert c_units == [x.unit_id]
         back = a.get(a.url("task"))
         assert "given to somebody else" in back.text and back.url.path.endswith("/task")
-        statuses = [s.status for s in work.annotator_assignments(server.store, server.study_id, 1,
-                                                                 include_expired=True)]
+        statuses = [
+            s.status for s in work.annotator_assignments(server.store, server.study_id, 1, include_expired=True)
+        ]
         assert statuses == ["abandoned", "assigned"]
         # A's early judgment is kept, flagged, and not counted
         judgments = work.list_judgments(server.store, server.study_id, include_excluded=True)
@@ -224,24 +255,38 @@ def test_expired_and_reassigned_gives_the_truth_and_fresh_work(tmp_path):
         export = admin_client(server).get(f"/s/{server.slug}/admin/export.csv").text
         rows = list(csv.DictReader(io.StringIO(export)))
         flagged = [r for r in rows if r["excluded_reason"]]
-        assert len(flagged) == 1 and flagged[0]["excluded_reason"] == \
-            "assignment expired and was given to another annotator"
+        assert (
+            len(flagged) == 1
+            and flagged[0]["excluded_reason"] == "assignment expired and was given to another annotator"
+        )
         dataset = server.store.load_dataset(server.study_id)
         assert [j.meta.get("excluded") for j in dataset.judgments].count(
-            "assignment expired and was given to another annotator") == 1
+            "assignment expired and was given to another annotator"
+        ) == 1
 
 
 def test_returned_submission_frees_its_work(tmp_path):
-    folder = make_stb_study(tmp_path / "s", per_pair=1, humans=1, exchanges=[1], bot_segments=3,
-                            human_segments=0, packages_per_annotator=1, annotations_per_segment=1)
+    folder = make_stb_study(
+        tmp_path / "s",
+        per_pair=1,
+        humans=1,
+        exchanges=[1],
+        bot_segments=3,
+        human_segments=0,
+        packages_per_annotator=1,
+        annotations_per_segment=1,
+    )
     with LiveServer([folder]) as server:
         p = Visitor(server)
         page = p.enter({"PROLIFIC_PID": "gone-1", "STUDY_ID": "s", "SESSION_ID": "x"})
         answer_segment(p, page)
         assert Visitor(server).enter().url.path.endswith("/done")  # nothing left for another one
         admin = admin_client(server)
-        r = admin.post(f"/s/{server.slug}/admin/returned", data={"csrf": admin_csrf(admin, server), "ids": "gone-1\n"},
-                       headers={"Accept": "application/json", "Origin": server.url})
+        r = admin.post(
+            f"/s/{server.slug}/admin/returned",
+            data={"csrf": admin_csrf(admin, server), "ids": "gone-1\n"},
+            headers={"Accept": "application/json", "Origin": server.url},
+        )
         assert r.json() == {"ok": True, "marked": 1, "assignments_freed": 1, "unknown": []}
         page = Visitor(server).enter()
         assert page.url.path.endswith("/task") and "Segment 1 of" in page.text
@@ -262,14 +307,19 @@ def test_second_browser_is_asked_to_confirm_and_the_first_is_signed_out(tmp_path
         page = second.get(second.url() + "?PROLIFIC_PID=p-77&STUDY_ID=s&SESSION_ID=1")
         assert 'id="second-browser"' in page.text and second.get(second.url("task")).status_code == 403
         ticket = re.search(r'name="ticket" value="([^"]+)"', page.text).group(1)
-        r = second.request("POST", second.url("confirm-browser"), data={"ticket": ticket, "meta": "{}"},
-                           headers={"Accept": "text/html", "Origin": server.url})
+        r = second.request(
+            "POST",
+            second.url("confirm-browser"),
+            data={"ticket": ticket, "meta": "{}"},
+            headers={"Accept": "text/html", "Origin": server.url},
+        )
         assert r.url.path.endswith("/consent")
         assert second.get(second.url("task")).status_code == 200
         assert first.get(first.url("task")).status_code == 403  # signed out
         ann = work.find_annotator(server.store, server.study_id, "p-77")
-        assert [e["kind"] for e in work.list_events(server.store, server.study_id, "session-moved")] == \
-            ["session-moved"] and ann is not None
+        assert [e["kind"] for e in work.list_events(server.store, server.study_id, "session-moved")] == [
+            "session-moved"
+        ] and ann is not None
 
 
 def test_second_browser_refused_when_the_study_says_so(tmp_path):
@@ -426,13 +476,20 @@ def test_analysis_never_counts_excluded_judgments(tmp_path):
     for i, u in enumerate(units):
         w = 0 if i % 3 else 1
         bots = u.payload["speakers_to_eval"]
-        judgments.append(Judgment(annotator_id="a1", unit_id=u.id, question="preference",
-                                  value={"winner": u.conversation_ids[w], "loser": u.conversation_ids[1 - w]},
-                                  meta={"winner_bot": bots[w], "loser_bot": bots[1 - w]}))
+        judgments.append(
+            Judgment(
+                annotator_id="a1",
+                unit_id=u.id,
+                question="preference",
+                value={"winner": u.conversation_ids[w], "loser": u.conversation_ids[1 - w]},
+                meta={"winner_bot": bots[w], "loser_bot": bots[1 - w]},
+            )
+        )
     people = [Annotator("a1", "link", {}), Annotator("a2", "link", {})]
     dataset = replace(dataset, judgments=judgments, annotators=people)
-    twice = [replace(j, annotator_id="a2", meta={**j.meta, "excluded": "assignment expired unfinished"})
-             for j in judgments]
+    twice = [
+        replace(j, annotator_id="a2", meta={**j.meta, "excluded": "assignment expired unfinished"}) for j in judgments
+    ]
     plain = analyze(dataset)
     flagged = analyze(replace(dataset, judgments=judgments + twice))
     assert flagged.pop("excluded_judgments") == {"n": 12, "reasons": {"assignment expired unfinished": 12}}

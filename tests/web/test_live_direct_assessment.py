@@ -17,8 +17,12 @@ def stage(html: str) -> str:
 
 
 def da_study(tmp_path, topic="free", min_inputs=3):
-    return make_live_study(tmp_path / "da", "direct-assessment", ["repeat", "eliza", "qc"],
-                           protocol={"min_inputs": min_inputs, "qc_bot": "qc", "topic": topic})
+    return make_live_study(
+        tmp_path / "da",
+        "direct-assessment",
+        ["repeat", "eliza", "qc"],
+        protocol={"min_inputs": min_inputs, "qc_bot": "qc", "topic": topic},
+    )
 
 
 GOOD = {"robotic": 20, "interesting": 80, "fun": 75, "consistent": 85, "fluent": 90, "repetitive": 10, "topic": 80}

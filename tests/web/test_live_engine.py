@@ -22,8 +22,11 @@ def stage(html: str) -> str:
 
 
 def openai_bot(url: str) -> dict:
-    return {"name": "remote", "type": "openai",
-            "options": {"base_url": str(url), "model": "fake", "retries": 0, "timeout": 10}}
+    return {
+        "name": "remote",
+        "type": "openai",
+        "options": {"base_url": str(url), "model": "fake", "retries": 0, "timeout": 10},
+    }
 
 
 def test_bot_error_keeps_the_conversation_and_retry_asks_again(tmp_path):
@@ -63,9 +66,12 @@ def _events(server) -> list[str]:
 
 def test_annotator_message_is_stored_before_the_bot_is_asked(tmp_path):
     with start_fake_openai(mode="error500") as url:
-        folder = make_live_study(tmp_path / "da", "direct-assessment",
-                                 [openai_bot(url), {"name": "qc", "type": "degraded", "options": {"seed": 1}}],
-                                 protocol={"min_inputs": 2})
+        folder = make_live_study(
+            tmp_path / "da",
+            "direct-assessment",
+            [openai_bot(url), {"name": "qc", "type": "degraded", "options": {"seed": 1}}],
+            protocol={"min_inputs": 2},
+        )
         with LiveServer([folder]) as server:
             c = LiveClient(server)
             c.enter()
@@ -85,8 +91,19 @@ def _skip_to_remote(c, server, a):
     c.say("Do you like tomatoes and peppers?")
     c.say("I grow them every summer on my balcony.")
     c.act("end_chat")
-    c.act("rate", {"position": "1", "robotic": 50, "interesting": 50, "fun": 50, "consistent": 50,
-                   "fluent": 50, "repetitive": 50, "topic": 50})
+    c.act(
+        "rate",
+        {
+            "position": "1",
+            "robotic": 50,
+            "interesting": 50,
+            "fun": 50,
+            "consistent": 50,
+            "fluent": 50,
+            "repetitive": 50,
+            "topic": 50,
+        },
+    )
     c.task()
     c.act("start_chat", {"topic": "gardening", "opinion": "like"})
     events = c.say("Do you grow vegetables at home?")
@@ -109,8 +126,9 @@ def test_streamed_reply_arrives_in_chunks(tmp_path):
 
 
 def test_refresh_resumes_exactly(tmp_path):
-    folder = make_live_study(tmp_path / "pw", "pairwise-turn", ["repeat", "eliza"],
-                             protocol={"bot_turns": 3}, onboarding={"enabled": False})
+    folder = make_live_study(
+        tmp_path / "pw", "pairwise-turn", ["repeat", "eliza"], protocol={"bot_turns": 3}, onboarding={"enabled": False}
+    )
     with LiveServer([folder]) as server:
         c = LiveClient(server)
         c.enter()

@@ -20,8 +20,9 @@ def read_events(client: LiveClient, generation: str, headers: dict | None = None
     """(arrival time, event, id) for each event of the stream, until it ends."""
     url = client.url(f"a/{client.assignment_id}/events")
     out = []
-    with client.http.stream("GET", url, params={"generation": generation, "cursor": 0}, headers=headers or {},
-                            timeout=30) as r:
+    with client.http.stream(
+        "GET", url, params={"generation": generation, "cursor": 0}, headers=headers or {}, timeout=30
+    ) as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream"), r.status_code
         event_id = ""
         for line in r.iter_lines():
@@ -57,8 +58,9 @@ def test_reply_streams_word_by_word_and_ends_with_done(tmp_path):
                 other = LiveClient(server)
                 try:
                     other.enter()
-                    r = other.http.get(client.url(f"a/{client.assignment_id}/events"),
-                                       params={"generation": started["generation"]})
+                    r = other.http.get(
+                        client.url(f"a/{client.assignment_id}/events"), params={"generation": started["generation"]}
+                    )
                     assert r.status_code == 403
                 finally:
                     other.close()

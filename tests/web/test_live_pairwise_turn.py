@@ -24,9 +24,14 @@ def onboarding_answers(server, client, right: bool = True) -> dict:
 
 
 def pw_study(tmp_path, **kw):
-    return make_live_study(tmp_path / "pw", "pairwise-turn", ["repeat", "eliza"],
-                           protocol={"bot_turns": kw.pop("bot_turns", 3), "conversations_per_pair": 5},
-                           onboarding={"enabled": True, "tries": 2, "on_fail": kw.pop("on_fail", "block")}, **kw)
+    return make_live_study(
+        tmp_path / "pw",
+        "pairwise-turn",
+        ["repeat", "eliza"],
+        protocol={"bot_turns": kw.pop("bot_turns", 3), "conversations_per_pair": 5},
+        onboarding={"enabled": True, "tries": 2, "on_fail": kw.pop("on_fail", "block")},
+        **kw,
+    )
 
 
 def test_full_conversation_both_bots_answer_and_choice_continues(tmp_path):

@@ -14,8 +14,9 @@ def stage(html: str) -> str:
 
 
 def test_full_conversation_checkboxes_and_likert(tmp_path):
-    folder = make_live_study(tmp_path / "sm", "single-model", ["repeat", "eliza"],
-                             protocol={"bot_turns": 3, "conversations_per_bot": 5})
+    folder = make_live_study(
+        tmp_path / "sm", "single-model", ["repeat", "eliza"], protocol={"bot_turns": 3, "conversations_per_bot": 5}
+    )
     with LiveServer([folder]) as server:
         c = LiveClient(server)
         c.enter()
@@ -47,7 +48,8 @@ def test_full_conversation_checkboxes_and_likert(tmp_path):
         assert [j.value for j in turn_j] == [
             {"turn": 1, "engaging": True, "humanlike": False, "interesting": True},
             {"turn": 2, "engaging": False, "humanlike": False, "interesting": False},
-            {"turn": 3, "engaging": False, "humanlike": True, "interesting": False}]
+            {"turn": 3, "engaging": False, "humanlike": True, "interesting": False},
+        ]
         dialog = [j for j in ds.judgments if j.question == "dialog"]
         assert [j.value for j in dialog] == [{"engaging": 4, "humanlike": 2, "interesting": 5}]
         conv = ds.conversation_map()[dialog[0].conversation_id]
@@ -61,8 +63,9 @@ def test_full_conversation_checkboxes_and_likert(tmp_path):
 
 
 def test_scheduling_balances_bots_and_caps_one_conversation_per_bot(tmp_path):
-    folder = make_live_study(tmp_path / "sm", "single-model", ["repeat", "eliza"],
-                             protocol={"bot_turns": 1, "conversations_per_bot": 2})
+    folder = make_live_study(
+        tmp_path / "sm", "single-model", ["repeat", "eliza"], protocol={"bot_turns": 1, "conversations_per_bot": 2}
+    )
     with LiveServer([folder]) as server:
         clients = [LiveClient(server) for _ in range(4)]
         bots = []

@@ -28,11 +28,22 @@ LIVE_BOTS = {
 }
 
 
-def make_live_study(folder: Path, method: str, bots: list[dict] | list[str], *, protocol: dict | None = None,
-                    onboarding: dict | None = None, annotation: dict | None = None, database: str | None = None,
-                    name: str | None = None, questions: list[dict] | None = None) -> Path:
+def make_live_study(
+    folder: Path,
+    method: str,
+    bots: list[dict] | list[str],
+    *,
+    protocol: dict | None = None,
+    onboarding: dict | None = None,
+    annotation: dict | None = None,
+    database: str | None = None,
+    name: str | None = None,
+    questions: list[dict] | None = None,
+) -> Path:
     data: dict[str, Any] = {
-        "name": name or f"{method}-live", "method": method, "seed": 3,
+        "name": name or f"{method}-live",
+        "method": method,
+        "seed": 3,
         "bots": [LIVE_BOTS[b] if isinstance(b, str) else b for b in bots],
         "annotation": {"expire_minutes": 30, "min_justification_words": 2, **(annotation or {})},
         "protocol": protocol or {},
@@ -130,12 +141,14 @@ class LiveClient:
             self.assignment_id = int(m.group(1))
         return r
 
-    def act(self, action: str, data: dict | None = None, *, assignment_id: int | None = None,
-            request_id: str | None = None) -> httpx.Response:
+    def act(
+        self, action: str, data: dict | None = None, *, assignment_id: int | None = None, request_id: str | None = None
+    ) -> httpx.Response:
         aid = assignment_id or self.assignment_id
         body = {"request_id": request_id or rid(), **(data or {})}
-        return self.http.post(self.url(f"a/{aid}/{action}"), json=body,
-                              headers={"X-CSRF-Token": self.csrf, "Accept": "application/json"})
+        return self.http.post(
+            self.url(f"a/{aid}/{action}"), json=body, headers={"X-CSRF-Token": self.csrf, "Accept": "application/json"}
+        )
 
     def follow(self, timeout: float = 60, generation: str | None = None) -> list[dict]:
         """Watch the running bot reply until it ends; returns every event seen."""

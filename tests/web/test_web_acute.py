@@ -32,15 +32,22 @@ def test_full_unit_with_onboarding(acute_app):
     ann = Annotator(acute_app, "acute-test")
     r = ann.enter()
     assert r.status_code == 200 and "Practice comparison" in r.text
-    r = ann.post(ann.action(r.text), {"choice": onboarding_answer(acute_app, r.text, True),
-                                      "justification": "sounds like a person", "request_id": rid()})
+    r = ann.post(
+        ann.action(r.text),
+        {
+            "choice": onboarding_answer(acute_app, r.text, True),
+            "justification": "sounds like a person",
+            "request_id": rid(),
+        },
+    )
     assert r.json()["ok"] is True
     served = study_of(acute_app)
     for n in range(2):
         page = ann.task()
         assert f"Comparison {n + 1} of 2" in page.text
-        r = ann.post(ann.action(page.text), {"choice": "1", "justification": "more engaging answers",
-                                             "request_id": rid()})
+        r = ann.post(
+            ann.action(page.text), {"choice": "1", "justification": "more engaging answers", "request_id": rid()}
+        )
         assert r.status_code == 200, r.text
     assert ann.task().url.path.endswith("/done")
     ds = served.ctx.store.load_dataset(served.ctx.study_id)
@@ -91,8 +98,11 @@ def test_double_submit_is_harmless(acute_app):
     ann = Annotator(acute_app, "acute-test")
     page = ann.enter()
     url = ann.action(page.text)
-    data = {"choice": onboarding_answer(acute_app, page.text, True), "justification": "human sounds real",
-            "request_id": rid()}
+    data = {
+        "choice": onboarding_answer(acute_app, page.text, True),
+        "justification": "human sounds real",
+        "request_id": rid(),
+    }
     r1 = ann.post(url, data)
     r2 = ann.post(url, data)
     assert r1.json()["ok"] and r2.json()["ok"] and r2.json().get("repeat")
@@ -107,14 +117,23 @@ def test_only_own_assignments_and_csrf(acute_app):
     url_a = alice.action(page_a.text)
     r = bob.post(url_a, {"choice": "1", "justification": "not my task", "request_id": rid()})
     assert r.status_code == 403
-    r = alice.client.post(url_a, data={"choice": "1", "justification": "no token here", "request_id": rid()},
-                          headers={"Accept": "application/json"})
+    r = alice.client.post(
+        url_a,
+        data={"choice": "1", "justification": "no token here", "request_id": rid()},
+        headers={"Accept": "application/json"},
+    )
     assert r.status_code == 403 and "token" in r.json()["error"]
-    r = alice.client.post(url_a, data={"csrf": bob.csrf, "choice": "1", "justification": "bob token",
-                                       "request_id": rid()}, headers={"Accept": "application/json"})
+    r = alice.client.post(
+        url_a,
+        data={"csrf": bob.csrf, "choice": "1", "justification": "bob token", "request_id": rid()},
+        headers={"Accept": "application/json"},
+    )
     assert r.status_code == 403
-    r = alice.post(url_a, {"choice": "1", "justification": "cross site post", "request_id": rid()},
-                   headers={"Origin": "https://evil.example"})
+    r = alice.post(
+        url_a,
+        {"choice": "1", "justification": "cross site post", "request_id": rid()},
+        headers={"Origin": "https://evil.example"},
+    )
     assert r.status_code == 403
     fresh = Annotator(acute_app, "acute-test")
     assert fresh.task().status_code == 403  # no cookie
@@ -126,13 +145,25 @@ def test_onboarding_failure_blocks(acute_app):
     """Two practice tries by default; after the second miss the page says to return the study."""
     ann = Annotator(acute_app, "acute-test")
     page = ann.enter()
-    r = ann.post(ann.action(page.text), {"choice": onboarding_answer(acute_app, page.text, False),
-                                         "justification": "the robot is better", "request_id": rid()})
+    r = ann.post(
+        ann.action(page.text),
+        {
+            "choice": onboarding_answer(acute_app, page.text, False),
+            "justification": "the robot is better",
+            "request_id": rid(),
+        },
+    )
     assert r.json()["ok"]
     retry = ann.task()
     assert retry.url.path.endswith("/task") and "try 2 of 2" in retry.text
-    r = ann.post(ann.action(retry.text), {"choice": onboarding_answer(acute_app, retry.text, False),
-                                          "justification": "the robot again", "request_id": rid()})
+    r = ann.post(
+        ann.action(retry.text),
+        {
+            "choice": onboarding_answer(acute_app, retry.text, False),
+            "justification": "the robot again",
+            "request_id": rid(),
+        },
+    )
     assert r.json()["ok"]
     done = ann.task()
     assert done.url.path.endswith("/done") and "cannot continue" in done.text and "return" in done.text
@@ -164,8 +195,10 @@ def test_xss_is_escaped(tmp_path):
         with_eliza = "eliza" in work.get_assignment(store, aid).payload["bot_pair"]
         assert (escaped in page.text) == with_eliza  # shown as text wherever eliza is compared
         shown.append(with_eliza)
-        r = ann.post(ann.action(page.text), {"choice": "1", "justification": "<script>alert(1)</script> words",
-                                             "request_id": rid()})
+        r = ann.post(
+            ann.action(page.text),
+            {"choice": "1", "justification": "<script>alert(1)</script> words", "request_id": rid()},
+        )
         assert r.status_code == 200 and r.json()["ok"] is True
         page = ann.task()
     assert any(shown)
@@ -200,19 +233,33 @@ def test_mturk_preview_and_submit(acute_app):
     assert r.status_code == 200 and "preview" in r.text.lower() and "Start</button>" not in r.text
     served = study_of(acute_app)
     assert served.ctx.store.counts(served.ctx.study_id)["annotators"] == 0
-    ann = Annotator(acute_app, "acute-test", {"workerId": "W1", "assignmentId": "A1", "hitId": "H1",
-                                              "turkSubmitTo": "https://workersandbox.mturk.com"})
+    ann = Annotator(
+        acute_app,
+        "acute-test",
+        {"workerId": "W1", "assignmentId": "A1", "hitId": "H1", "turkSubmitTo": "https://workersandbox.mturk.com"},
+    )
     page = ann.enter()
-    ann.post(ann.action(page.text), {"choice": onboarding_answer(acute_app, page.text, False),
-                                     "justification": "picked the bot", "request_id": rid()})
+    ann.post(
+        ann.action(page.text),
+        {
+            "choice": onboarding_answer(acute_app, page.text, False),
+            "justification": "picked the bot",
+            "request_id": rid(),
+        },
+    )
     done = ann.client.get(ann.url("done"))
     assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' not in done.text  # blocked: no submit
     # a passing worker gets the externalSubmit form
-    ann2 = Annotator(acute_app, "acute-test", {"workerId": "W2", "assignmentId": "A2", "hitId": "H1",
-                                               "turkSubmitTo": "https://evil.example"})
+    ann2 = Annotator(
+        acute_app,
+        "acute-test",
+        {"workerId": "W2", "assignmentId": "A2", "hitId": "H1", "turkSubmitTo": "https://evil.example"},
+    )
     page = ann2.enter()
-    ann2.post(ann2.action(page.text), {"choice": onboarding_answer(acute_app, page.text, True),
-                                       "justification": "the person", "request_id": rid()})
+    ann2.post(
+        ann2.action(page.text),
+        {"choice": onboarding_answer(acute_app, page.text, True), "justification": "the person", "request_id": rid()},
+    )
     for _ in range(2):
         page = ann2.task()
         ann2.post(ann2.action(page.text), {"choice": "1", "justification": "left one better", "request_id": rid()})
@@ -226,4 +273,3 @@ def test_refresh_resumes_same_assignment(acute_app):
     first = ann.enter()
     again = ann.task()
     assert ann.action(first.text) == ann.action(again.text)
-

@@ -52,9 +52,16 @@ def test_packages_respect_the_rules(stb_app):
     assert len(ds.judgments) == total
     j = ds.judgments[0]
     assert j.question == "spot-the-bot"
-    assert j.value == {"segment_exchanges": j.value["segment_exchanges"], "entity0": "bot", "entity1": "human",
-                       "decision_turn0": None, "decision_turn1": None, "fluency": 0, "sensibleness": "tie",
-                       "specificity": 1}
+    assert j.value == {
+        "segment_exchanges": j.value["segment_exchanges"],
+        "entity0": "bot",
+        "entity1": "human",
+        "decision_turn0": None,
+        "decision_turn1": None,
+        "fluency": 0,
+        "sensibleness": "tie",
+        "specificity": 1,
+    }
 
 
 def test_refused_and_resume(stb_app):

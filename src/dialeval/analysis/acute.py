@@ -187,8 +187,9 @@ def acute_frame(
         speakers = unit_speakers.get(j.unit_id) if unit is not None else None
         if speakers is None and unit is not None:
             given = unit.payload.get("speakers_to_eval")
-            speakers = dict(zip(unit.conversation_ids, given)) if given and len(given) == len(
-                unit.conversation_ids) else {}
+            speakers = (
+                dict(zip(unit.conversation_ids, given)) if given and len(given) == len(unit.conversation_ids) else {}
+            )
             unit_speakers[j.unit_id] = speakers
         # the unit's speakers_to_eval first, else the conversation's single bot (no copy per judgment)
         wb = speakers.get(win_c, conv_bot.get(win_c)) if speakers else conv_bot.get(win_c)
@@ -256,8 +257,11 @@ def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim:
     # one pass splits the duels by unordered bot pair (not one scan of the frame per matchup)
     lo = np.where(duel["winner"].to_numpy() < duel["loser"].to_numpy(), duel["winner"], duel["loser"])
     hi = np.where(duel["winner"].to_numpy() < duel["loser"].to_numpy(), duel["loser"], duel["winner"])
-    by_pair = pd.Series(duel["winner"].to_numpy(), index=pd.MultiIndex.from_arrays([lo, hi])).groupby(
-        level=[0, 1], sort=False).indices
+    by_pair = (
+        pd.Series(duel["winner"].to_numpy(), index=pd.MultiIndex.from_arrays([lo, hi]))
+        .groupby(level=[0, 1], sort=False)
+        .indices
+    )
     winners = duel["winner"].to_numpy()
     timed = matchups
     if len(matchups) > TTS_ALL_PAIRS_UP_TO:
@@ -315,8 +319,10 @@ def _anytime_valid_p(section: dict) -> None:
         m["p"] = row["p_always_valid"]
         m["e_value"] = row.get("e_value")
         m["stars"] = pw.stars(m["p"])
-    section["p_values"] = ("always-valid (collection stopped adaptively; the stopping test's p-value, "
-                           "see stopping); p_fixed_n is the fixed-size binomial p, not valid here")
+    section["p_values"] = (
+        "always-valid (collection stopped adaptively; the stopping test's p-value, "
+        "see stopping); p_fixed_n is the fixed-size binomial p, not valid here"
+    )
 
 
 def _unfiltered_outcomes(dataset: Dataset) -> dict[str, list[tuple]]:

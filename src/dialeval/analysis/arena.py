@@ -93,7 +93,8 @@ def _judges(dataset: Dataset, crowd: pd.DataFrame) -> dict[str, Any]:
         out[judge] = {
             "battles": len(both),
             "agreement_non_tie": round(float((decisive["crowd"] == decisive["judge"]).mean()), 4)
-            if len(decisive) else None,
+            if len(decisive)
+            else None,
             "non_tie_battles": len(decisive),
             "share_model_a": round(float((votes == "model_a").mean()), 4) if len(votes) else None,
             "share_tie": round(float(votes.str.startswith("tie").mean()), 4) if len(votes) else None,
@@ -122,9 +123,7 @@ def analyze_arena(
     names, wins, ties = aggregate_votes(votes, "model_a", "model_b", "winner")
     theta = fit_bt(wins, ties)
     _, half = sandwich_intervals(wins, ties, theta, ci=ci)
-    sand = pd.DataFrame(
-        {"sandwich_low": to_elo(theta - half), "sandwich_high": to_elo(theta + half)}, index=names
-    )
+    sand = pd.DataFrame({"sandwich_low": to_elo(theta - half), "sandwich_high": to_elo(theta + half)}, index=names)
     sand["rank_sandwich"] = ci_rank(sand["sandwich_low"], sand["sandwich_high"])
     board = board.join(sand, on="name")
     order = list(board["name"])

@@ -35,9 +35,12 @@ def compare_runs(report_a: Mapping[str, Any], report_b: Mapping[str, Any]) -> di
     ys = [float(b[n]["score"]) for n in shared]
     overall = correlate(xs, ys)
     out: dict[str, Any] = {
-        "pearson": overall["pearson"], "spearman": overall["spearman"], "n": len(shared),
+        "pearson": overall["pearson"],
+        "spearman": overall["spearman"],
+        "n": len(shared),
         "systems": [{"name": n, "a": x, "b": y} for n, x, y in zip(shared, xs, ys)],
-        "only_a": [n for n in a if n not in b], "only_b": [n for n in b if n not in a],
+        "only_a": [n for n in a if n not in b],
+        "only_b": [n for n in b if n not in a],
     }
     criteria: dict[str, Any] = {}
     za: list[Any] = [a[n].get("z") for n in shared]  # checked to be mappings just below

@@ -70,8 +70,14 @@ def judgments_frame(dataset: Dataset) -> pd.DataFrame:
         conv = convs.get(j.conversation_id) if j.conversation_id else None
         system = conv.bots[0] if conv is not None and conv.bots else j.meta.get("system")
         is_qc = system == QC_NAME or bool(conv is not None and conv.meta.get("qc"))
-        row = {"annotator": j.annotator_id, "conversation": j.conversation_id, "unit": j.unit_id,
-               "system": system, "is_qc": is_qc, "elapsed_s": j.elapsed_s}
+        row = {
+            "annotator": j.annotator_id,
+            "conversation": j.conversation_id,
+            "unit": j.unit_id,
+            "system": system,
+            "is_qc": is_qc,
+            "elapsed_s": j.elapsed_s,
+        }
         for c in DA_CRITERIA:
             v = j.value.get(c)
             row[c] = float(v) if v is not None else math.nan
@@ -110,10 +116,20 @@ def direct_assessment_frames(dataset: Dataset, alpha: float = 0.05) -> DirectAss
     agreement = pd.concat(non_empty, ignore_index=True) if non_empty else agreement_parts[0]
 
     meta = {"alpha": alpha, "passed_annotators": sorted(passed_ids)}
-    return DirectAssessmentFrames(ratings=ratings, qc=qc, systems=systems, raw=raw_table, qc_system=qc_system,
-                                  pairwise=pairwise, criteria_pearson=corr["pearson"],
-                                  criteria_spearman=corr["spearman"], criteria_z_pearson=corr_z["pearson"],
-                                  criteria_z_spearman=corr_z["spearman"], agreement=agreement, meta=meta)
+    return DirectAssessmentFrames(
+        ratings=ratings,
+        qc=qc,
+        systems=systems,
+        raw=raw_table,
+        qc_system=qc_system,
+        pairwise=pairwise,
+        criteria_pearson=corr["pearson"],
+        criteria_spearman=corr["spearman"],
+        criteria_z_pearson=corr_z["pearson"],
+        criteria_z_spearman=corr_z["spearman"],
+        agreement=agreement,
+        meta=meta,
+    )
 
 
 def _num(x: Any) -> Any:
@@ -130,12 +146,16 @@ def _system_entries(z: pd.DataFrame, raw: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     for name, row in z.iterrows():
         r = raw.loc[name]
-        out.append({
-            "name": name, "n": int(row["n"]), "conversations": int(row["conversations"]),
-            "score": _num(row["overall"]),
-            "z": {"overall": _num(row["overall"]), **{c: _num(row[c]) for c in ORDER}},
-            "raw": {"overall": _num(r["overall"]), **{c: _num(r[c]) for c in ORDER}},
-        })
+        out.append(
+            {
+                "name": name,
+                "n": int(row["n"]),
+                "conversations": int(row["conversations"]),
+                "score": _num(row["overall"]),
+                "z": {"overall": _num(row["overall"]), **{c: _num(row[c]) for c in ORDER}},
+                "raw": {"overall": _num(r["overall"]), **{c: _num(r[c]) for c in ORDER}},
+            }
+        )
     return out
 
 
@@ -152,8 +172,10 @@ def report_from_frames(dataset: Dataset, frames: DirectAssessmentFrames) -> dict
     rates = da.pass_rates(qc, total_annotators=len(all_ids))
 
     convs = dataset.conversations
+
     def is_ordinary(c) -> bool:
         return bool(c.bots) and c.bots[0] != QC_NAME and not c.meta.get("qc")
+
     assigned = sum(1 for c in convs if is_ordinary(c)) if convs else int((~ratings["is_qc"]).sum())
     ordinary = ratings[~ratings["is_qc"]]
     passed_convs = int(ordinary["passed"].sum())
@@ -183,13 +205,19 @@ def report_from_frames(dataset: Dataset, frames: DirectAssessmentFrames) -> dict
         "systems": _system_entries(frames.systems, frames.raw),
         "qc_system": qc_system,
         "annotators": rates,
-        "conversations": {"total": assigned, "rated": len(ordinary), "passed": passed_convs,
-                          "pass_rate": passed_convs / assigned if assigned else None},
+        "conversations": {
+            "total": assigned,
+            "rated": len(ordinary),
+            "passed": passed_convs,
+            "pass_rate": passed_convs / assigned if assigned else None,
+        },
         "pairwise": [{"a": r.a, "b": r.b, "p": _num(r.p)} for r in frames.pairwise.itertuples()],
-        "criteria_correlation": {"basis": "raw", "pearson": _matrix(frames.criteria_pearson),
-                                 "spearman": _matrix(frames.criteria_spearman),
-                                 "z": {"pearson": _matrix(frames.criteria_z_pearson),
-                                       "spearman": _matrix(frames.criteria_z_spearman)}},
+        "criteria_correlation": {
+            "basis": "raw",
+            "pearson": _matrix(frames.criteria_pearson),
+            "spearman": _matrix(frames.criteria_spearman),
+            "z": {"pearson": _matrix(frames.criteria_z_pearson), "spearman": _matrix(frames.criteria_z_spearman)},
+        },
         "rater_agreement": agreement,
         "minutes_per_conversation": da.minutes_per_conversation(ratings, frames.meta["passed_annotators"]),
         "filtered_annotators": filtered,
@@ -235,8 +263,9 @@ def topic_opinions(dataset: Dataset, frames: DirectAssessmentFrames) -> dict[str
     return {"table": table, "n": n, "missing": missing}
 
 
-def time_to_significance(frames: DirectAssessmentFrames, n_sim: int = 200, seed: int | None = 0,
-                         power: float = 0.8, n_max: int = 10_000) -> list[dict[str, Any]]:
+def time_to_significance(
+    frames: DirectAssessmentFrames, n_sim: int = 200, seed: int | None = 0, power: float = 0.8, n_max: int = 10_000
+) -> list[dict[str, Any]]:
     """Per pair of ordinary systems (a = the one with the higher score): conversations per system,
     judgments and annotator-hours until the one-sided Mann-Whitney U test on per-conversation mean
     z of passing annotators (the test of ``pairwise``) gives p < 0.05 with probability ``power``,
@@ -264,22 +293,31 @@ def time_to_significance(frames: DirectAssessmentFrames, n_sim: int = 200, seed:
     per_annotator = len(good) / max(good["annotator"].nunique(), 1)
     samples = {s: good.loc[good["system"] == s, "z"].dropna().to_numpy(dtype=float) for s in frames.systems.index}
     order = [s for s in frames.systems.index if len(samples[s])]
-    pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1:]]
+    pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1 :]]
     results = mann_whitney_pairs_time_to_significance(
-        samples, pairs, seconds_per_judgment=sec, judgments_per_annotator=per_annotator, power=power,
-        n_max=n_max, n_sim=n_sim, seed=seed)
+        samples,
+        pairs,
+        seconds_per_judgment=sec,
+        judgments_per_annotator=per_annotator,
+        power=power,
+        n_max=n_max,
+        n_sim=n_sim,
+        seed=seed,
+    )
     out = []
     for a, b in pairs:
         r = results[a, b]
         curve = r.pop("curve")
         curve = curve[curve["power_sim"].notna()].assign(p_significant=lambda c: c["power_sim"])
-        out.append({"a": a, "b": b, **r, "overhead": overhead, "n_a": len(samples[a]), "n_b": len(samples[b]),
-                    "curve": curve})
+        out.append(
+            {"a": a, "b": b, **r, "overhead": overhead, "n_a": len(samples[a]), "n_b": len(samples[b]), "curve": curve}
+        )
     return to_jsonable(out)
 
 
-def analyze_direct_assessment(dataset: Dataset, alpha: float = 0.05, tts: bool = True, n_sim: int = 200,
-                              seed: int | None = 0) -> dict[str, Any]:
+def analyze_direct_assessment(
+    dataset: Dataset, alpha: float = 0.05, tts: bool = True, n_sim: int = 200, seed: int | None = 0
+) -> dict[str, Any]:
     """Analyse a direct-assessment Dataset as paper 002 does; returns the JSON-ready report.
     Use `direct_assessment_frames` for the underlying DataFrames.
 

@@ -65,8 +65,9 @@ def _num(x: Any) -> Any:
     return x
 
 
-def metric_report(dataset: Dataset, human_report: dict[str, Any],
-                  metrics: Sequence[str] = METRIC_NAMES) -> dict[str, Any] | None:
+def metric_report(
+    dataset: Dataset, human_report: dict[str, Any], metrics: Sequence[str] = METRIC_NAMES
+) -> dict[str, Any] | None:
     """Per-system metric scores and their correlation with the human system scores, or None
     without references. Returns ``{"systems": [{name, n_responses, human_score, <metric>...}],
     "correlations": [{metric, pearson, spearman, n}], "note": str | None}``; a correlation is
@@ -74,8 +75,11 @@ def metric_report(dataset: Dataset, human_report: dict[str, Any],
     pairs = references_by_system(dataset)
     if not pairs:
         return None
-    human = {s["name"]: s["score"] for s in human_report.get("systems") or []
-             if s.get("score") is not None and isinstance(s.get("score"), (int, float)) and math.isfinite(s["score"])}
+    human = {
+        s["name"]: s["score"]
+        for s in human_report.get("systems") or []
+        if s.get("score") is not None and isinstance(s.get("score"), (int, float)) and math.isfinite(s["score"])
+    }
     wanted = list(metrics)
     notes: list[str] = []
     if "meteor" in wanted:
@@ -89,15 +93,23 @@ def metric_report(dataset: Dataset, human_report: dict[str, Any],
         hyps, refs = pairs[system]
         scores[system] = wm.score_system(hyps, refs, metrics=wanted)
     correlations = wm.metric_correlations(human, scores)
-    systems = [{"name": s, "n_responses": len(pairs[s][0]), "human_score": human.get(s),
-                **{m: _num(float(v)) for m, v in scores[s].items()}}
-               for s in sorted(scores, key=lambda s: (-(human[s] if s in human else -math.inf), s))]
+    systems = [
+        {
+            "name": s,
+            "n_responses": len(pairs[s][0]),
+            "human_score": human.get(s),
+            **{m: _num(float(v)) for m, v in scores[s].items()},
+        }
+        for s in sorted(scores, key=lambda s: (-(human[s] if s in human else -math.inf), s))
+    ]
     missing = sorted(set(scores) - set(human))
     if missing:
         notes.append(f"no human score for {', '.join(missing)}: left out of the correlations")
     return {
         "systems": systems,
-        "correlations": [{"metric": m, "pearson": _num(c["pearson"]), "spearman": _num(c["spearman"]), "n": c["n"]}
-                         for m, c in correlations.items()],
+        "correlations": [
+            {"metric": m, "pearson": _num(c["pearson"]), "spearman": _num(c["spearman"]), "n": c["n"]}
+            for m, c in correlations.items()
+        ],
         "note": "; ".join(notes) or None,
     }

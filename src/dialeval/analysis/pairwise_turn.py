@@ -202,8 +202,9 @@ def analyze_pairwise_turn(
         for q, g in df.groupby("question", sort=True)
     }
     for q, g in df.groupby("question", sort=True):  # every turn counts (the scheduler's view), not turn_range
-        by_q[q]["stopping"] = _stopping(dataset, "pairwise-turn",
-                                        list(zip(g["chosen"], g["other"], g["chosen"], g["annotator"])))
+        by_q[q]["stopping"] = _stopping(
+            dataset, "pairwise-turn", list(zip(g["chosen"], g["other"], g["chosen"], g["annotator"]))
+        )
         _anytime_valid_p(by_q[q])
     main = df["question"].value_counts().sort_index().idxmax()
     report.update({"question": main, **by_q[main]})

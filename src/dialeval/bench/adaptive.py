@@ -111,8 +111,7 @@ class _Stream:
     and the test is the annotator-level one (one factor per annotator, decisions when a block
     closes; stats.sequential.block_log_e_process)."""
 
-    def __init__(self, p: float, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator,
-                 crowd: tuple | None = None):
+    def __init__(self, p: float, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator, crowd: tuple | None = None):
         self.p, self.lo, self.hi, self.rng = p, lo, hi, rng
         self.cum = np.zeros(0, dtype=np.int64)
         self.stop: int | None = None
@@ -156,7 +155,7 @@ class _Stream:
             last = self.cum[-1] if start else 0
             self.cum = np.concatenate([self.cum, last + np.cumsum(x.ravel())])
             # the whole path again (chunks double, so this stays linear overall)
-            blocks = np.diff(np.concatenate([[0], self.cum[r - 1::r]]))
+            blocks = np.diff(np.concatenate([[0], self.cum[r - 1 :: r]]))
             log_m = block_log_e_process(blocks, np.full(blocks.size, r), prior, mixing)
             hit = np.flatnonzero(log_m >= math.log(1.0 / level))
             if hit.size:
@@ -196,8 +195,9 @@ def simulate_adaptive_study(
     ss = np.random.SeedSequence(seed)
     children = ss.spawn(m + 1)
     spec = None if crowd is None else (float(crowd[0]), int(crowd[1]), level, float(prior), mixing)
-    streams = [_Stream(float(P[i, j]), lo, hi, np.random.default_rng(children[k]), spec)
-               for k, (i, j) in enumerate(pairs)]
+    streams = [
+        _Stream(float(P[i, j]), lo, hi, np.random.default_rng(children[k]), spec) for k, (i, j) in enumerate(pairs)
+    ]
     sel_rng = np.random.default_rng(children[m])
     index = {pr: k for k, pr in enumerate(pairs)}
     n = np.zeros(m, dtype=np.int64)
@@ -236,8 +236,15 @@ def simulate_adaptive_study(
     resolved = active.resolved_matrix(beats, transitive)
     decided = all(resolved[i, j] for i, j in pairs)
     wrong = bool((beats & ~(P > 0.5)).any())
-    return {"judgments": total, "paid": paid, "decided": bool(decided), "correct": bool(decided and not wrong),
-            "false_positive": wrong, "any_decision": bool(beats.any()), "n_per_pair": n.tolist()}
+    return {
+        "judgments": total,
+        "paid": paid,
+        "decided": bool(decided),
+        "correct": bool(decided and not wrong),
+        "false_positive": wrong,
+        "any_decision": bool(beats.any()),
+        "n_per_pair": n.tolist(),
+    }
 
 
 def _study_worker(args):
@@ -248,8 +255,15 @@ def _study_worker(args):
 
 
 def simulate_adaptive(
-    scenario: Scenario, repeats: int, seed: int = 0, rule: str = "rank-overlap", alpha: float = 0.05,
-    prior: float = DEFAULT_PRIOR, cap: int = 100_000, workers: int = 1, mixing: str = DEFAULT_MIXING,
+    scenario: Scenario,
+    repeats: int,
+    seed: int = 0,
+    rule: str = "rank-overlap",
+    alpha: float = 0.05,
+    prior: float = DEFAULT_PRIOR,
+    cap: int = 100_000,
+    workers: int = 1,
+    mixing: str = DEFAULT_MIXING,
     crowd: tuple[float, int] | None = None,
 ) -> dict[str, np.ndarray]:
     """`repeats` adaptive studies (study r uses seed (seed, r), so runs are reproducible and the
@@ -301,8 +315,9 @@ def _two_bot_p(scenario: Scenario) -> float | None:
     return float(scenario.probs[i, j])
 
 
-def uniform_accuracy(scenario: Scenario, n_per_pair: int, alpha: float = 0.05, reps: int = 4000,
-                     seed: int = 0) -> float:
+def uniform_accuracy(
+    scenario: Scenario, n_per_pair: int, alpha: float = 0.05, reps: int = 4000, seed: int = 0
+) -> float:
     """Share of uniform fixed-size studies (n judgments per allowed pair, exact binomial test per
     pair at alpha/m, decisions closed under transitivity) that end with the correct and complete
     ranking. Simulated with `reps` studies; exact (binomial power) for a single pair."""
@@ -332,8 +347,9 @@ def uniform_accuracy(scenario: Scenario, n_per_pair: int, alpha: float = 0.05, r
     return float((decided & ~wrong).mean())
 
 
-def pooled_bt_accuracy(scenario: Scenario, n_per_pair: int, alpha: float = 0.05, reps: int = 4000,
-                       seed: int = 0) -> float:
+def pooled_bt_accuracy(
+    scenario: Scenario, n_per_pair: int, alpha: float = 0.05, reps: int = 4000, seed: int = 0
+) -> float:
     """Accuracy of the strongest standard fixed design: n judgments for every allowed pair, one
     Bradley-Terry fit pooling all of them, a Wald test of every strength difference (theta_i -
     theta_j over its standard error from the inverse Fisher information) at alpha/m (Bonferroni
@@ -381,12 +397,15 @@ def _matched_fixed_n(accuracy, target: float, target_hi: float, cap: int, reps: 
     interpolation (as for the per-pair uniform design)."""
     grid = np.unique(np.round(np.geomspace(4, max(64, int(cap)), 40)).astype(int))
     curve = np.maximum.accumulate([accuracy(int(n), reps, seed + 7919 * k) for k, n in enumerate(grid)])
-    return (matched_uniform_n(grid.tolist(), curve.tolist(), target),
-            matched_uniform_n(grid.tolist(), curve.tolist(), target_hi))
+    return (
+        matched_uniform_n(grid.tolist(), curve.tolist(), target),
+        matched_uniform_n(grid.tolist(), curve.tolist(), target_hi),
+    )
 
 
-def uniform_accuracy_curve(scenario: Scenario, grid: Sequence[int], alpha: float = 0.05, reps: int = 4000,
-                           seed: int = 0) -> np.ndarray:
+def uniform_accuracy_curve(
+    scenario: Scenario, grid: Sequence[int], alpha: float = 0.05, reps: int = 4000, seed: int = 0
+) -> np.ndarray:
     """Accuracy of the uniform design at each n per pair of `grid`, made non-decreasing."""
     acc = np.array([uniform_accuracy(scenario, int(n), alpha, reps, seed + 7919 * k) for k, n in enumerate(grid)])
     return np.maximum.accumulate(acc)
@@ -422,9 +441,19 @@ def _ci_prop(x: int, n: int, conf: float = 0.95) -> list[float]:
 
 
 def compare_scenario(
-    scenario: Scenario, repeats: int, seed: int = 0, rule: str = "rank-overlap", alpha: float = 0.05,
-    prior: float = DEFAULT_PRIOR, cap: int = 100_000, uniform_reps: int = 4000, n_boot: int = 1000,
-    workers: int = 1, mixing: str = DEFAULT_MIXING, pooled_reps: int = 0, crowd: tuple[float, int] | None = None,
+    scenario: Scenario,
+    repeats: int,
+    seed: int = 0,
+    rule: str = "rank-overlap",
+    alpha: float = 0.05,
+    prior: float = DEFAULT_PRIOR,
+    cap: int = 100_000,
+    uniform_reps: int = 4000,
+    n_boot: int = 1000,
+    workers: int = 1,
+    mixing: str = DEFAULT_MIXING,
+    pooled_reps: int = 0,
+    crowd: tuple[float, int] | None = None,
 ) -> dict:
     """Adaptive vs matched uniform on one scenario (see the module docstring); with `pooled_reps`
     also against the pooled Bradley-Terry fixed design (`pooled_bt_accuracy`) matched the same way.
@@ -466,8 +495,14 @@ def compare_scenario(
     pooled: dict = {}
     paid = sim["paid"].astype(float)
     if p2 is None and pooled_reps:
-        n_bt, n_bt_hi = _matched_fixed_n(lambda n, r, sd: pooled_bt_accuracy(scenario, n, alpha, r, sd), target,
-                                         target_hi, min(int(cap), 40_000), pooled_reps, seed + 5)
+        n_bt, n_bt_hi = _matched_fixed_n(
+            lambda n, r, sd: pooled_bt_accuracy(scenario, n, alpha, r, sd),
+            target,
+            target_hi,
+            min(int(cap), 40_000),
+            pooled_reps,
+            seed + 5,
+        )
         pooled = {
             "pooled_bt_n_per_pair": n_bt,
             "pooled_bt_judgments": None if n_bt is None else m * n_bt,
@@ -504,8 +539,13 @@ def compare_scenario(
         "adaptive_paid_ci": pct(boot_p),
         "paid_savings": None if uniform_j is None else 1 - float(paid.mean()) / uniform_j,
         **pooled,
-        "crowd": None if crowd is None else {"annotator_sd": crowd[0], "per_annotator": crowd[1],
-                                             "test": "annotator level (one factor per annotator block)"},
+        "crowd": None
+        if crowd is None
+        else {
+            "annotator_sd": crowd[0],
+            "per_annotator": crowd[1],
+            "test": "annotator level (one factor per annotator block)",
+        },
         "adaptive_capped_share": float(np.mean(J >= cap)),
         "adaptive_wrong_decision_rate": float(np.mean(sim["false_positive"])),
         "matched_accuracy": target,
@@ -521,8 +561,15 @@ def compare_scenario(
 
 
 def aa_false_positive_rates(
-    repeats: int, seed: int = 0, alpha: float = 0.05, prior: float = DEFAULT_PRIOR, n_max: int = 2000,
-    K: int = 8, k_cap: int | None = None, workers: int = 1, mixing: str = DEFAULT_MIXING,
+    repeats: int,
+    seed: int = 0,
+    alpha: float = 0.05,
+    prior: float = DEFAULT_PRIOR,
+    n_max: int = 2000,
+    K: int = 8,
+    k_cap: int | None = None,
+    workers: int = 1,
+    mixing: str = DEFAULT_MIXING,
 ) -> dict:
     """A/A false-positive rates. Two identical bots judged up to `n_max` times: the adaptive rule
     (statistic `mixing`; the other statistic exactly too, for contrast) and the naive rule (exact
@@ -548,8 +595,9 @@ def aa_false_positive_rates(
     m = K * (K - 1) // 2
     k_cap = int(k_cap if k_cap is not None else m * n_max // 4)
     k_reps = max(20, repeats // 10)
-    simk = simulate_adaptive(calibration.aa_scenario(K), k_reps, seed + 11, "variance-reduction", alpha, prior,
-                             k_cap, workers, mixing)
+    simk = simulate_adaptive(
+        calibration.aa_scenario(K), k_reps, seed + 11, "variance-reduction", alpha, prior, k_cap, workers, mixing
+    )
     lo_k, hi_k = decision_bounds(k_cap, bonferroni_alpha(alpha, m), prior, mixing)
     union_k = m * crossing_probability(0.5, lo_k, hi_k)["any"]
     per_pair_n = k_cap // m
@@ -559,23 +607,40 @@ def aa_false_positive_rates(
     return {
         "alpha": alpha,
         "two_bots": {
-            "n_max": n_max, "repeats": repeats,
-            "mixing": mixing, "adaptive": x_ad / repeats, "adaptive_ci": _ci_prop(x_ad, repeats),
-            "adaptive_exact": exact_ad, f"{other}_exact": exact_other,
-            "naive": x_nv / repeats, "naive_ci": _ci_prop(x_nv, repeats), "naive_exact": exact_nv,
+            "n_max": n_max,
+            "repeats": repeats,
+            "mixing": mixing,
+            "adaptive": x_ad / repeats,
+            "adaptive_ci": _ci_prop(x_ad, repeats),
+            "adaptive_exact": exact_ad,
+            f"{other}_exact": exact_other,
+            "naive": x_nv / repeats,
+            "naive_ci": _ci_prop(x_nv, repeats),
+            "naive_exact": exact_nv,
         },
         f"{K}_bots": {
-            "cap": k_cap, "repeats": k_reps, "rule": "variance-reduction",
-            "adaptive": x_k / k_reps, "adaptive_ci": _ci_prop(x_k, k_reps),
+            "cap": k_cap,
+            "repeats": k_reps,
+            "rule": "variance-reduction",
+            "adaptive": x_k / k_reps,
+            "adaptive_ci": _ci_prop(x_k, k_reps),
             "adaptive_bonferroni_bound_exact": union_k,
-            "naive_uniform_exact": naive_k, "naive_per_pair_n": per_pair_n,
+            "naive_uniform_exact": naive_k,
+            "naive_per_pair_n": per_pair_n,
         },
     }
 
 
-def aa_crowd_rates(repeats: int = 4000, seed: int = 0, alpha: float = 0.05, n_max: int = 2000,
-                   sd: float = 0.15, per_annotator: Sequence[int] = (5, 10), prior: float = DEFAULT_PRIOR,
-                   mixing: str = DEFAULT_MIXING) -> dict:
+def aa_crowd_rates(
+    repeats: int = 4000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    n_max: int = 2000,
+    sd: float = 0.15,
+    per_annotator: Sequence[int] = (5, 10),
+    prior: float = DEFAULT_PRIOR,
+    mixing: str = DEFAULT_MIXING,
+) -> dict:
     """Two identical bots judged by annotators who differ (win rate 0.5 + N(0, sd), clipped;
     `per_annotator` consecutive judgments each), up to `n_max` judgments: false-positive rates of
     the per-judgment test and of the annotator-level test on the same judgments, with 95%
@@ -592,12 +657,14 @@ def aa_crowd_rates(repeats: int = 4000, seed: int = 0, alpha: float = 0.05, n_ma
             p = np.clip(0.5 + rng.normal(0, sd, (size, blocks)), 0, 1)
             x = rng.random((size, blocks, r)) < p[..., None]
             cum = np.cumsum(x.reshape(size, -1), axis=1)
-            fp_j += int(((cum >= hi[ns[:cum.shape[1]]]) | (cum <= lo[ns[:cum.shape[1]]])).any(axis=1).sum())
+            fp_j += int(((cum >= hi[ns[: cum.shape[1]]]) | (cum <= lo[ns[: cum.shape[1]]])).any(axis=1).sum())
             log_m = block_log_e_process(x.sum(axis=2), np.full((size, blocks), r), prior, mixing)
             fp_a += int((log_m >= math.log(1 / alpha)).any(axis=1).sum())
         out[f"{r}_per_annotator"] = {
-            "per_judgment": fp_j / repeats, "per_judgment_ci": _ci_prop(fp_j, repeats),
-            "annotator_level": fp_a / repeats, "annotator_level_ci": _ci_prop(fp_a, repeats),
+            "per_judgment": fp_j / repeats,
+            "per_judgment_ci": _ci_prop(fp_j, repeats),
+            "annotator_level": fp_a / repeats,
+            "annotator_level_ci": _ci_prop(fp_a, repeats),
         }
     return out
 
@@ -646,9 +713,11 @@ def run_adaptive_benchmark(
         repeats = min(repeats, 12)
         pc_cap, two_cap, uni_reps, n_boot, aa_reps, aa_n = 40_000, 20_000, 400, 200, 400, 300
         head = calibration.Scenario(
-            name="personachat-acute-top4", bots=calibration.PERSONACHAT_BOTS[4:],
+            name="personachat-acute-top4",
+            bots=calibration.PERSONACHAT_BOTS[4:],
             probs=calibration.personachat_scenario().probs[4:, 4:],
-            source="quick: the top 4 PersonaChat systems of paper 003 Table 2 (BT strengths)")
+            source="quick: the top 4 PersonaChat systems of paper 003 Table 2 (BT strengths)",
+        )
         two = [s for s in calibration.paper000_scenarios() if not s.near_null][:2]
         rules = (rule,)
     else:
@@ -659,38 +728,83 @@ def run_adaptive_benchmark(
     by_rule = {}
     pooled_reps = 200 if quick else 2000
     for r in rules:
-        by_rule[r] = compare_scenario(head, repeats, seed, r, alpha, prior, pc_cap, uni_reps, n_boot, workers,
-                                      mixing, pooled_reps=pooled_reps if r == rule else 0)
+        by_rule[r] = compare_scenario(
+            head,
+            repeats,
+            seed,
+            r,
+            alpha,
+            prior,
+            pc_cap,
+            uni_reps,
+            n_boot,
+            workers,
+            mixing,
+            pooled_reps=pooled_reps if r == rule else 0,
+        )
     main = by_rule[rule]
     # the same selection rule, allocation uniform over the open pairs, same stopping
-    same_stop = by_rule.get("uniform") or compare_scenario(head, repeats, seed, "uniform", alpha, prior, pc_cap,
-                                                           uni_reps, n_boot, workers, mixing)
+    same_stop = by_rule.get("uniform") or compare_scenario(
+        head, repeats, seed, "uniform", alpha, prior, pc_cap, uni_reps, n_boot, workers, mixing
+    )
     crowd_sd, crowd_r = 0.15, 5
-    crowd = compare_scenario(head, max(repeats // 2, 6), seed, rule, alpha, prior, pc_cap, uni_reps, n_boot,
-                             workers, mixing, crowd=(crowd_sd, crowd_r))
+    crowd = compare_scenario(
+        head,
+        max(repeats // 2, 6),
+        seed,
+        rule,
+        alpha,
+        prior,
+        pc_cap,
+        uni_reps,
+        n_boot,
+        workers,
+        mixing,
+        crowd=(crowd_sd, crowd_r),
+    )
     de = design_effect(0.5, crowd_sd, crowd_r)
     crowd["design_effect"] = de
     for key in ("uniform_judgments", "pooled_bt_judgments"):
         base = main.get(key)
         crowd[f"{key}_design_effect"] = None if base is None else base * de
         crowd[f"paid_savings_vs_{key.removesuffix('_judgments')}_design_effect"] = (
-            None if base is None else 1 - crowd["adaptive_paid"] / (base * de))
+            None if base is None else 1 - crowd["adaptive_paid"] / (base * de)
+        )
     scenarios = [main]
     for s in two:
-        scenarios.append(compare_scenario(s, repeats, seed, rule, alpha, prior, two_cap,
-                                          uni_reps, n_boot, workers, mixing))
+        scenarios.append(
+            compare_scenario(s, repeats, seed, rule, alpha, prior, two_cap, uni_reps, n_boot, workers, mixing)
+        )
     comparison = []
     if compare_mixing:
         other = "single" if mixing == "mixture" else "mixture"
-        keys = ("adaptive_judgments", "adaptive_accuracy", "uniform_judgments", "savings", "savings_ci",
-                "adaptive_judgments_exact", "savings_at_exact_accuracy")
+        keys = (
+            "adaptive_judgments",
+            "adaptive_accuracy",
+            "uniform_judgments",
+            "savings",
+            "savings_ci",
+            "adaptive_judgments_exact",
+            "savings_at_exact_accuracy",
+        )
         for sc, base in zip([head, *two], scenarios):
-            alt = compare_scenario(sc, repeats, seed, rule, alpha, prior, pc_cap if sc is head else two_cap,
-                                   uni_reps, n_boot, workers, other)
-            comparison.append({"scenario": sc.name, mixing: {k: base.get(k) for k in keys},
-                               other: {k: alt.get(k) for k in keys}})
-    aa = aa_false_positive_rates(aa_reps, seed, alpha, prior, aa_n, K=len(head.bots), workers=workers,
-                                 mixing=mixing)
+            alt = compare_scenario(
+                sc,
+                repeats,
+                seed,
+                rule,
+                alpha,
+                prior,
+                pc_cap if sc is head else two_cap,
+                uni_reps,
+                n_boot,
+                workers,
+                other,
+            )
+            comparison.append(
+                {"scenario": sc.name, mixing: {k: base.get(k) for k in keys}, other: {k: alt.get(k) for k in keys}}
+            )
+    aa = aa_false_positive_rates(aa_reps, seed, alpha, prior, aa_n, K=len(head.bots), workers=workers, mixing=mixing)
     aa["crowd"] = aa_crowd_rates(aa_reps, seed, alpha, aa_n, prior=prior, mixing=mixing)
     decidable = [s for s in scenarios[1:] if not s["near_null"] and s["uniform_judgments"]]
     out = {
@@ -719,20 +833,43 @@ def run_adaptive_benchmark(
         "naive_aa_false_positive_rate_ci": aa["two_bots"]["naive_ci"],
         "aa": aa,
         "two_bot_savings_mean": float(np.mean([s["savings"] for s in decidable])) if decidable else None,
-        "rules": {r: {k: v[k] for k in ("adaptive_judgments", "adaptive_judgments_ci", "adaptive_accuracy",
-                                          "uniform_judgments", "savings", "savings_ci")} for r, v in by_rule.items()},
+        "rules": {
+            r: {
+                k: v[k]
+                for k in (
+                    "adaptive_judgments",
+                    "adaptive_judgments_ci",
+                    "adaptive_accuracy",
+                    "uniform_judgments",
+                    "savings",
+                    "savings_ci",
+                )
+            }
+            for r, v in by_rule.items()
+        },
         "scenarios": scenarios,
         "mixing_comparison": comparison,
         "settings": {
-            "repeats": repeats, "seed": seed, "quick": quick, "rule": rule, "alpha": alpha,
-            "family_wise": "Bonferroni over the allowed pairs", "mixing": mixing,
+            "repeats": repeats,
+            "seed": seed,
+            "quick": quick,
+            "rule": rule,
+            "alpha": alpha,
+            "family_wise": "Bonferroni over the allowed pairs",
+            "mixing": mixing,
             "prior": " + ".join(f"Beta({a:g}, {b:g})" for a, b in mixture_components(prior, mixing))
             + (" (equal-weight mixture)" if mixing == "mixture" else ""),
-            "batch_fraction": BATCH_FRACTION, "cap_k_bots": pc_cap, "cap_two_bots": two_cap,
-            "uniform_reps_per_n": uni_reps, "bootstrap": n_boot, "workers": workers,
-            "uniform_test": ("exact two-sided binomial at alpha/m per pair after n judgments each; transitivity; "
-                             "n matched to the lower 95% bound of the adaptive accuracy (two bots: exact power, "
-                             "smallest integer n; K bots: simulated grid, log-n interpolation)"),
+            "batch_fraction": BATCH_FRACTION,
+            "cap_k_bots": pc_cap,
+            "cap_two_bots": two_cap,
+            "uniform_reps_per_n": uni_reps,
+            "bootstrap": n_boot,
+            "workers": workers,
+            "uniform_test": (
+                "exact two-sided binomial at alpha/m per pair after n judgments each; transitivity; "
+                "n matched to the lower 95% bound of the adaptive accuracy (two bots: exact power, "
+                "smallest integer n; K bots: simulated grid, log-n interpolation)"
+            ),
             "accuracy": "share of studies ending with every allowed pair resolved and no decision against the truth",
         },
         "seconds": time.perf_counter() - t0,

@@ -135,7 +135,8 @@ def personachat_scenario(selfchat: bool = False) -> Scenario:
     which = "Table 4 (self-chats)" if selfchat else "Table 2 (human-model chats)"
     return Scenario(
         name="personachat-acute" + ("-selfchat" if selfchat else ""),
-        bots=list(PERSONACHAT_BOTS), probs=bt_probabilities(theta),
+        bots=list(PERSONACHAT_BOTS),
+        probs=bt_probabilities(theta),
         source=f"paper 003 (ACUTE-Eval) {which}, engagingness; Bradley-Terry fit to the win-share table",
         strengths=[float(x) for x in theta],
     )
@@ -143,12 +144,19 @@ def personachat_scenario(selfchat: bool = False) -> Scenario:
 
 def _two_bot(name: str, rate: float, source: str) -> Scenario:
     P = np.array([[0.5, rate], [1 - rate, 0.5]])
-    return Scenario(name=name, bots=["BB3B", "other"], probs=P, source=source,
-                    near_null=abs(rate - 0.5) < 0.02, extra={"win_rate": rate})
+    return Scenario(
+        name=name,
+        bots=["BB3B", "other"],
+        probs=P,
+        source=source,
+        near_null=abs(rate - 0.5) < 0.02,
+        extra={"win_rate": rate},
+    )
 
 
-def paper000_scenarios(questions: tuple[str, ...] = ("preference",),
-                       methods: tuple[str, ...] = ("pw-turn", "pw-dialog-human")) -> list[Scenario]:
+def paper000_scenarios(
+    questions: tuple[str, ...] = ("preference",), methods: tuple[str, ...] = ("pw-turn", "pw-dialog-human")
+) -> list[Scenario]:
     """Two-bot studies from 000 Table 3 (default: the preference question, PW-Turn and PW-Dialog
     on human-model chats: the three comparisons × two methods)."""
     out = []
@@ -156,12 +164,18 @@ def paper000_scenarios(questions: tuple[str, ...] = ("preference",),
         for q in questions:
             for m in methods:
                 rate = by_q[q][m]
-                out.append(_two_bot(f"000:{comp.split(' ')[0]}:{q}:{m}", rate,
-                                    f"paper 000 Table 3, {comp}, {q}, {m}: BB3B wins {rate:.0%}"))
+                out.append(
+                    _two_bot(
+                        f"000:{comp.split(' ')[0]}:{q}:{m}",
+                        rate,
+                        f"paper 000 Table 3, {comp}, {q}, {m}: BB3B wins {rate:.0%}",
+                    )
+                )
     return out
 
 
 def aa_scenario(K: int = 2) -> Scenario:
     """A/A: K identical bots (every win rate 50%)."""
-    return Scenario(name=f"aa-{K}", bots=[f"same{i}" for i in range(K)], probs=np.full((K, K), 0.5),
-                    source="A/A: identical bots")
+    return Scenario(
+        name=f"aa-{K}", bots=[f"same{i}" for i in range(K)], probs=np.full((K, K), 0.5), source="A/A: identical bots"
+    )

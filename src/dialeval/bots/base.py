@@ -76,9 +76,7 @@ class Bot(ABC):
     async def reply(self, history: list[ChatMessage], context: BotContext | None = None) -> str:
         """The bot's next message given the history (from the bot's point of view)."""
 
-    async def stream(
-        self, history: list[ChatMessage], context: BotContext | None = None
-    ) -> AsyncIterator[str]:
+    async def stream(self, history: list[ChatMessage], context: BotContext | None = None) -> AsyncIterator[str]:
         """The next message in chunks; joined, the chunks equal what `reply` would return."""
         yield await self.reply(history, context)
 

@@ -40,9 +40,7 @@ class HumanReplayBot(Bot):
             self._pool = pool
         return self._pool
 
-    def corpus_conversation(
-        self, seed: int | None = None, conversation_id: str | None = None
-    ) -> CorpusConversation:
+    def corpus_conversation(self, seed: int | None = None, conversation_id: str | None = None) -> CorpusConversation:
         """The corpus conversation replayed for this seed and conversation id (stable across runs)."""
         pool = self.pool()
         return pool[stable_seed("human", self.options.seed, seed, conversation_id) % len(pool)]

@@ -80,9 +80,7 @@ def load_model() -> tuple[Any, Any]:
                 model = _load_cached_model(cached)
             else:
                 tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)
-                model = AutoModelForCausalLM.from_pretrained(
-                    folder, gguf_file=GGUF_FILE, local_files_only=True
-                )
+                model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)
                 _save_cache(tokenizer, model, cached, stamp)
             model.eval()
             _model = (tokenizer, model)
@@ -150,9 +148,7 @@ class LocalLLMBot(Bot):
         if context.rng is not None:
             return context.rng.randrange(2**31)
         return (
-            stable_seed(
-                "local-llm", self.options.seed, context.seed, context.conversation_id, turn_index(history)
-            )
+            stable_seed("local-llm", self.options.seed, context.seed, context.conversation_id, turn_index(history))
             % 2**31
         )
 
@@ -195,7 +191,7 @@ class LocalLLMBot(Bot):
                 started = True
             text = pending + piece
             body = text.rstrip()
-            pending = text[len(body):]
+            pending = text[len(body) :]
             if body:
                 yield body
         await asyncio.to_thread(worker.join)
@@ -220,7 +216,10 @@ class LocalLLMBot(Bot):
         with _generate_lock, torch.inference_mode():
             torch.manual_seed(seed)
             output = model.generate(
-                **inputs, max_new_tokens=o.max_new_tokens, pad_token_id=tokenizer.eos_token_id, streamer=streamer,
+                **inputs,
+                max_new_tokens=o.max_new_tokens,
+                pad_token_id=tokenizer.eos_token_id,
+                streamer=streamer,
                 **sampling,
             )
         new_tokens = output[0][inputs["input_ids"].shape[1] :]

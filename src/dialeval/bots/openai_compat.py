@@ -128,9 +128,7 @@ class OpenAIBot(Bot):
 
         return await self._with_retries(once)
 
-    async def stream(
-        self, history: list[ChatMessage], context: BotContext | None = None
-    ) -> AsyncIterator[str]:
+    async def stream(self, history: list[ChatMessage], context: BotContext | None = None) -> AsyncIterator[str]:
         """Real server-sent-event streaming; retries happen only before the first chunk arrives."""
         body = self.payload(history, context, stream=True)
         headers = self._headers()
@@ -175,9 +173,7 @@ class OpenAIBot(Bot):
                 f"the stream from {self.options.base_url} stalled for more than {self.options.timeout:g} s",
             ) from None
         except httpx.HTTPError as exc:
-            raise BotError(
-                self.name, "server", f"the stream from {self.options.base_url} broke: {exc}"
-            ) from None
+            raise BotError(self.name, "server", f"the stream from {self.options.base_url} broke: {exc}") from None
         finally:
             await response.aclose()
 
@@ -207,15 +203,11 @@ class OpenAIBot(Bot):
         base = self.options.base_url
         if isinstance(exc, httpx.TimeoutException):
             what = "connection" if isinstance(exc, httpx.ConnectTimeout) else "answer"
-            return _Retryable(
-                "timeout", f"no {what} from {base} within {self.options.timeout:g} s (option timeout)"
-            )
+            return _Retryable("timeout", f"no {what} from {base} within {self.options.timeout:g} s (option timeout)")
         if isinstance(exc, httpx.ConnectError):
             if any(hint in str(exc).lower() for hint in _DNS_HINTS):
                 host = httpx.URL(base).host
-                return _Retryable(
-                    "refused", f"cannot resolve the host '{host}' of {base} — is base_url spelt right?"
-                )
+                return _Retryable("refused", f"cannot resolve the host '{host}' of {base} — is base_url spelt right?")
             return _Retryable("refused", f"nothing is listening at {base} — is the server running?")
         # The connection broke half-way (server crashed, proxy hung up): transient, like a 5xx.
         return _Retryable("server", f"the connection to {base} broke: {type(exc).__name__} {exc}".strip())
@@ -226,9 +218,7 @@ class OpenAIBot(Bot):
         detail = _server_message(text)
         if status == 429:
             retry_after = _float_or_none(headers.get("retry-after"))
-            raise _Retryable(
-                "client", f"rate limited by {self.options.base_url} (HTTP 429): {detail}", retry_after
-            )
+            raise _Retryable("client", f"rate limited by {self.options.base_url} (HTTP 429): {detail}", retry_after)
         if status >= 500:
             raise _Retryable("server", f"{self.url} answered HTTP {status}: {detail}")
         hint = {
@@ -236,17 +226,13 @@ class OpenAIBot(Bot):
             403: " — check the API key (api_key_env)",
             404: " — check base_url (it should end before /chat/completions, e.g. .../v1) and model",
         }
-        raise BotError(
-            self.name, "client", f"{self.url} answered HTTP {status}: {detail}{hint.get(status, '')}"
-        )
+        raise BotError(self.name, "client", f"{self.url} answered HTTP {status}: {detail}{hint.get(status, '')}")
 
     def _content(self, text: str) -> str:
         try:
             data = json.loads(text)
         except json.JSONDecodeError:
-            raise BotError(
-                self.name, "malformed", f"{self.url} did not answer JSON: {text[:200]!r}"
-            ) from None
+            raise BotError(self.name, "malformed", f"{self.url} did not answer JSON: {text[:200]!r}") from None
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):

@@ -36,9 +36,7 @@ class OpenAIOptions(_Options):
 
 
 class CorpusOptions(_Options):
-    corpus_path: str | None = Field(
-        default=None, description="JSONL or blank-line separated text; default: bundled"
-    )
+    corpus_path: str | None = Field(default=None, description="JSONL or blank-line separated text; default: bundled")
     max_conversations: int | None = Field(default=3000, ge=1)
     seed: int = 0
 
@@ -68,9 +66,7 @@ class ElizaOptions(_Options):
 
 
 class LocalLLMOptions(_Options):
-    system_prompt: str | None = (
-        "You are a friendly person chatting casually. Answer in one or two short sentences."
-    )
+    system_prompt: str | None = "You are a friendly person chatting casually. Answer in one or two short sentences."
     max_new_tokens: int = Field(default=48, ge=1, le=1024)
     temperature: float = Field(default=0.7, ge=0, le=2, description="0 = greedy")
     top_p: float = Field(default=0.9, gt=0, le=1)

@@ -75,8 +75,9 @@ def _cached_build(corpus_path: str | None, max_conversations: int | None, contex
         identity = _corpus_identity(corpus_path)
     except OSError:  # a missing file: let load_corpus say so clearly
         return _build(corpus_path, max_conversations, context_turns)
-    path = cache.cache_path("retrieval-index", identity, max_conversations, context_turns,
-                            version("scikit-learn"), np.__version__)
+    path = cache.cache_path(
+        "retrieval-index", identity, max_conversations, context_turns, version("scikit-learn"), np.__version__
+    )
     index = cache.load(path)
     if isinstance(index, RetrievalIndex):
         return index

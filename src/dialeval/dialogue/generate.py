@@ -42,8 +42,11 @@ class GenerationPlan:
         if self.mode == "bot-bot":
             if len(self.bots) < 2:
                 raise DialevalError("bot-bot generation needs at least two bots")
-            return [(f"botbot-{a}-{b}-{k:04d}", [a, b])
-                    for a, b in itertools.combinations(self.bots, 2) for k in range(self.conversations)]
+            return [
+                (f"botbot-{a}-{b}-{k:04d}", [a, b])
+                for a, b in itertools.combinations(self.bots, 2)
+                for k in range(self.conversations)
+            ]
         raise DialevalError(f"unknown generation mode {self.mode!r}: use self-chat or bot-bot")
 
     def human_ids(self) -> list[str]:
@@ -66,8 +69,13 @@ def _seed_turns(rng: random.Random, corpus) -> tuple[list[Turn], str | None]:
     from ..corpus import first_exchange
 
     conv_id, (first, second) = first_exchange(rng, corpus)
-    return ([Turn(ENTITIES[0], first, is_seed=True, meta={"corpus_id": conv_id}),
-             Turn(ENTITIES[1], second, is_seed=True, meta={"corpus_id": conv_id})], conv_id)
+    return (
+        [
+            Turn(ENTITIES[0], first, is_seed=True, meta={"corpus_id": conv_id}),
+            Turn(ENTITIES[1], second, is_seed=True, meta={"corpus_id": conv_id}),
+        ],
+        conv_id,
+    )
 
 
 def _history_for(turns: list[Turn], speaker: str) -> list[ChatMessage]:
@@ -94,13 +102,13 @@ async def chat(
         seed_turns, corpus_id = _seed_turns(rng, corpus)
         turns.extend(seed_turns)
         meta["seed_corpus_id"] = corpus_id
-    conversation = Conversation(id=conversation_id, bots=[b.name for b in bots], turns=turns, source=source,
-                                meta=meta)
+    conversation = Conversation(id=conversation_id, bots=[b.name for b in bots], turns=turns, source=source, meta=meta)
     for step in range(2 * turns_per_side):
         side = step % 2
         speaker, bot = ENTITIES[side], bots[side]
-        context = BotContext(persona=(personas or [[], []])[side], conversation_id=conversation_id,
-                             seed=rng.randrange(2**31))
+        context = BotContext(
+            persona=(personas or [[], []])[side], conversation_id=conversation_id, seed=rng.randrange(2**31)
+        )
         try:
             text = await bot.reply(_history_for(turns, speaker), context)
         except DialevalError as exc:
@@ -117,8 +125,11 @@ def human_conversation(conversation_id: str, rng: random.Random, corpus, turns_p
     source = random_conversation(rng, corpus)
     texts = source.turns[: 2 * turns_per_side + 2]
     return Conversation(
-        id=conversation_id, bots=["human", "human"], source="human",
-        turns=[Turn(ENTITIES[i % 2], t) for i, t in enumerate(texts)], meta={"corpus_id": source.id},
+        id=conversation_id,
+        bots=["human", "human"],
+        source="human",
+        turns=[Turn(ENTITIES[i % 2], t) for i, t in enumerate(texts)],
+        meta={"corpus_id": source.id},
     )
 
 
@@ -148,8 +159,15 @@ async def generate(
         if plan.mode == "bot-bot" and rng.random() < 0.5:  # who speaks first: a seeded coin flip
             pair = [pair[1], pair[0]]
         personas = [persona_lib.sample_persona(rng, 2), persona_lib.sample_persona(rng, 2)] if plan.personas else None
-        conv = await chat(conversation_id, [throttled[pair[0]], throttled[pair[1]]], plan.turns, rng,
-                          corpus if plan.seed_from_corpus else None, personas, source=plan.mode)
+        conv = await chat(
+            conversation_id,
+            [throttled[pair[0]], throttled[pair[1]]],
+            plan.turns,
+            rng,
+            corpus if plan.seed_from_corpus else None,
+            personas,
+            source=plan.mode,
+        )
         if conv.error:
             result.failed[conversation_id] = conv.error
         else:
@@ -206,8 +224,7 @@ def _throttle(bots: dict[str, Bot], concurrency: int) -> dict[str, Bot]:
     return out
 
 
-async def _run_interleaved(todo: list[tuple[str, list[str]]], run, limits: dict[str, float],
-                           concurrency: int) -> None:
+async def _run_interleaved(todo: list[tuple[str, list[str]]], run, limits: dict[str, float], concurrency: int) -> None:
     """Run the conversations with enough of them open to keep every bot's limit and the global
     limit busy: the next one to open is taken round-robin over the bot pairs, skipping pairs whose
     bot already has twice its limit open (a conversation waits on one bot at a time). Conversations
@@ -252,18 +269,30 @@ def study_plan(config, bots: Sequence[str] | None = None, **overrides) -> Genera
     concurrency) replace the file's values when not None. Quality-control and imported bots never chat."""
     g = config.generation
     chosen = list(bots) if bots else [b.name for b in config.bots if b.type not in ("degraded", "imported")]
-    values = {"mode": g.mode, "conversations": g.conversations, "turns": g.turns, "personas": g.personas,
-              "concurrency": g.concurrency}
+    values = {
+        "mode": g.mode,
+        "conversations": g.conversations,
+        "turns": g.turns,
+        "personas": g.personas,
+        "concurrency": g.concurrency,
+    }
     values.update({k: v for k, v in overrides.items() if v is not None})
     if values["mode"] == "none":
-        raise DialevalError(f"study '{config.name}': generation.mode is none; set it to self-chat or bot-bot "
-                            "(or import logs)")
-    return GenerationPlan(bots=chosen, seed_from_corpus=g.seed_from_corpus,
-                          human_conversations=g.human_conversations, seed=config.seed, **values)
+        raise DialevalError(
+            f"study '{config.name}': generation.mode is none; set it to self-chat or bot-bot (or import logs)"
+        )
+    return GenerationPlan(
+        bots=chosen,
+        seed_from_corpus=g.seed_from_corpus,
+        human_conversations=g.human_conversations,
+        seed=config.seed,
+        **values,
+    )
 
 
-def generate_study(opened, plan: GenerationPlan, on_done: Callable[[Conversation], None] | None = None
-                   ) -> GenerationResult:
+def generate_study(
+    opened, plan: GenerationPlan, on_done: Callable[[Conversation], None] | None = None
+) -> GenerationResult:
     """Generate a study's missing conversations into its store; each is saved as soon as it is ready."""
     from ..bots.registry import build_bot
 

@@ -59,6 +59,7 @@ STALE_GENERATION_S = 180.0
 
 # -- conversations as the bots see them ------------------------------------------------------
 
+
 def history_for(turns: Sequence[Turn]) -> list[ChatMessage]:
     """The live conversation from the bot's side: the annotator is 'user', the bot 'assistant'.
 
@@ -68,14 +69,14 @@ def history_for(turns: Sequence[Turn]) -> list[ChatMessage]:
 
 
 def bot_context(conversation: Conversation, seed: int) -> BotContext:
-    return BotContext(persona=list(conversation.meta.get("bot_persona") or []),
-                      conversation_id=conversation.id, seed=seed)
+    return BotContext(
+        persona=list(conversation.meta.get("bot_persona") or []), conversation_id=conversation.id, seed=seed
+    )
 
 
 def human_messages(conversation: Conversation, skip_fixed: bool = True) -> list[str]:
     """The annotator's own messages; the fixed opener ("Hi!") left out when `skip_fixed`."""
-    return [t.text for t in conversation.turns
-            if t.speaker == HUMAN and not (skip_fixed and t.meta.get("fixed"))]
+    return [t.text for t in conversation.turns if t.speaker == HUMAN and not (skip_fixed and t.meta.get("fixed"))]
 
 
 def bot_turn_count(conversation: Conversation) -> int:
@@ -180,10 +181,15 @@ def find_generation(key: str) -> Generation | None:
     return _generations.get(key)
 
 
-def start_generation(key: str, bots: Sequence[Bot], history: list[ChatMessage], context: BotContext,
-                     on_complete: OnComplete,
-                     on_error: Callable[[str], Awaitable[None]] | None = None,
-                     max_chars: int | None = None) -> tuple[Generation, bool]:
+def start_generation(
+    key: str,
+    bots: Sequence[Bot],
+    history: list[ChatMessage],
+    context: BotContext,
+    on_complete: OnComplete,
+    on_error: Callable[[str], Awaitable[None]] | None = None,
+    max_chars: int | None = None,
+) -> tuple[Generation, bool]:
     """Ask every bot of `bots` for its reply to `history`, concurrently, in a task of its own.
 
     Returns (generation, started). A generation already running under `key` is returned instead of
@@ -230,6 +236,7 @@ def start_generation(key: str, bots: Sequence[Bot], history: list[ChatMessage], 
             async with gen._changed:
                 gen.done = True
                 gen._changed.notify_all()
+
             def forget() -> None:
                 if _generations.get(key) is gen:
                     del _generations[key]
@@ -241,6 +248,7 @@ def start_generation(key: str, bots: Sequence[Bot], history: list[ChatMessage], 
 
 
 # -- the part of a protocol shared by the live methods -----------------------------------------------
+
 
 def _to_thread(fn, *args, **kwargs):
     return asyncio.to_thread(fn, *args, **kwargs)
@@ -292,8 +300,9 @@ class LiveProtocol:
         except StoreError:
             return None
 
-    def create_conversation(self, conversation_id: str, annotator, bots: list[str],
-                            meta: dict[str, Any]) -> Conversation:
+    def create_conversation(
+        self, conversation_id: str, annotator, bots: list[str], meta: dict[str, Any]
+    ) -> Conversation:
         """The live conversation, made on first use (with the fixed opener when the method has one)."""
         existing = self.load_conversation(conversation_id)
         if existing is not None:
@@ -301,9 +310,13 @@ class LiveProtocol:
         turns = []
         if self.fixed_opener:
             turns.append(Turn(HUMAN, self.options.first_message, meta={"fixed": True}))
-        conv = Conversation(id=conversation_id, bots=list(bots), turns=turns, source="live",
-                            meta={"annotator_id": annotator.id, "annotator": annotator.external_id,
-                                  "started_at": iso_now(), **meta})
+        conv = Conversation(
+            id=conversation_id,
+            bots=list(bots),
+            turns=turns,
+            source="live",
+            meta={"annotator_id": annotator.id, "annotator": annotator.external_id, "started_at": iso_now(), **meta},
+        )
         self.store.save_conversation(self.study.study_id, conv)
         return self.load_conversation(conversation_id) or conv
 
@@ -365,8 +378,11 @@ class LiveProtocol:
             return {"events": [{"event": "done"}], "cursor": cursor, "finished": True}
         error = state.get("bot_error")
         if error and error.get("turns") == len(conv.turns):
-            return {"events": [{"event": "error", "message": error["message"], "retry": True}],
-                    "cursor": cursor, "finished": True}
+            return {
+                "events": [{"event": "error", "message": error["message"], "retry": True}],
+                "cursor": cursor,
+                "finished": True,
+            }
         started = (state.get("generating") or {}).get("at", 0)
         if now_ts() - started > STALE_GENERATION_S:
             return {"events": [{"event": "idle"}], "cursor": cursor, "finished": True}
@@ -398,8 +414,9 @@ class LiveProtocol:
         key = self.generation_key(conv)
         history = history_for(conv.turns)
         context = bot_context(conv, self.config.seed)
-        snapshot = Conversation(id=conv.id, bots=conv.bots, turns=list(conv.turns), source=conv.source,
-                                meta=dict(conv.meta))
+        snapshot = Conversation(
+            id=conv.id, bots=conv.bots, turns=list(conv.turns), source=conv.source, meta=dict(conv.meta)
+        )
 
         async def on_complete(texts: list[str]) -> None:
             await _to_thread(self._complete, annotator, assignment, snapshot, names, texts)
@@ -412,8 +429,9 @@ class LiveProtocol:
             state.pop("bot_error", None)
             state["generating"] = {"at": now_ts(), "turns": len(conv.turns)}
             await _to_thread(self.save_state, assignment, state)
-        gen, started = start_generation(key, bots, history, context, on_complete, on_error,
-                                        max_chars=self.config.limits.bot_reply_chars)
+        gen, started = start_generation(
+            key, bots, history, context, on_complete, on_error, max_chars=self.config.limits.bot_reply_chars
+        )
         return {"started": started, "slots": gen.slots, "cursor": 0, "generation": key}
 
     def _complete(self, annotator, assignment, conv: Conversation, names: list[str], texts: list[str]) -> None:
@@ -430,9 +448,12 @@ class LiveProtocol:
         state.pop("generating", None)
         state["bot_error"] = {"message": message, "turns": len(conv.turns), "at": iso_now()}
         self.save_state(assignment, state)
-        self.store.log_event(self.study.study_id, "bot-error",
-                             {"conversation": conv.id, "bots": names, "turns": len(conv.turns), "message": message},
-                             annotator_id=annotator.id)
+        self.store.log_event(
+            self.study.study_id,
+            "bot-error",
+            {"conversation": conv.id, "bots": names, "turns": len(conv.turns), "message": message},
+            annotator_id=annotator.id,
+        )
 
     def replies_pending(self, state: dict[str, Any]) -> bool:
         """True when replies were made and wait for the annotator (PW-Turn candidates)."""
@@ -447,9 +468,12 @@ class LiveProtocol:
 
     def finish_live(self, annotator, conversation: Conversation) -> list[str]:
         """The conversation is over: record when, and run the worker message filters."""
-        self.store.log_event(self.study.study_id, "live-conversation-ended",
-                             {"conversation": conversation.id, "turns": len(conversation.turns)},
-                             annotator_id=annotator.id)
+        self.store.log_event(
+            self.study.study_id,
+            "live-conversation-ended",
+            {"conversation": conversation.id, "turns": len(conversation.turns)},
+            annotator_id=annotator.id,
+        )
         return self.check_live_messages(annotator.id)
 
     async def live_act(self, annotator, assignment, action: str, data: dict[str, Any]):

@@ -98,9 +98,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     line=number,
                 ) from None
             if not isinstance(obj, dict):
-                raise ImportFormatError(
-                    str(path), f"expected a JSON object, found {type(obj).__name__}", line=number
-                )
+                raise ImportFormatError(str(path), f"expected a JSON object, found {type(obj).__name__}", line=number)
             # control characters out, oversized texts refused naming this line (textclean.py)
             yield number, clean_imported(obj, str(path), number)
 

@@ -45,20 +45,14 @@ def _is_human(speaker_id: str) -> bool:
     return speaker_id in HUMAN_IDS or speaker_id.endswith("_as_human")
 
 
-def _conversation(
-    path: Path, number: int, index: int, conv_id: str, evaluated: str, data: Any
-) -> Conversation:
+def _conversation(path: Path, number: int, index: int, conv_id: str, evaluated: str, data: Any) -> Conversation:
     where = f"dialogue_dicts[{index}]"
     if not isinstance(data, dict):
         raise ImportFormatError(str(path), "a dialogue must be a JSON object", line=number, field=where)
     if "dialogue" not in data:
-        raise ImportFormatError(
-            str(path), "missing the dialogue's turns", line=number, field=f"{where}.dialogue"
-        )
+        raise ImportFormatError(str(path), "missing the dialogue's turns", line=number, field=f"{where}.dialogue")
     if not isinstance(data["dialogue"], list):
-        raise ImportFormatError(
-            str(path), "must be a list of {id, text}", line=number, field=f"{where}.dialogue"
-        )
+        raise ImportFormatError(str(path), "must be a list of {id, text}", line=number, field=f"{where}.dialogue")
     turns: list[Turn] = []
     bots: list[str] = [evaluated]
     all_bot_ids = True
@@ -117,13 +111,9 @@ def read_acute_pairings(path: str | Path) -> Dataset:
         speakers = line["speakers_to_eval"]
         dialogues = line["dialogue_dicts"]
         if not isinstance(speakers, list) or len(speakers) != 2:
-            raise ImportFormatError(
-                str(path), "must list exactly two speakers", line=number, field="speakers_to_eval"
-            )
+            raise ImportFormatError(str(path), "must list exactly two speakers", line=number, field="speakers_to_eval")
         if not isinstance(dialogues, list) or len(dialogues) != 2:
-            raise ImportFormatError(
-                str(path), "must hold exactly two dialogues", line=number, field="dialogue_dicts"
-            )
+            raise ImportFormatError(str(path), "must hold exactly two dialogues", line=number, field="dialogue_dicts")
         ids = line.get("dialogue_ids")
         if ids is None:
             ids = [f"{path.stem}-{number}-a", f"{path.stem}-{number}-b"]
@@ -168,9 +158,7 @@ def _speaker_id(turn: Turn, index: int, evaluated: str, self_chat: bool) -> str:
 def _dialogue_dict(conversation: Conversation, evaluated: str) -> dict[str, Any]:
     bot_names = {t.bot for t in conversation.turns if t.speaker != "human"}
     self_chat = (
-        bool(conversation.turns)
-        and bot_names == {evaluated}
-        and all(t.speaker != "human" for t in conversation.turns)
+        bool(conversation.turns) and bot_names == {evaluated} and all(t.speaker != "human" for t in conversation.turns)
     )
     dialogue = []
     speakers: list[str] = []
@@ -179,9 +167,7 @@ def _dialogue_dict(conversation: Conversation, evaluated: str) -> dict[str, Any]
         if speaker_id not in speakers:
             speakers.append(speaker_id)
         entry: dict[str, Any] = {"id": speaker_id, "text": turn.text}
-        entry.update(
-            {k: v for k, v in turn.meta.items() if k not in ("parlai_id", "evaluated", "id", "text")}
-        )
+        entry.update({k: v for k, v in turn.meta.items() if k not in ("parlai_id", "evaluated", "id", "text")})
         dialogue.append(entry)
     kept = conversation.meta.get("speakers")
     result: dict[str, Any] = {
@@ -213,9 +199,7 @@ def write_acute_pairings(
             if unit.kind != UNIT_KIND:
                 continue
             if len(unit.conversation_ids) != 2:
-                raise DialevalError(
-                    f"unit '{unit.id}' must name exactly two conversations to be written as a pairing"
-                )
+                raise DialevalError(f"unit '{unit.id}' must name exactly two conversations to be written as a pairing")
             pair = []
             for cid in unit.conversation_ids:
                 if cid not in by_id:

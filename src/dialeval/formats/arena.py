@@ -135,8 +135,10 @@ def read_arena_battles(
         winner = normalise_winner(record["winner"])
         if winner is None:
             raise ImportFormatError(
-                str(path), f"unknown outcome {record['winner']!r}; expected one of {', '.join(OUTCOMES)}",
-                line=line, field="winner",
+                str(path),
+                f"unknown outcome {record['winner']!r}; expected one of {', '.join(OUTCOMES)}",
+                line=line,
+                field="winner",
             )
         model_a, model_b = str(record["model_a"]), str(record["model_b"])
         battle = _battle_id(record, line, seen)
@@ -166,8 +168,15 @@ def read_arena_battles(
         meta = {"battle": battle}
         meta.update({k: record[k] for k in ("question_id", "num", "language", "anony") if record.get(k) is not None})
         dataset.judgments.append(
-            Judgment(annotator_id=judge, unit_id=None, question=QUESTION, value=value, created_at=created,
-                     shown_order=[model_a, model_b], meta=meta)
+            Judgment(
+                annotator_id=judge,
+                unit_id=None,
+                question=QUESTION,
+                value=value,
+                created_at=created,
+                shown_order=[model_a, model_b],
+                meta=meta,
+            )
         )
     if not dataset.judgments:
         raise ImportFormatError(str(path), "no battles in this file")
@@ -196,14 +205,21 @@ def _add_judge_file(
         models = (str(record.get("model_a")), str(record.get("model_b")))
         if models != battles[battle]:
             raise ImportFormatError(
-                str(path), f"battle {battle} is {battles[battle][0]} vs {battles[battle][1]} in the battle file, "
-                f"{models[0]} vs {models[1]} here", line=line,
+                str(path),
+                f"battle {battle} is {battles[battle][0]} vs {battles[battle][1]} in the battle file, "
+                f"{models[0]} vs {models[1]} here",
+                line=line,
             )
         winner = normalise_winner(record.get("winner"))
         if winner is None:
             raise ImportFormatError(str(path), f"unknown outcome {record.get('winner')!r}", line=line, field="winner")
         dataset.judgments.append(
-            Judgment(annotator_id=judge, unit_id=None, question=QUESTION,
-                     value={"model_a": models[0], "model_b": models[1], "winner": winner},
-                     shown_order=list(models), meta={"battle": battle, "judge_file": path.name})
+            Judgment(
+                annotator_id=judge,
+                unit_id=None,
+                question=QUESTION,
+                value={"model_a": models[0], "model_b": models[1], "winner": winner},
+                shown_order=list(models),
+                meta={"battle": battle, "judge_file": path.name},
+            )
         )

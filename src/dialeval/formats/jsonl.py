@@ -23,8 +23,14 @@ def conversation_from_dict(d: dict, path: str = "<data>", line: int | None = Non
         if not isinstance(t, dict) or "speaker" not in t or "text" not in t:
             raise ImportFormatError(path, "each turn needs 'speaker' and 'text'", line=line, field=f"turns[{i}]")
         turns.append(Turn(**{k: v for k, v in t.items() if k in Turn.__dataclass_fields__}))
-    return Conversation(id=str(d["id"]), bots=list(d.get("bots", [])), turns=turns, source=d.get("source", "import"),
-                        meta=d.get("meta", {}), error=d.get("error"))
+    return Conversation(
+        id=str(d["id"]),
+        bots=list(d.get("bots", [])),
+        turns=turns,
+        source=d.get("source", "import"),
+        meta=d.get("meta", {}),
+        error=d.get("error"),
+    )
 
 
 def read_conversations_jsonl(path: str | Path) -> list[Conversation]:

@@ -53,23 +53,17 @@ def read_openai_messages(path: str | Path, *, default_bot: str = "bot") -> list[
     conversations: list[Conversation] = []
     for number, line in iter_jsonl(path):
         if "messages" not in line:
-            raise ImportFormatError(
-                str(path), "missing the conversation's messages", line=number, field="messages"
-            )
+            raise ImportFormatError(str(path), "missing the conversation's messages", line=number, field="messages")
         messages = line["messages"]
         if not isinstance(messages, list):
-            raise ImportFormatError(
-                str(path), "must be a list of {role, content}", line=number, field="messages"
-            )
+            raise ImportFormatError(str(path), "must be a list of {role, content}", line=number, field="messages")
         default = str(line.get("model") or line.get("bot") or default_bot)
         system: list[str] = []
         turns: list[Turn] = []
         for i, message in enumerate(messages):
             where = f"messages[{i}]"
             if not isinstance(message, dict):
-                raise ImportFormatError(
-                    str(path), "a message must be a JSON object", line=number, field=where
-                )
+                raise ImportFormatError(str(path), "a message must be a JSON object", line=number, field=where)
             for key in ("role", "content"):
                 if key not in message:
                     raise ImportFormatError(
@@ -86,9 +80,7 @@ def read_openai_messages(path: str | Path, *, default_bot: str = "bot") -> list[
                     turn_meta["name"] = message["name"]
                 turns.append(Turn(speaker="human", text=text, meta=turn_meta))
             elif role == "assistant":
-                turns.append(
-                    Turn(speaker="bot", text=text, bot=str(message.get("name") or default), meta=extra)
-                )
+                turns.append(Turn(speaker="bot", text=text, bot=str(message.get("name") or default), meta=extra))
             else:
                 raise ImportFormatError(
                     str(path),
@@ -141,17 +133,13 @@ def write_openai_messages(conversations: Iterable[Conversation], path: str | Pat
                     message = {"role": "user", "content": turn.text}
                     if turn.meta.get("name"):
                         message["name"] = turn.meta["name"]
-                    message.update(
-                        {k: v for k, v in turn.meta.items() if k not in ("role", "content", "name")}
-                    )
+                    message.update({k: v for k, v in turn.meta.items() if k not in ("role", "content", "name")})
                 else:
                     message = {"role": "assistant", "content": turn.text}
                     name = turn.bot or turn.speaker
                     if name != single:
                         message["name"] = name
-                    message.update(
-                        {k: v for k, v in turn.meta.items() if k not in ("role", "content", "name")}
-                    )
+                    message.update({k: v for k, v in turn.meta.items() if k not in ("role", "content", "name")})
                 messages.append(message)
             line: dict[str, Any] = {"id": conversation.id, "messages": messages}
             if single is not None:

@@ -254,8 +254,10 @@ def _episodes(path: Path):
 
 def _is_model_chat(episode: dict[str, Any]) -> bool:
     """A Mephisto model_chat result: worker ids at the top, acts carrying ``agent_idx``."""
-    return "workers" in episode and isinstance(episode.get("dialog"), list) and any(
-        isinstance(a, dict) and "agent_idx" in a for a in episode["dialog"]
+    return (
+        "workers" in episode
+        and isinstance(episode.get("dialog"), list)
+        and any(isinstance(a, dict) and "agent_idx" in a for a in episode["dialog"])
     )
 
 

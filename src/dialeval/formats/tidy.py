@@ -76,9 +76,7 @@ def _flags(meta: dict[str, Any]) -> tuple[bool, str | None, str | None]:
     if isinstance(reason, (list, tuple, set)):
         reason = ";".join(str(r) for r in reason)
     flagged = (
-        bool(meta.get("flagged"))
-        or bool(reason)
-        or (isinstance(status, str) and status.lower() in FAILED_STATUSES)
+        bool(meta.get("flagged")) or bool(reason) or (isinstance(status, str) and status.lower() in FAILED_STATUSES)
     )
     return flagged, None if status is None else str(status), None if not reason else str(reason)
 
@@ -202,15 +200,14 @@ def export_judgments(dataset: Dataset, path: str | Path, format: str | None = No
         frame = neutralise_formulas(frame)
         frame.to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S.%f%z")
     elif format == "jsonl":
-        frame.to_json(
-            path, orient="records", lines=True, date_format="iso", date_unit="us", force_ascii=False
-        )
+        frame.to_json(path, orient="records", lines=True, date_format="iso", date_unit="us", force_ascii=False)
     else:
         try:
             import pyarrow  # noqa: F401  (the parquet writer pandas uses; not in the base install)
         except ImportError:
-            raise DialevalError("parquet export needs pyarrow: pip install 'dialeval[parquet]' "
-                                "(or export --format csv / jsonl)") from None
+            raise DialevalError(
+                "parquet export needs pyarrow: pip install 'dialeval[parquet]' (or export --format csv / jsonl)"
+            ) from None
         frame.to_parquet(path, index=False)
     return path
 

@@ -271,10 +271,13 @@ class AcuteProtocol(Protocol):
         notice = None
         if assignment.unit_kind == ONBOARDING_KIND:
             _passed, tries = self.onboarding_state(
-                work.annotator_assignments(self.store, self.study.study_id, annotator.id))
+                work.annotator_assignments(self.store, self.study.study_id, annotator.id)
+            )
             if tries:
-                notice = (f"That practice answer was not right. Read both conversations again: "
-                          f"practice try {tries + 1} of {self.config.onboarding.tries}.")
+                notice = (
+                    f"That practice answer was not right. Read both conversations again: "
+                    f"practice try {tries + 1} of {self.config.onboarding.tries}."
+                )
         return {
             "notice": notice,
             "sides": self._sides(assignment),
@@ -290,12 +293,21 @@ class AcuteProtocol(Protocol):
     def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
         total = self.options.comparisons_per_unit
         if assignment is not None and assignment.unit_kind == ONBOARDING_KIND:
-            return session_progress("Practice comparison", 0, total, detail=f"then {total} comparisons",
-                                    minutes_left=(total + 1) * MINUTES_PER_COMPARISON)
+            return session_progress(
+                "Practice comparison",
+                0,
+                total,
+                detail=f"then {total} comparisons",
+                minutes_left=(total + 1) * MINUTES_PER_COMPARISON,
+            )
         history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
         done = sum(1 for a in history if a.unit_kind == KIND and a.status == "submitted")
-        return session_progress(f"Comparison {min(done + 1, total)} of {total}", done, total,
-                                minutes_left=(total - done) * MINUTES_PER_COMPARISON)
+        return session_progress(
+            f"Comparison {min(done + 1, total)} of {total}",
+            done,
+            total,
+            minutes_left=(total - done) * MINUTES_PER_COMPARISON,
+        )
 
     # -- answers -------------------------------------------------------------------------------------
     def act(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str, data: dict[str, Any]) -> Outcome:

@@ -95,8 +95,9 @@ class Outcome:
     redirect: str | None = None  # where a browser form post goes next (default: the task page)
 
 
-def session_progress(label: str, done: float, total: float, *, detail: str | None = None,
-                     minutes_left: float | None = None) -> dict[str, Any]:
+def session_progress(
+    label: str, done: float, total: float, *, detail: str | None = None, minutes_left: float | None = None
+) -> dict[str, Any]:
     """What the sticky header shows: where the annotator is in the whole session.
 
     `label` names the big step ("Comparison 3 of 10"), `detail` the small one ("response 2 of 6"),
@@ -229,8 +230,9 @@ class Protocol:
         """The template context of the task page for this assignment (resume from assignment.state)."""
         raise NotImplementedError
 
-    def act(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str,
-            data: dict[str, Any]) -> Outcome | Awaitable[Outcome]:
+    def act(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str, data: dict[str, Any]
+    ) -> Outcome | Awaitable[Outcome]:
         """Handle one posted action. Raise JudgmentError for a refused input."""
         raise NotImplementedError
 
@@ -249,8 +251,13 @@ class Protocol:
     def work_done(self, annotator: AnnotatorInfo) -> int:
         """Submitted assignments of `work_kinds` (an assignment ended by a failed practice is no work)."""
         history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
-        return sum(1 for a in history if a.unit_kind in self.work_kinds and a.status == "submitted"
-                   and a.state.get("ended") != "onboarding_failed")
+        return sum(
+            1
+            for a in history
+            if a.unit_kind in self.work_kinds
+            and a.status == "submitted"
+            and a.state.get("ended") != "onboarding_failed"
+        )
 
     def completion(self, annotator: AnnotatorInfo, more_work: bool) -> Completion:
         """The annotator's completion; `more_work`: the scheduler still has a unit for them."""
@@ -281,17 +288,35 @@ class Protocol:
         work.submit_assignment(self.store, assignment.id, state=state)
         assignment.status = "submitted"
 
-    def add_judgment(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, question: str, value: Any, *,
-                     request_id: str | None, conversation: str | None = None, justification: str | None = None,
-                     elapsed_s: float | None = None, shown_order: list | None = None,
-                     meta: dict | None = None) -> tuple[int, bool]:
+    def add_judgment(
+        self,
+        annotator: AnnotatorInfo,
+        assignment: AssignmentInfo,
+        question: str,
+        value: Any,
+        *,
+        request_id: str | None,
+        conversation: str | None = None,
+        justification: str | None = None,
+        elapsed_s: float | None = None,
+        shown_order: list | None = None,
+        meta: dict | None = None,
+    ) -> tuple[int, bool]:
         """Commit one judgment (idempotent by request_id); `conversation` is an external id."""
         conv_id = work.conversation_row_id(self.store, self.study.study_id, conversation) if conversation else None
         return self.store.add_judgment(
-            self.study.study_id, annotator.id, question, value, unit_id=assignment.unit_id,
-            assignment_id=assignment.id, conversation_id=conv_id, justification=justification,
-            elapsed_s=elapsed_s, shown_order=shown_order if shown_order is not None else assignment.shown_order,
-            client_request_id=request_id, meta=meta,
+            self.study.study_id,
+            annotator.id,
+            question,
+            value,
+            unit_id=assignment.unit_id,
+            assignment_id=assignment.id,
+            conversation_id=conv_id,
+            justification=justification,
+            elapsed_s=elapsed_s,
+            shown_order=shown_order if shown_order is not None else assignment.shown_order,
+            client_request_id=request_id,
+            meta=meta,
         )
 
     def check_justification(self, text: str | None) -> str | None:
@@ -329,8 +354,9 @@ class Protocol:
             path = Path(self.config.quality.offensive_words)
             wordlist = filters.load_wordlist(path if path.is_absolute() else self.study.folder / path)
         checks = [c for c in filters.MESSAGE_CHECKS if c not in self.skipped_message_checks]
-        reasons = filters.filter_annotators({str(annotator_id): conversations}, wordlist=wordlist,
-                                            checks=checks)[str(annotator_id)]
+        reasons = filters.filter_annotators({str(annotator_id): conversations}, wordlist=wordlist, checks=checks)[
+            str(annotator_id)
+        ]
         if reasons:
             self.flag(annotator_id, reasons)
         return reasons

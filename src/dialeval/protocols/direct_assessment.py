@@ -58,12 +58,22 @@ def qc_status(store: Any, study_id: int, annotator_id: int, alpha: float = 0.05)
     n_qc = sum(r["is_qc"] for r in rows)
     n_ord = len(rows) - n_qc
     if not n_qc or not n_ord:
-        return {"p": None, "passed": None, "n_qc": n_qc, "n_ordinary": n_ord,
-                "reason": "no QC-bot rating yet" if not n_qc else "no ordinary-bot rating yet"}
+        return {
+            "p": None,
+            "passed": None,
+            "n_qc": n_qc,
+            "n_ordinary": n_ord,
+            "reason": "no QC-bot rating yet" if not n_qc else "no ordinary-bot rating yet",
+        }
     frame = da.reverse_negatives(pd.DataFrame(rows), DA_NEGATIVE)
     result = da.qc_test(frame, alpha=alpha).iloc[0]
-    return {"p": float(result["p"]), "passed": bool(result["passed"]), "n_qc": int(n_qc), "n_ordinary": int(n_ord),
-            "reason": result["reason"]}
+    return {
+        "p": float(result["p"]),
+        "passed": bool(result["passed"]),
+        "n_qc": int(n_qc),
+        "n_ordinary": int(n_ord),
+        "reason": result["reason"],
+    }
 
 
 def parse_slider(raw: Any, criterion: str) -> float:
@@ -108,8 +118,9 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
             if len(view.history) >= cap:
                 return None
             bots = self.hit_bots()
-            unit = view.create_unit(f"hit-{annotator.id}-{len(view.history) + 1}", KIND, [],
-                                    {"bots": bots, "qc_bot": self.options.qc_bot})
+            unit = view.create_unit(
+                f"hit-{annotator.id}-{len(view.history) + 1}", KIND, [], {"bots": bots, "qc_bot": self.options.qc_bot}
+            )
             order = list(bots)
             view.rng.shuffle(order)  # blind, shuffled order of the conversations (stored)
             return Choice(unit.id, shown_order=order, state={"index": 0, "stage": "topic"})
@@ -155,11 +166,19 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         order = self.order(assignment)
         index = int(state.get("index", 0))
         stage = state.get("stage", "topic")
-        ctx: dict[str, Any] = {"stage": stage, "position": index + 1, "total": len(order),
-                               "min_inputs": self.options.min_inputs, "opinions": OPINIONS,
-                               "statements": [(c, DA_STATEMENTS[c]) for c in DA_CRITERIA],
-                               "scale_labels": DA_SCALE_LABELS, "slots": 1, "turns": [], "inputs": 0,
-                               "topic_mode": self.options.topic}
+        ctx: dict[str, Any] = {
+            "stage": stage,
+            "position": index + 1,
+            "total": len(order),
+            "min_inputs": self.options.min_inputs,
+            "opinions": OPINIONS,
+            "statements": [(c, DA_STATEMENTS[c]) for c in DA_CRITERIA],
+            "scale_labels": DA_SCALE_LABELS,
+            "slots": 1,
+            "turns": [],
+            "inputs": 0,
+            "topic_mode": self.options.topic,
+        }
         if stage == "topic":
             _, ice = self.icebreaker(assignment, state)
             ctx["icebreaker"] = ice
@@ -171,9 +190,14 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         inputs = len(human_messages(conv, skip_fixed=False))
         if stage == "chat" and awaiting_bot(conv):
             ctx["stage"] = "waiting"
-        ctx.update(turns=conv.turns, inputs=inputs, topic=conv.meta.get("topic"),
-                   topic_changes=state.get("topic_changes", {}).get(str(index), []),
-                   bot_error=self.chat_error(conv, state), can_finish=inputs >= self.options.min_inputs)
+        ctx.update(
+            turns=conv.turns,
+            inputs=inputs,
+            topic=conv.meta.get("topic"),
+            topic_changes=state.get("topic_changes", {}).get(str(index), []),
+            bot_error=self.chat_error(conv, state),
+            can_finish=inputs >= self.options.min_inputs,
+        )
         return ctx
 
     def progress(self, annotator, assignment) -> dict[str, Any] | None:
@@ -184,16 +208,25 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         stage = assignment.state.get("stage", "topic")
         detail = {"topic": "choose a topic", "chat": "chat", "rate": "rate the conversation"}.get(stage)
         part = {"topic": 0.0, "chat": 0.3, "rate": 0.8}.get(stage, 0.0)
-        return session_progress(f"Conversation {min(index + 1, total)} of {total}", index + part, total,
-                                detail=detail, minutes_left=(total - index - part) * MINUTES_PER_CONVERSATION)
+        return session_progress(
+            f"Conversation {min(index + 1, total)} of {total}",
+            index + part,
+            total,
+            detail=detail,
+            minutes_left=(total - index - part) * MINUTES_PER_CONVERSATION,
+        )
 
     # -- actions -------------------------------------------------------------------------------------
     async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
         outcome = await self.live_act(annotator, assignment, action, data)
         if outcome is not None:
             return outcome
-        handlers = {"start_chat": self.act_start_chat, "topic": self.act_topic, "end_chat": self.act_end_chat,
-                    "rate": self.act_rate}
+        handlers = {
+            "start_chat": self.act_start_chat,
+            "topic": self.act_topic,
+            "end_chat": self.act_end_chat,
+            "rate": self.act_rate,
+        }
         if action not in handlers:
             raise JudgmentError(f"unknown action '{action}'")
         return await _to_thread(handlers[action], annotator, assignment, data)
@@ -214,14 +247,30 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         index = int(state.get("index", 0))
         bot = self.order(assignment)[index]
         conv_id = self.current_conversation_id(assignment, state)
-        self.create_conversation(conv_id, annotator, [bot], {
-            "method": self.method, "topic": topic, "opinion": opinion, "topic_source": self.options.topic,
-            "bot_persona": persona, "qc": bot == self.options.qc_bot, "position": index + 1,
-            "unit": assignment.unit_external_id, "topic_changes": []})
+        self.create_conversation(
+            conv_id,
+            annotator,
+            [bot],
+            {
+                "method": self.method,
+                "topic": topic,
+                "opinion": opinion,
+                "topic_source": self.options.topic,
+                "bot_persona": persona,
+                "qc": bot == self.options.qc_bot,
+                "position": index + 1,
+                "unit": assignment.unit_external_id,
+                "topic_changes": [],
+            },
+        )
         state["stage"] = "chat"
         self.save_state(assignment, state)
-        self.store.log_event(self.study.study_id, "da-topic", {"conversation": conv_id, "topic": topic,
-                                                               "opinion": opinion}, annotator_id=annotator.id)
+        self.store.log_event(
+            self.study.study_id,
+            "da-topic",
+            {"conversation": conv_id, "topic": topic, "opinion": opinion},
+            annotator_id=annotator.id,
+        )
         return Outcome()
 
     def act_topic(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
@@ -240,8 +289,12 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         change["request_id"] = data.get("request_id")
         changes.append(change)
         self.save_state(assignment, state)
-        self.store.log_event(self.study.study_id, "da-topic-change",
-                             {"conversation": conv.id if conv else None, **change}, annotator_id=annotator.id)
+        self.store.log_event(
+            self.study.study_id,
+            "da-topic-change",
+            {"conversation": conv.id if conv else None, **change},
+            annotator_id=annotator.id,
+        )
         return Outcome()
 
     def act_end_chat(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
@@ -256,14 +309,17 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         inputs = len(human_messages(conv, skip_fixed=False))
         need = self.options.min_inputs
         if inputs < need:
-            raise JudgmentError(f"Please keep chatting: at least {need} messages are needed "
-                                f"({inputs} so far).")
+            raise JudgmentError(f"Please keep chatting: at least {need} messages are needed ({inputs} so far).")
         if awaiting_bot(conv):
             raise JudgmentError("Wait for your partner's answer first.")
         index = str(state.get("index", 0))
-        meta = {**conv.meta, "topic_changes": [{k: v for k, v in c.items() if k != "request_id"}
-                                               for c in state.get("topic_changes", {}).get(index, [])],
-                "ended_at": iso_now()}
+        meta = {
+            **conv.meta,
+            "topic_changes": [
+                {k: v for k, v in c.items() if k != "request_id"} for c in state.get("topic_changes", {}).get(index, [])
+            ],
+            "ended_at": iso_now(),
+        }
         conv.meta = meta
         self.store.save_conversation(self.study.study_id, conv)  # same turns, final meta
         state["stage"] = "rate"
@@ -288,10 +344,17 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         value = {c: parse_slider(data.get(c), c) for c in DA_CRITERIA}
         bot = self.order(assignment)[index]
         conv_id = self.current_conversation_id(assignment, state)
-        self.add_judgment(annotator, assignment, QUESTION, value, request_id=data.get("request_id"),
-                          conversation=conv_id, elapsed_s=page_elapsed(data, state),
-                          shown_order=self.order(assignment),
-                          meta={"system": bot, "qc": bot == self.options.qc_bot, "position": index + 1})
+        self.add_judgment(
+            annotator,
+            assignment,
+            QUESTION,
+            value,
+            request_id=data.get("request_id"),
+            conversation=conv_id,
+            elapsed_s=page_elapsed(data, state),
+            shown_order=self.order(assignment),
+            meta={"system": bot, "qc": bot == self.options.qc_bot, "position": index + 1},
+        )
         state["index"] = index + 1
         state["stage"] = "topic"
         if state["index"] >= len(self.order(assignment)):
@@ -317,16 +380,21 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         decided = [r for r in results.values() if r["passed"] is not None]
         if decided:
             passed = sum(1 for r in decided if r["passed"])
-            summary.headline.append({"label": "annotators passing the QC test",
-                                     "value": f"{passed} of {len(decided)}"})
+            summary.headline.append({"label": "annotators passing the QC test", "value": f"{passed} of {len(decided)}"})
         names = {a["id"]: a["external_id"] for a in work.list_annotators(self.store, self.study.study_id)}
         for a, r in list(results.items())[:200]:
             verdict = "not yet tested" if r["passed"] is None else ("pass" if r["passed"] else "fail")
             p = f", p={r['p']:.3g}" if r["p"] is not None else ""
-            summary.headline.append({"label": f"QC test of {names.get(a, a)}",
-                                     "value": f"{verdict}{p} ({r['n_qc']} QC / {r['n_ordinary']} ordinary scores)"})
-        summary.notes.append("QC test: one-sided Mann-Whitney U, QC-bot scores < ordinary-bot scores on the five "
-                             "positive criteria, pooled over the annotator's HITs; pass when p < 0.05.")
+            summary.headline.append(
+                {
+                    "label": f"QC test of {names.get(a, a)}",
+                    "value": f"{verdict}{p} ({r['n_qc']} QC / {r['n_ordinary']} ordinary scores)",
+                }
+            )
+        summary.notes.append(
+            "QC test: one-sided Mann-Whitney U, QC-bot scores < ordinary-bot scores on the five "
+            "positive criteria, pooled over the annotator's HITs; pass when p < 0.05."
+        )
         return summary
 
 

@@ -27,24 +27,37 @@ PERSONA = ("I work as a nurse on night shifts.", "I grow tomatoes on my balcony.
 STEPS: tuple[OnboardingStep, ...] = (
     OnboardingStep(
         human="Hi!",
-        candidates=("Hi there! How is your day going so far?",
-                    "hi hi hi hi hi hi hi hi hi hi"),
-        good=0, flaw="repeats one word"),
+        candidates=("Hi there! How is your day going so far?", "hi hi hi hi hi hi hi hi hi hi"),
+        good=0,
+        flaw="repeats one word",
+    ),
     OnboardingStep(
         human="Pretty tiring, I just finished a night shift at the hospital.",
-        candidates=("The capital of Australia is Canberra and the tallest tree is a redwood.",
-                    "Night shifts sound exhausting. Do you get to sleep during the day?"),
-        good=1, flaw="ignores what was said"),
+        candidates=(
+            "The capital of Australia is Canberra and the tallest tree is a redwood.",
+            "Night shifts sound exhausting. Do you get to sleep during the day?",
+        ),
+        good=1,
+        flaw="ignores what was said",
+    ),
     OnboardingStep(
         human="I try to, but I usually water my tomatoes first. They are on my balcony.",
-        candidates=("Balcony tomatoes! Do they get enough sun up there?",
-                    "tomatoes balcony water the the is are water tomato?"),
-        good=0, flaw="is not a sentence"),
+        candidates=(
+            "Balcony tomatoes! Do they get enough sun up there?",
+            "tomatoes balcony water the the is are water tomato?",
+        ),
+        good=0,
+        flaw="is not a sentence",
+    ),
     OnboardingStep(
         human="They do, I already picked a dozen this summer. Do you have any plants?",
-        candidates=("I do not like talking. I do not like talking. I do not like talking.",
-                    "Only a small basil pot in my kitchen, but I would love to try tomatoes."),
-        good=1, flaw="repeats itself and is rude"),
+        candidates=(
+            "I do not like talking. I do not like talking. I do not like talking.",
+            "Only a small basil pot in my kitchen, but I would love to try tomatoes.",
+        ),
+        good=1,
+        flaw="repeats itself and is rude",
+    ),
 )
 
 

@@ -267,15 +267,24 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         turns = self.options.bot_turns
         total = min(self.config.annotation.units_per_annotator, max(1, len(self.pairs()) * len(self.questions())))
         if self.onboarding_needed(annotator):
-            return session_progress("Practice", 0, total * turns, detail=f"{len(onb.STEPS)} turns to check",
-                                    minutes_left=2 + total * turns * MINUTES_PER_RESPONSE)
+            return session_progress(
+                "Practice",
+                0,
+                total * turns,
+                detail=f"{len(onb.STEPS)} turns to check",
+                minutes_left=2 + total * turns * MINUTES_PER_RESPONSE,
+            )
         conv = self.load_conversation(self.current_conversation_id(assignment, assignment.state))
         done = bot_turn_count(conv) if conv else 0
         k = min(submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1, total)
         left = (turns - done) + (total - k) * turns
-        return session_progress(f"Conversation {k} of {total}", (k - 1) * turns + done, total * turns,
-                                detail=f"Response {min(done + 1, turns)} of {turns}",
-                                minutes_left=left * MINUTES_PER_RESPONSE)
+        return session_progress(
+            f"Conversation {k} of {total}",
+            (k - 1) * turns + done,
+            total * turns,
+            detail=f"Response {min(done + 1, turns)} of {turns}",
+            minutes_left=left * MINUTES_PER_RESPONSE,
+        )
 
     # -- actions -------------------------------------------------------------------------------------
     async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:

@@ -68,13 +68,15 @@ class SchedulingView:
     def seen_conversations(self) -> set[str]:
         return {c for a in (*self.history, *self.past) for c in a.conversation_ids}
 
-    def create_unit(self, external_id: str, kind: str, conversation_ids: list[str],
-                    payload: dict | None = None) -> UnitInfo:
+    def create_unit(
+        self, external_id: str, kind: str, conversation_ids: list[str], payload: dict | None = None
+    ) -> UnitInfo:
         return work.create_unit(self.session, self.study_id, external_id, kind, conversation_ids, payload)
 
 
-def assign_locked(protocol, annotator: AnnotatorInfo,
-                  choose: Callable[[SchedulingView], Choice | None]) -> AssignmentInfo | None:
+def assign_locked(
+    protocol, annotator: AnnotatorInfo, choose: Callable[[SchedulingView], Choice | None]
+) -> AssignmentInfo | None:
     """Pick and store the annotator's next assignment under the study lock (see module doc)."""
     store, study_id = protocol.store, protocol.study.study_id
     with store.locked(study_id) as session:
@@ -84,20 +86,33 @@ def assign_locked(protocol, annotator: AnnotatorInfo,
         for a in history:
             if a.is_open:  # another request of the same annotator got here first
                 return a
-        view = SchedulingView(session=session, study_id=study_id, annotator=annotator, history=history,
-                              load=work.unit_load(session, study_id), rng=protocol.study.fresh_rng(),
-                              past=[a for a in everything if a.status in work.EXCLUDED_ASSIGNMENT_STATUSES],
-                              store=store)
+        view = SchedulingView(
+            session=session,
+            study_id=study_id,
+            annotator=annotator,
+            history=history,
+            load=work.unit_load(session, study_id),
+            rng=protocol.study.fresh_rng(),
+            past=[a for a in everything if a.status in work.EXCLUDED_ASSIGNMENT_STATUSES],
+            store=store,
+        )
         choice = choose(view)
         if choice is None:
             return None
-        return work.create_assignment(session, study_id, choice.unit_id, annotator.id,
-                                      shown_order=choice.shown_order, state=choice.state,
-                                      expires_at=protocol.expiry())
+        return work.create_assignment(
+            session,
+            study_id,
+            choice.unit_id,
+            annotator.id,
+            shown_order=choice.shown_order,
+            state=choice.state,
+            expires_at=protocol.expiry(),
+        )
 
 
-def least_loaded(candidates: Iterable[Hashable], load: Mapping[Hashable, float] | Callable[[Any], Any],
-                 rng: random.Random) -> Any | None:
+def least_loaded(
+    candidates: Iterable[Hashable], load: Mapping[Hashable, float] | Callable[[Any], Any], rng: random.Random
+) -> Any | None:
     """The candidate with the smallest load (a mapping or a key function; tuples compare in order),
     ties broken at random. None when there is no candidate."""
     candidates = list(candidates)
@@ -171,11 +186,15 @@ class AdaptivePlan:
 
     def open_groups(self) -> set[Group]:
         """(question, a, b) of the pairs whose order is still open."""
-        return {(q, *pair_key(a, b)) for q, st in self.states.items() if not st.done
-                for a, b in st.undecided_pairs()}
+        return {(q, *pair_key(a, b)) for q, st in self.states.items() if not st.done for a, b in st.undecided_pairs()}
 
-    def pick(self, groups: Iterable[Group], load: Callable[[Group], Any], view: SchedulingView,
-             question_load: Callable[[str], Any] | None = None) -> Group | None:
+    def pick(
+        self,
+        groups: Iterable[Group],
+        load: Callable[[Group], Any],
+        view: SchedulingView,
+        question_load: Callable[[str], Any] | None = None,
+    ) -> Group | None:
         """The group of the next unit among `groups` (those with a unit this annotator may get):
         the question with the least `question_load` among those still open, then `next_pair` of
         its state (rng seeded from the study seed and the assignment counter, so a replay draws the
@@ -194,9 +213,14 @@ class AdaptivePlan:
         return least_loaded(sorted(g for g in allowed if g[0] == q), load, view.rng)
 
 
-def adaptive_plan(protocol, view: SchedulingView, method: str, questions: Sequence[str],
-                  outcome: Callable[[work.ScoredJudgment], tuple[str, str, str | None] | None],
-                  judgments_per_unit: int = 1) -> AdaptivePlan | None:
+def adaptive_plan(
+    protocol,
+    view: SchedulingView,
+    method: str,
+    questions: Sequence[str],
+    outcome: Callable[[work.ScoredJudgment], tuple[str, str, str | None] | None],
+    judgments_per_unit: int = 1,
+) -> AdaptivePlan | None:
     """None when the study does not use adaptive collection; else the plan (see AdaptivePlan).
     Logs the event ``adaptive-stopped`` (with the stopping tables) the first time it stops."""
     config = protocol.config
@@ -211,13 +235,27 @@ def adaptive_plan(protocol, view: SchedulingView, method: str, questions: Sequen
         pending = sum(entry["assigned"] for entry in view.load.values()) * judgments_per_unit
         if n + pending >= cfg.max_judgments:
             stopped = "max_judgments"
-    plan = AdaptivePlan(states=states, judgments=n, stopped=stopped,
-                        counter=work.count_assignments(view.session, view.study_id), seed=config.seed)
+    plan = AdaptivePlan(
+        states=states,
+        judgments=n,
+        stopped=stopped,
+        counter=work.count_assignments(view.session, view.study_id),
+        seed=config.seed,
+    )
     if stopped and not work.list_events(view.session, view.study_id, ADAPTIVE_STOPPED):
-        work.add_event(view.session, view.study_id, ADAPTIVE_STOPPED, {
-            "reason": stopped, "judgments": n, "alpha": cfg.alpha, "prior": cfg.prior, "selection": cfg.selection,
-            "questions": {q: {"ranking": st.ranking(), "pairs": st.stopping_table()} for q, st in states.items()},
-        })
+        work.add_event(
+            view.session,
+            view.study_id,
+            ADAPTIVE_STOPPED,
+            {
+                "reason": stopped,
+                "judgments": n,
+                "alpha": cfg.alpha,
+                "prior": cfg.prior,
+                "selection": cfg.selection,
+                "questions": {q: {"ranking": st.ranking(), "pairs": st.stopping_table()} for q, st in states.items()},
+            },
+        )
     return plan
 
 
@@ -236,9 +274,13 @@ class _AdaptiveCache:
     floor: int = 0  # every judgment with an id <= floor has been fed (or never will be)
 
 
-def _adaptive_states(protocol, view: SchedulingView, method: str, questions: tuple[str, ...],
-                     outcome: Callable[[work.ScoredJudgment], tuple[str, str, str | None] | None]
-                     ) -> tuple[dict[str, Any], int]:
+def _adaptive_states(
+    protocol,
+    view: SchedulingView,
+    method: str,
+    questions: tuple[str, ...],
+    outcome: Callable[[work.ScoredJudgment], tuple[str, str, str | None] | None],
+) -> tuple[dict[str, Any], int]:
     """The AdaptiveState per question after every counted judgment, kept per process between
     assignments and fed only the judgments stored since (AdaptiveState.update), instead of
     replaying the whole study each time. Rebuilt from scratch when an annotator's status changed
@@ -277,11 +319,15 @@ def adaptive_note(protocol) -> str | None:
     if not cfg.enabled:
         return None
     events = work.list_events(protocol.store, protocol.study.study_id, ADAPTIVE_STOPPED)
-    head = (f"Adaptive collection on (selection {cfg.selection}, anytime-valid stopping at alpha {cfg.alpha:g}, "
-            f"Bonferroni over the bot pairs)")
+    head = (
+        f"Adaptive collection on (selection {cfg.selection}, anytime-valid stopping at alpha {cfg.alpha:g}, "
+        f"Bonferroni over the bot pairs)"
+    )
     if not events:
         return head + ": still collecting."
     p = events[0]["payload"]
-    rankings = "; ".join(f"{q}: {' > '.join(v['ranking']) if v.get('ranking') else 'partial order'}"
-                         for q, v in (p.get("questions") or {}).items())
+    rankings = "; ".join(
+        f"{q}: {' > '.join(v['ranking']) if v.get('ranking') else 'partial order'}"
+        for q, v in (p.get("questions") or {}).items()
+    )
     return f"{head}: stopped ({p.get('reason')}) after {p.get('judgments')} judgments. {rankings}".strip()

@@ -54,8 +54,11 @@ class SingleModelProtocol(LiveProtocol, Protocol):
             if unit is None:
                 return None
             persona = sample_persona(view.rng, 2)
-            return Choice(unit.id, shown_order=[unit.payload["bot"]],
-                          state={"persona": persona, "bot_persona": sample_persona(view.rng, 2, exclude=set(persona))})
+            return Choice(
+                unit.id,
+                shown_order=[unit.payload["bot"]],
+                state={"persona": persona, "bot_persona": sample_persona(view.rng, 2, exclude=set(persona))},
+            )
 
         return assign_locked(self, annotator, choose)
 
@@ -65,9 +68,16 @@ class SingleModelProtocol(LiveProtocol, Protocol):
 
     def conversation(self, annotator, assignment, state):
         return self.create_conversation(
-            self.current_conversation_id(assignment, state), annotator, [assignment.payload["bot"]],
-            {"method": self.method, "persona": state.get("persona", []), "bot_persona": state.get("bot_persona", []),
-             "unit": assignment.unit_external_id})
+            self.current_conversation_id(assignment, state),
+            annotator,
+            [assignment.payload["bot"]],
+            {
+                "method": self.method,
+                "persona": state.get("persona", []),
+                "bot_persona": state.get("bot_persona", []),
+                "unit": assignment.unit_external_id,
+            },
+        )
 
     def chat_bots(self, assignment, state) -> list[str]:
         return [assignment.payload["bot"]]
@@ -101,11 +111,19 @@ class SingleModelProtocol(LiveProtocol, Protocol):
     def render(self, annotator, assignment) -> dict[str, Any]:
         state = self.fresh_state(assignment)
         conv = self.conversation(annotator, assignment, state)
-        return {"stage": self.stage(conv, state), "turns": conv.turns, "persona": state.get("persona", []),
-                "ratings": state.get("ratings", {}), "qualities": SINGLE_MODEL_TURN_QUALITIES,
-                "dialog_questions": SINGLE_MODEL_DIALOG_QUESTIONS, "likert": LIKERT, "slots": 1,
-                "bot_error": self.chat_error(conv, state), "turn_number": bot_turn_count(conv),
-                "bot_turns": self.options.bot_turns}
+        return {
+            "stage": self.stage(conv, state),
+            "turns": conv.turns,
+            "persona": state.get("persona", []),
+            "ratings": state.get("ratings", {}),
+            "qualities": SINGLE_MODEL_TURN_QUALITIES,
+            "dialog_questions": SINGLE_MODEL_DIALOG_QUESTIONS,
+            "likert": LIKERT,
+            "slots": 1,
+            "bot_error": self.chat_error(conv, state),
+            "turn_number": bot_turn_count(conv),
+            "bot_turns": self.options.bot_turns,
+        }
 
     def progress(self, annotator, assignment) -> dict[str, Any] | None:
         if assignment is None:
@@ -119,9 +137,13 @@ class SingleModelProtocol(LiveProtocol, Protocol):
         stage = self.stage(conv, assignment.state) if conv else "chat"
         current = done if stage in ("check", "final") else done + 1  # the message being rated, or the next one
         detail = "rate the conversation" if stage == "final" else f"Partner message {min(current, turns)} of {turns}"
-        return session_progress(f"Conversation {k} of {total}", (k - 1) * turns + done, total * turns,
-                                detail=detail,
-                                minutes_left=left * MINUTES_PER_MESSAGE + (total - k + 1))
+        return session_progress(
+            f"Conversation {k} of {total}",
+            (k - 1) * turns + done,
+            total * turns,
+            detail=detail,
+            minutes_left=left * MINUTES_PER_MESSAGE + (total - k + 1),
+        )
 
     # -- actions ----------------------------------------------------------------------------------------
     async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
@@ -157,9 +179,16 @@ class SingleModelProtocol(LiveProtocol, Protocol):
         if checked and none:
             raise JudgmentError("'None of these' cannot be ticked together with a quality.")
         value = {"turn": turn, **{q: q in checked for q in SM_QUALITIES}}
-        self.add_judgment(annotator, assignment, "turn", value, request_id=data.get("request_id"),
-                          conversation=conv.id, elapsed_s=page_elapsed(data, state),
-                          shown_order=[assignment.payload["bot"]])
+        self.add_judgment(
+            annotator,
+            assignment,
+            "turn",
+            value,
+            request_id=data.get("request_id"),
+            conversation=conv.id,
+            elapsed_s=page_elapsed(data, state),
+            shown_order=[assignment.payload["bot"]],
+        )
         state["rated"] = sorted(set(state.get("rated", [])) | {turn})
         state.setdefault("ratings", {})[str(turn)] = [q for q in SM_QUALITIES if value[q]]
         state["shown_at"] = now_ts()
@@ -181,9 +210,16 @@ class SingleModelProtocol(LiveProtocol, Protocol):
             if v not in LIKERT:
                 raise JudgmentError("Each rating must be between 1 and 5.")
             value[q] = v
-        self.add_judgment(annotator, assignment, "dialog", value, request_id=data.get("request_id"),
-                          conversation=conv.id, elapsed_s=page_elapsed(data, state),
-                          shown_order=[assignment.payload["bot"]])
+        self.add_judgment(
+            annotator,
+            assignment,
+            "dialog",
+            value,
+            request_id=data.get("request_id"),
+            conversation=conv.id,
+            elapsed_s=page_elapsed(data, state),
+            shown_order=[assignment.payload["bot"]],
+        )
         self.finish_live(annotator, conv)
         self.finish(assignment, {**state, "ended": "complete"})
         return Outcome(done=True)
@@ -196,15 +232,20 @@ class SingleModelProtocol(LiveProtocol, Protocol):
         units = work.list_units(self.store, self.study.study_id, KIND)
         unit_bot = {u.id: u.payload["bot"] for u in units}
         for u in units:
-            summary.progress.append({"bot": u.payload["bot"], "done": load.get(u.id, {}).get("submitted", 0),
-                                     "target": target})
+            summary.progress.append(
+                {"bot": u.payload["bot"], "done": load.get(u.id, {}).get("submitted", 0), "target": target}
+            )
         dialogs: dict[str, list[float]] = {}
         for j in work.list_judgments(self.store, self.study.study_id, question="dialog"):
             if j.annotator_status == "active" and isinstance(j.value, dict) and j.unit_id in unit_bot:
                 dialogs.setdefault(unit_bot[j.unit_id], []).append(sum(j.value.values()) / len(j.value))
         for bot, scores in sorted(dialogs.items()):
-            summary.headline.append({"label": f"{bot}: mean SM-Dialog rating",
-                                     "value": f"{sum(scores) / len(scores):.2f} (n={len(scores)})"})
+            summary.headline.append(
+                {
+                    "label": f"{bot}: mean SM-Dialog rating",
+                    "value": f"{sum(scores) / len(scores):.2f} (n={len(scores)})",
+                }
+            )
         return summary
 
 

@@ -100,9 +100,14 @@ class SpotTheBotProtocol(Protocol):
                     continue
                 segs.append({"conversation": c, "exchanges": k, "human": True})
                 added += 1
-            units.append(Unit(id=f"stb-package:{i:04d}", kind=KIND,
-                              conversation_ids=sorted({s["conversation"] for s in segs}),
-                              payload={"segments": segs}))
+            units.append(
+                Unit(
+                    id=f"stb-package:{i:04d}",
+                    kind=KIND,
+                    conversation_ids=sorted({s["conversation"] for s in segs}),
+                    payload={"segments": segs},
+                )
+            )
         return work.add_units(self.store, sid, self.method, units)
 
     # -- scheduling --------------------------------------------------------------------------------
@@ -152,8 +157,10 @@ class SpotTheBotProtocol(Protocol):
         turns = conv.turns[: 2 + 2 * seg["exchanges"]]
         return {
             "position": pos,
-            "turns": [{"entity": {"entity0": 0, "entity1": 1}.get(t.speaker, i % 2), "text": t.text}
-                      for i, t in enumerate(turns)],
+            "turns": [
+                {"entity": {"entity0": 0, "entity1": 1}.get(t.speaker, i % 2), "text": t.text}
+                for i, t in enumerate(turns)
+            ],
             "entity_names": ENTITY_NAMES,
             "labels": LABELS,
             "features": STB_FEATURES,
@@ -172,9 +179,13 @@ class SpotTheBotProtocol(Protocol):
         finished = submitted_count(self.store, self.study.study_id, annotator.id, KIND)
         package = min(finished + (1 if assignment.is_open else 0), packages) or 1
         segments_left = total - done + (packages - package) * total
-        return session_progress(f"Package {package} of {packages}", (package - 1) * total + done, packages * total,
-                                detail=f"Segment {min(done + 1, total)} of {total}",
-                                minutes_left=segments_left * MINUTES_PER_SEGMENT)
+        return session_progress(
+            f"Package {package} of {packages}",
+            (package - 1) * total + done,
+            packages * total,
+            detail=f"Segment {min(done + 1, total)} of {total}",
+            minutes_left=segments_left * MINUTES_PER_SEGMENT,
+        )
 
     # -- answers -------------------------------------------------------------------------------------
     def act(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str, data: dict[str, Any]) -> Outcome:
@@ -217,10 +228,22 @@ class SpotTheBotProtocol(Protocol):
         except (TypeError, ValueError):
             pass
         conv = self.store.get_conversation(self.study.study_id, seg["conversation"])
-        self.add_judgment(annotator, assignment, QUESTION, value, request_id=data["request_id"],
-                          conversation=seg["conversation"], elapsed_s=elapsed, shown_order=list(conv.bots),
-                          meta={"segment": f"{seg['conversation']}@{seg['exchanges']}", "position": pos,
-                                "human_segment": seg["human"], "bots": list(conv.bots)})
+        self.add_judgment(
+            annotator,
+            assignment,
+            QUESTION,
+            value,
+            request_id=data["request_id"],
+            conversation=seg["conversation"],
+            elapsed_s=elapsed,
+            shown_order=list(conv.bots),
+            meta={
+                "segment": f"{seg['conversation']}@{seg['exchanges']}",
+                "position": pos,
+                "human_segment": seg["human"],
+                "bots": list(conv.bots),
+            },
+        )
         done.append(pos)
         state = {**assignment.state, "done": done}
         if len(done) >= total:
@@ -247,10 +270,15 @@ class SpotTheBotProtocol(Protocol):
         for who, row in sorted(stats.items()):
             n = sum(row.values())
             progress.append({"system": who, "entity annotations": n, **row})
-        headline = [{"label": f"{r['system']} judged human or unsure",
-                     "value": f"{100 * (r['human'] + r['unsure']) / r['entity annotations']:.0f}% "
-                              f"(n={r['entity annotations']})"}
-                    for r in progress if r["entity annotations"]]
+        headline = [
+            {
+                "label": f"{r['system']} judged human or unsure",
+                "value": f"{100 * (r['human'] + r['unsure']) / r['entity annotations']:.0f}% "
+                f"(n={r['entity annotations']})",
+            }
+            for r in progress
+            if r["entity annotations"]
+        ]
         units = work.count_units(self.store, sid, KIND)
         notes = [f"{units} packages; each is annotated {self.options.annotations_per_segment} times."]
         return AdminSummary(progress=progress, headline=headline, notes=notes)

@@ -105,9 +105,7 @@ def load_wordlist(path: str | Path | None = None) -> tuple[str, ...]:
     try:
         return _parse_wordlist(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise DialevalError(
-            f"cannot read the offensive word list '{path}': {exc.strerror}; check the path"
-        ) from None
+        raise DialevalError(f"cannot read the offensive word list '{path}': {exc.strerror}; check the path") from None
 
 
 WordList = str | Path | Iterable[str] | None
@@ -120,9 +118,7 @@ def _pattern(wordlist: WordList) -> re.Pattern[str] | None:
         words = tuple(" ".join(w.lower().split()) for w in wordlist if w and w.strip())
     if not words:
         return None
-    alternatives = sorted(
-        (r"\s+".join(re.escape(part) for part in w.split()) for w in words), key=len, reverse=True
-    )
+    alternatives = sorted((r"\s+".join(re.escape(part) for part in w.split()) for w in words), key=len, reverse=True)
     return re.compile(r"(?<![\w])(?:" + "|".join(alternatives) + r")(?:e?s)?(?![\w])")
 
 
@@ -194,18 +190,12 @@ def _check(
         first = normalize(messages[0])
         if first and any(normalize(m) == first for m in messages[1:]):
             reasons.append(REPEATS_FIRST)
-    if (
-        OFFENSIVE_LANGUAGE in checks
-        and pattern is not None
-        and any(pattern.search(m.lower()) for m in messages)
-    ):
+    if OFFENSIVE_LANGUAGE in checks and pattern is not None and any(pattern.search(m.lower()) for m in messages):
         reasons.append(OFFENSIVE_LANGUAGE)
     return reasons
 
 
-def never_gives_reason(
-    justifications: Sequence[str | None], *, min_letters: int = 3, identical_min: int = 3
-) -> bool:
+def never_gives_reason(justifications: Sequence[str | None], *, min_letters: int = 3, identical_min: int = 3) -> bool:
     """True when a worker never gave a real reason for their choices (003: such workers are dropped).
 
     That is: no justifications at all; or every one is empty, has fewer than `min_letters` letters or
@@ -258,9 +248,7 @@ def filter_annotators(
             for reason in _check(conversation, checks, pattern):
                 if reason not in reasons:
                     reasons.append(reason)
-        if annotator in justifications_by_annotator and never_gives_reason(
-            justifications_by_annotator[annotator]
-        ):
+        if annotator in justifications_by_annotator and never_gives_reason(justifications_by_annotator[annotator]):
             reasons.append(NEVER_GIVES_REASON)
         result[annotator] = reasons
     return result

@@ -198,7 +198,10 @@ def write_report(
             plt.close(fig)
     env = Environment(loader=PackageLoader("dialeval.report", "templates"), autoescape=select_autoescape())
     html = env.get_template("report.html").render(
-        report=report, images=images, captions=FIGURE_CAPTIONS, body=Markup(_body(report)),
+        report=report,
+        images=images,
+        captions=FIGURE_CAPTIONS,
+        body=Markup(_body(report)),
         systems=Markup(_systems(report)),
     )
     html_file.parent.mkdir(parents=True, exist_ok=True)
@@ -255,10 +258,16 @@ def _body(report: dict[str, Any]) -> str:
     from .render import render
 
     order: list[str] = [str(s.get("name")) for s in report.get("systems") or [] if isinstance(s, dict)]
-    scalars = {k: v for k, v in report.items() if k not in SKIP and (v is None or isinstance(v, (str, int, float, bool))
-                                                                     or (isinstance(v, list) and len(v) <= 8
-                                                                         and all(isinstance(x, (str, int, float))
-                                                                                 for x in v)))}
+    scalars = {
+        k: v
+        for k, v in report.items()
+        if k not in SKIP
+        and (
+            v is None
+            or isinstance(v, (str, int, float, bool))
+            or (isinstance(v, list) and len(v) <= 8 and all(isinstance(x, (str, int, float)) for x in v))
+        )
+    }
     keys = [k for k in SECTION_TITLES if k in report and k not in SKIP and k not in scalars]
     keys += [k for k in report if k not in SECTION_TITLES and k not in SKIP and k not in scalars]
     parts = []
@@ -271,7 +280,7 @@ def _body(report: dict[str, Any]) -> str:
         if value in (None, [], {}):
             continue
         title = SECTION_TITLES.get(key, key.replace("_", " ").capitalize())
-        parts.append(f"<h2 id=\"{escape(key)}\">{escape(title)}</h2>{render(key, value, key, order)}")
+        parts.append(f'<h2 id="{escape(key)}">{escape(title)}</h2>{render(key, value, key, order)}')
     by_question = report.get("by_question") or {}
     for question, sub in by_question.items():
         if question == report.get("question") or not isinstance(sub, dict):

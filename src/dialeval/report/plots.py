@@ -24,8 +24,14 @@ def _stars(p: float | None) -> str:
     return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
 
 
-def winrate_heatmap(rows: list[dict], a: str = "a", b: str = "b", rate: str = "win_rate_a",
-                    title: str = "Win rate of row over column", order: list[str] | None = None) -> Figure | None:
+def winrate_heatmap(
+    rows: list[dict],
+    a: str = "a",
+    b: str = "b",
+    rate: str = "win_rate_a",
+    title: str = "Win rate of row over column",
+    order: list[str] | None = None,
+) -> Figure | None:
     """Grid of win rates with significance stars; rows are (a, b, rate, p) records; `order`: the
     systems best first (the report's rank order), others after them."""
     if not rows:
@@ -50,9 +56,15 @@ def winrate_heatmap(rows: list[dict], a: str = "a", b: str = "b", rate: str = "w
     for i in range(len(names)):
         for j in range(len(names)):
             if not np.isnan(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.0%}{marks[i][j]}", ha="center", va="center",
-                        fontsize=8 if len(names) <= 8 else 6,
-                        color="white" if abs(grid[i, j] - 0.5) > 0.3 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{grid[i, j]:.0%}{marks[i][j]}",
+                    ha="center",
+                    va="center",
+                    fontsize=8 if len(names) <= 8 else 6,
+                    color="white" if abs(grid[i, j] - 0.5) > 0.3 else "black",
+                )
     fig.colorbar(im, ax=ax, fraction=0.046)
     legend = "\n(* p<.05, ** p<.01, *** p<.001)" if any(r.get("p") is not None for r in rows) else ""
     ax.set_title(title + legend, fontsize=10)
@@ -60,8 +72,13 @@ def winrate_heatmap(rows: list[dict], a: str = "a", b: str = "b", rate: str = "w
     return fig
 
 
-def leaderboard(rows: list[dict], value: str = "rating", low: str = "ci_low", high: str = "ci_high",
-                title: str = "Bradley–Terry ratings with 95% bootstrap intervals") -> Figure | None:
+def leaderboard(
+    rows: list[dict],
+    value: str = "rating",
+    low: str = "ci_low",
+    high: str = "ci_high",
+    title: str = "Bradley–Terry ratings with 95% bootstrap intervals",
+) -> Figure | None:
     rows = [r for r in rows or [] if r.get(value) is not None]
     if not rows:
         return None
@@ -85,16 +102,30 @@ def _legend_outside(ax, count: int) -> None:
     if count == 0:
         return
     ncol = 1 if count <= 14 else 2 if count <= 30 else 3
-    ax.legend(fontsize=7 if count > 8 else 8, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=ncol,
-              frameon=False, borderaxespad=0)
+    ax.legend(
+        fontsize=7 if count > 8 else 8,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        ncol=ncol,
+        frameon=False,
+        borderaxespad=0,
+    )
 
 
 _STYLES = ("-", "--", ":", "-.")
 
 
-def lines(series: dict[str, list[tuple[float, float]]], title: str, xlabel: str, ylabel: str,
-          step: bool = False, ylim: tuple[float, float] | None = None, hline: float | None = None,
-          logx: bool = False, stop_at: float | None = None) -> Figure | None:
+def lines(
+    series: dict[str, list[tuple[float, float]]],
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    step: bool = False,
+    ylim: tuple[float, float] | None = None,
+    hline: float | None = None,
+    logx: bool = False,
+    stop_at: float | None = None,
+) -> Figure | None:
     """One line per series. `stop_at`: cut each series after its first y >= stop_at (curves to a plateau)."""
     series = {k: [p for p in v if p[0] is not None and p[1] is not None] for k, v in (series or {}).items()}
     if logx:
@@ -145,10 +176,19 @@ def grouped_bars(values: dict[str, dict[str, float]], title: str, ylabel: str) -
     width = 0.8 / len(groups)
     fig, ax = plt.subplots(figsize=(min(12, max(6, 0.18 * len(systems) * len(groups) + 2)), 4.2))
     for k, g in enumerate(groups):
-        ax.bar(np.arange(len(systems)) + k * width - 0.4 + width / 2,
-               [values[s].get(g, np.nan) for s in systems], width, label=g)
-    ax.set_xticks(range(len(systems)), systems, rotation=30 if len(systems) <= 6 else 60, ha="right",
-                  fontsize=9 if len(systems) <= 10 else 7)
+        ax.bar(
+            np.arange(len(systems)) + k * width - 0.4 + width / 2,
+            [values[s].get(g, np.nan) for s in systems],
+            width,
+            label=g,
+        )
+    ax.set_xticks(
+        range(len(systems)),
+        systems,
+        rotation=30 if len(systems) <= 6 else 60,
+        ha="right",
+        fontsize=9 if len(systems) <= 10 else 7,
+    )
     ax.axhline(0, color="black", lw=0.6)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)

@@ -534,8 +534,15 @@ class SimulatedAnnotator:
                 noise=self.profile.noise,
                 rng=self.rng,
             )
-            self.act(aid, "rate", {**{k: str(v) for k, v in data.items()}, "position": str(position),
-                                   "elapsed_ms": self.elapsed_ms("direct-assessment")})
+            self.act(
+                aid,
+                "rate",
+                {
+                    **{k: str(v) for k, v in data.items()},
+                    "position": str(position),
+                    "elapsed_ms": self.elapsed_ms("direct-assessment"),
+                },
+            )
         else:
             self.log.errors.append(f"assignment {aid}: unexpected stage {stage!r}")
             self._gone = True

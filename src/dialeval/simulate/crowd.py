@@ -72,12 +72,14 @@ class SimulationResult:
 
     def summary(self) -> str:
         rate = f"{100 * self.catch_rate:.0f}%" if self.catch_rate is not None else "n/a"
-        return (f"{self.method}: {self.annotators} simulated annotators ({self.careless} careless, "
-                f"{self.careless_judged} of them judged, {rate} of those caught, "
-                f"{self.careful_flagged} careful flagged); {self.judgments_submitted} judgments submitted, "
-                f"{self.judgments_stored} stored; {self.completed_units} units completed, {self.abandoned} "
-                f"abandoned ({self.returned} came back), {self.refreshed} refreshes, {self.double_submits} double "
-                f"submits; {len(self.errors)} errors")
+        return (
+            f"{self.method}: {self.annotators} simulated annotators ({self.careless} careless, "
+            f"{self.careless_judged} of them judged, {rate} of those caught, "
+            f"{self.careful_flagged} careful flagged); {self.judgments_submitted} judgments submitted, "
+            f"{self.judgments_stored} stored; {self.completed_units} units completed, {self.abandoned} "
+            f"abandoned ({self.returned} came back), {self.refreshed} refreshes, {self.double_submits} double "
+            f"submits; {len(self.errors)} errors"
+        )
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -94,10 +96,20 @@ def study_truth(config, strengths: dict[str, float] | None = None) -> SimTruth:
     return SimTruth.from_bots(names, strengths, qc_bots=qc)
 
 
-def simulate_study(folder: str | Path, annotators: int = 40, seed: int = 0, careless_share: float = 0.15,
-                   base_url: str | None = None, *, strengths: dict[str, float] | None = None,
-                   concurrency: int = 8, slug: str | None = None, abandon_p: float = 0.05,
-                   refresh_p: float = 0.1, double_submit_p: float = 0.05) -> SimulationResult:
+def simulate_study(
+    folder: str | Path,
+    annotators: int = 40,
+    seed: int = 0,
+    careless_share: float = 0.15,
+    base_url: str | None = None,
+    *,
+    strengths: dict[str, float] | None = None,
+    concurrency: int = 8,
+    slug: str | None = None,
+    abandon_p: float = 0.05,
+    refresh_p: float = 0.1,
+    double_submit_p: float = 0.05,
+) -> SimulationResult:
     """Run `annotators` simulated people (a `careless_share` of them careless) through the study.
 
     Without `base_url` the real app is started in this process (simulate/server.py). The truth
@@ -121,16 +133,33 @@ def simulate_study(folder: str | Path, annotators: int = 40, seed: int = 0, care
         rng = random.Random(f"{seed}:crowd")
         n_careless = round(annotators * careless_share)
         careless = set(rng.sample(range(annotators), n_careless))
-        profiles = [sample_profile(random.Random(f"{seed}:profile:{i}"), f"s{seed}r{before}-{i}", i in careless,
-                                   abandon_p=abandon_p, refresh_p=refresh_p, double_submit_p=double_submit_p)
-                    for i in range(annotators)]
+        profiles = [
+            sample_profile(
+                random.Random(f"{seed}:profile:{i}"),
+                f"s{seed}r{before}-{i}",
+                i in careless,
+                abandon_p=abandon_p,
+                refresh_p=refresh_p,
+                double_submit_p=double_submit_p,
+            )
+            for i in range(annotators)
+        ]
         corpus = load_corpus() if config.method in ("pairwise-turn", "single-model", "direct-assessment") else None
         study_slug = slug or slugify(config.name)
 
         def run_all(url: str) -> list[AnnotatorLog]:
             def one(i: int) -> AnnotatorLog:
-                sim = SimulatedAnnotator(url, study_slug, config.method, opened.store, opened.id, truth,
-                                         profiles[i], random.Random(f"{seed}:annotator:{i}"), corpus)
+                sim = SimulatedAnnotator(
+                    url,
+                    study_slug,
+                    config.method,
+                    opened.store,
+                    opened.id,
+                    truth,
+                    profiles[i],
+                    random.Random(f"{seed}:annotator:{i}"),
+                    corpus,
+                )
                 return sim.run()
 
             with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
@@ -176,19 +205,30 @@ def collect(opened, method: str, folder: Path, logs: list[AnnotatorLog], truth: 
     errors = [f"{log.name}: {e}" for log in logs for e in log.errors]
     careless_logs = [log for log in logs if log.careless]
     return SimulationResult(
-        method=method, folder=str(folder), annotators=len(logs), careless=len(careless_logs),
+        method=method,
+        folder=str(folder),
+        annotators=len(logs),
+        careless=len(careless_logs),
         careless_judged=sum(1 for log in careless_logs if stored.get(log.annotator_id, 0) > 0),
-        careless_caught=sum(1 for log in careless_logs
-                            if log.annotator_id in caught_ids and stored.get(log.annotator_id, 0) > 0),
+        careless_caught=sum(
+            1 for log in careless_logs if log.annotator_id in caught_ids and stored.get(log.annotator_id, 0) > 0
+        ),
         careful_flagged=sum(1 for log in logs if not log.careless and log.annotator_id in caught_ids),
         judgments_submitted=sum(log.judgments for log in logs),
         judgments_stored=sum(stored.get(log.annotator_id, 0) for log in logs if log.annotator_id is not None),
-        judgments_mismatch=mismatch, completed_units=sum(log.units_completed for log in logs),
-        abandoned=sum(log.abandoned for log in logs), returned=sum(log.returned for log in logs),
-        refreshed=sum(log.refreshed for log in logs), double_submits=sum(log.double_submits for log in logs),
-        messages=sum(log.messages for log in logs), finished=sum(log.finished for log in logs),
-        refused=sum(len(log.refused) for log in logs), errors=errors,
-        annotator_hours=sum(log.seconds for log in logs) / 3600.0, truth=truth.to_json(), reasons=dict(reasons),
+        judgments_mismatch=mismatch,
+        completed_units=sum(log.units_completed for log in logs),
+        abandoned=sum(log.abandoned for log in logs),
+        returned=sum(log.returned for log in logs),
+        refreshed=sum(log.refreshed for log in logs),
+        double_submits=sum(log.double_submits for log in logs),
+        messages=sum(log.messages for log in logs),
+        finished=sum(log.finished for log in logs),
+        refused=sum(len(log.refused) for log in logs),
+        errors=errors,
+        annotator_hours=sum(log.seconds for log in logs) / 3600.0,
+        truth=truth.to_json(),
+        reasons=dict(reasons),
         logs=logs,
     )
 
@@ -211,8 +251,12 @@ def recovered_order(report: dict[str, Any], truth: SimTruth | dict[str, Any]) ->
     rho = None
     if len(names) >= 2:
         rho = float(spearmanr([strengths[b] for b in names], [scores[b] for b in names]).statistic)
-    return {"truth_order": truth_order, "report_order": report_order, "spearman": rho,
-            "exact": report_order == truth_order}
+    return {
+        "truth_order": truth_order,
+        "report_order": report_order,
+        "spearman": rho,
+        "exact": report_order == truth_order,
+    }
 
 
 def write_study_report(folder: str | Path) -> Path:
@@ -225,9 +269,14 @@ def write_study_report(folder: str | Path) -> Path:
     return out
 
 
-def simulate_demo(out: str | Path, annotators: int = 20, seed: int = 0,
-                  methods: tuple[str, ...] = METHODS, careless_share: float = 0.15,
-                  concurrency: int = 8) -> dict[str, SimulationResult]:
+def simulate_demo(
+    out: str | Path,
+    annotators: int = 20,
+    seed: int = 0,
+    methods: tuple[str, ...] = METHODS,
+    careless_share: float = 0.15,
+    concurrency: int = 8,
+) -> dict[str, SimulationResult]:
     """Create the demo studies (demo.create_demo), run a simulated crowd on each through one running
     app, and write each study's report into <study>/report/."""
     from ..demo import create_demo
@@ -246,9 +295,15 @@ def simulate_demo(out: str | Path, annotators: int = 20, seed: int = 0,
             while slug in slugs:
                 slug, n = f"{base}-{n}", n + 1
             slugs.add(slug)
-            results[config.method] = simulate_study(folder, annotators=annotators, seed=seed,
-                                                    careless_share=careless_share, base_url=url, slug=slug,
-                                                    concurrency=concurrency)
+            results[config.method] = simulate_study(
+                folder,
+                annotators=annotators,
+                seed=seed,
+                careless_share=careless_share,
+                base_url=url,
+                slug=slug,
+                concurrency=concurrency,
+            )
     for result in results.values():
         out = Path(result.folder) / "report"
         try:
@@ -260,6 +315,5 @@ def simulate_demo(out: str | Path, annotators: int = 20, seed: int = 0,
         if report_json.exists():
             import json
 
-            result.recovery = recovered_order(json.loads(report_json.read_text(encoding="utf-8")),
-                                              result.truth)
+            result.recovery = recovered_order(json.loads(report_json.read_text(encoding="utf-8")), result.truth)
     return results

@@ -73,8 +73,13 @@ class SimTruth:
     qc: dict[str, float] = field(default_factory=dict)  # degraded QC bots
 
     @classmethod
-    def from_bots(cls, bots: Sequence[str], strengths: dict[str, float] | None = None,
-                  qc_bots: Sequence[str] = (), step: float = DEFAULT_STEP) -> SimTruth:
+    def from_bots(
+        cls,
+        bots: Sequence[str],
+        strengths: dict[str, float] | None = None,
+        qc_bots: Sequence[str] = (),
+        step: float = DEFAULT_STEP,
+    ) -> SimTruth:
         """Given strengths, else the bots' order: first strongest, `step` apart, centred on 0."""
         names = [b for b in bots if b not in set(qc_bots)]
         if strengths is None:
@@ -133,27 +138,39 @@ class AnnotatorProfile:
     platform: str = "volunteer"  # volunteer | prolific | link
 
 
-def sample_profile(rng: random.Random, name: str, careless: bool, *, abandon_p: float = 0.05,
-                   refresh_p: float = 0.1, double_submit_p: float = 0.05) -> AnnotatorProfile:
+def sample_profile(
+    rng: random.Random,
+    name: str,
+    careless: bool,
+    *,
+    abandon_p: float = 0.05,
+    refresh_p: float = 0.1,
+    double_submit_p: float = 0.05,
+) -> AnnotatorProfile:
     """A random annotator: noise ~ U(0.3, 0.9), side bias ~ N(0, 0.3), lenience ~ N(0, 0.5)."""
     return AnnotatorProfile(
-        name=name, careless=careless, noise=rng.uniform(0.3, 0.9), side_bias=rng.gauss(0.0, 0.3),
-        lenience=rng.gauss(0.0, 0.5), speed=math.exp(rng.gauss(0.0, 0.25)) * (0.33 if careless else 1.0),
-        careless_style=rng.choice(CARELESS_STYLES), abandon_p=abandon_p, refresh_p=refresh_p,
-        double_submit_p=double_submit_p, platform=rng.choice(("volunteer", "prolific", "link")),
+        name=name,
+        careless=careless,
+        noise=rng.uniform(0.3, 0.9),
+        side_bias=rng.gauss(0.0, 0.3),
+        lenience=rng.gauss(0.0, 0.5),
+        speed=math.exp(rng.gauss(0.0, 0.25)) * (0.33 if careless else 1.0),
+        careless_style=rng.choice(CARELESS_STYLES),
+        abandon_p=abandon_p,
+        refresh_p=refresh_p,
+        double_submit_p=double_submit_p,
+        platform=rng.choice(("volunteer", "prolific", "link")),
     )
 
 
 # -- decisions ---------------------------------------------------------------------------------------
-def choose_pairwise(strength_a: float, strength_b: float, side_bias: float, noise: float,
-                    rng: random.Random) -> int:
+def choose_pairwise(strength_a: float, strength_b: float, side_bias: float, noise: float, rng: random.Random) -> int:
     """0 to choose A (shown left / first), 1 for B: P(A) = sigmoid((s_a - s_b) / noise + side_bias)."""
     p_a = sigmoid((strength_a - strength_b) / max(noise, 1e-6) + side_bias)
     return 0 if rng.random() < p_a else 1
 
 
-def likert(strength: float, lenience: float, noise: float, rng: random.Random, low: int = 1,
-           high: int = 5) -> int:
+def likert(strength: float, lenience: float, noise: float, rng: random.Random, low: int = 1, high: int = 5) -> int:
     """A 1-5 rating: round(3 + strength + lenience + N(0, noise)), clipped to the scale."""
     mid = (low + high) / 2
     return int(min(high, max(low, round(mid + strength + lenience + rng.gauss(0.0, noise)))))
@@ -169,8 +186,7 @@ def detection_per_exchange(strength: float) -> float:
     return sigmoid(-1.2 * strength - 1.0)
 
 
-def stb_label(is_bot: bool, strength: float, k_exchanges: int, rng: random.Random, *,
-              careless: bool = False) -> str:
+def stb_label(is_bot: bool, strength: float, k_exchanges: int, rng: random.Random, *, careless: bool = False) -> str:
     """'human' | 'bot' | 'unsure' for one entity of a segment of `k_exchanges` exchanges.
 
     A bot is spotted with probability 1 - (1 - h)^k, h = detection_per_exchange(strength): the
@@ -189,8 +205,15 @@ def stb_label(is_bot: bool, strength: float, k_exchanges: int, rng: random.Rando
     return "human" if u < 0.75 else ("unsure" if u < 0.92 else "bot")
 
 
-def stb_feature(strength_0: float, strength_1: float, noise: float, rng: random.Random, *,
-                careless: bool = False, tie_band: float = 0.4) -> str:
+def stb_feature(
+    strength_0: float,
+    strength_1: float,
+    noise: float,
+    rng: random.Random,
+    *,
+    careless: bool = False,
+    tie_band: float = 0.4,
+) -> str:
     """Which entity did better on a feature: '0', '1' or 'tie' (as the form posts it)."""
     if careless:
         return rng.choice(("0", "1", "tie"))
@@ -200,8 +223,15 @@ def stb_feature(strength_0: float, strength_1: float, noise: float, rng: random.
     return "0" if diff > 0 else "1"
 
 
-def da_ratings(strength: float, is_qc: bool, *, careless: bool = False, lenience: float = 0.0,
-               noise: float = 0.6, rng: random.Random) -> dict[str, int]:
+def da_ratings(
+    strength: float,
+    is_qc: bool,
+    *,
+    careless: bool = False,
+    lenience: float = 0.0,
+    noise: float = 0.6,
+    rng: random.Random,
+) -> dict[str, int]:
     """The seven raw 0-100 slider positions of a Direct Assessment conversation (records.py).
 
     Careful annotators rate from the bot's strength (the degraded QC bot has QC_STRENGTH, so it
@@ -218,8 +248,9 @@ def da_ratings(strength: float, is_qc: bool, *, careless: bool = False, lenience
     return out
 
 
-def sm_turn_qualities(strength: float, lenience: float, noise: float, rng: random.Random, *,
-                      careless: bool = False) -> list[str]:
+def sm_turn_qualities(
+    strength: float, lenience: float, noise: float, rng: random.Random, *, careless: bool = False
+) -> list[str]:
     """The SM-Turn qualities ticked for one bot message: each with P = sigmoid(strength + lenience + N)."""
     from ..records import SM_QUALITIES
 
@@ -242,12 +273,20 @@ def _acceptable(text: str) -> bool:
     words = text.split()
     if not 4 <= len(words) <= 30:
         return False
-    return not filters.check_messages([text], checks=(filters.GREETING_FIRST, filters.ALL_CAPS,
-                                                       filters.OFFENSIVE_LANGUAGE))
+    return not filters.check_messages(
+        [text], checks=(filters.GREETING_FIRST, filters.ALL_CAPS, filters.OFFENSIVE_LANGUAGE)
+    )
 
 
-def chat_message(rng: random.Random, corpus: Sequence[Any] | None, careless: bool, *,
-                 style: str = "short", first: str | None = None, used: set[str] | None = None) -> str:
+def chat_message(
+    rng: random.Random,
+    corpus: Sequence[Any] | None,
+    careless: bool,
+    *,
+    style: str = "short",
+    first: str | None = None,
+    used: set[str] | None = None,
+) -> str:
     """One message of a simulated annotator in a live chat.
 
     Careful: a turn of the bundled corpus with 4-30 words, no greeting, no capitals-only text, no
@@ -278,12 +317,20 @@ def chat_message(rng: random.Random, corpus: Sequence[Any] | None, careless: boo
     return f"I was thinking about something else today, message {len(used) + 1}."
 
 
-def justification(rng: random.Random, careless: bool, chosen: str = "the first", *,
-                  words: int = 2) -> str:
+def justification(rng: random.Random, careless: bool, chosen: str = "the first", *, words: int = 2) -> str:
     """A reason for a choice: varied sentences for careful annotators, a non-answer for careless ones."""
     if careless:
         return "no reason"
-    reasons = ("sounds more natural", "answers what was said", "is more engaging", "asks a good question",
-               "stays on topic", "is more specific", "is less repetitive", "feels like a real person",
-               "gives more detail", "is friendlier")
+    reasons = (
+        "sounds more natural",
+        "answers what was said",
+        "is more engaging",
+        "asks a good question",
+        "stays on topic",
+        "is more specific",
+        "is less repetitive",
+        "feels like a real person",
+        "gives more detail",
+        "is friendlier",
+    )
     return f"{chosen.capitalize()} {rng.choice(reasons)} and {rng.choice(reasons)}"

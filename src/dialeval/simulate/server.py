@@ -30,8 +30,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_app(study_folders: Sequence[str | Path], *, relax_rate_limit: bool = True,
-                timeout: float = 60.0) -> Iterator[str]:
+def running_app(
+    study_folders: Sequence[str | Path], *, relax_rate_limit: bool = True, timeout: float = 60.0
+) -> Iterator[str]:
     """Serve the study folders on 127.0.0.1 while the block runs; yields the base URL."""
     import uvicorn
 
@@ -43,8 +44,9 @@ def running_app(study_folders: Sequence[str | Path], *, relax_rate_limit: bool =
         for served in app.state.studies.values():
             served.limiter = RateLimiter(rate=1000.0, burst=1000)
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False,
-                            lifespan="off", timeout_keep_alive=30)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=30
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"dialeval-sim-server-{port}", daemon=True)
     thread.start()

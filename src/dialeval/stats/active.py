@@ -67,8 +67,11 @@ def candidate_pairs(
     K: int, beats: np.ndarray | None = None, allowed: Iterable[Pair] | None = None, transitive: bool = True
 ) -> list[Pair]:
     """Allowed pairs (i < j; default all) whose order is not yet resolved."""
-    pairs = [(i, j) for i in range(K) for j in range(i + 1, K)] if allowed is None else [
-        (min(i, j), max(i, j)) for i, j in allowed]
+    pairs = (
+        [(i, j) for i in range(K) for j in range(i + 1, K)]
+        if allowed is None
+        else [(min(i, j), max(i, j)) for i, j in allowed]
+    )
     if beats is None:
         return pairs
     res = resolved_matrix(beats, transitive)

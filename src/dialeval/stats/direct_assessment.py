@@ -88,11 +88,13 @@ def qc_test(
     # U statistic, tie term and normal approximation in a few grouped operations (no loop per
     # annotator; the formula is scipy.stats.mannwhitneyu's asymptotic one, alternative="less").
     values = ratings[criteria].to_numpy(dtype=float)
-    long = pd.DataFrame({
-        "annotator": np.repeat(ratings["annotator"].to_numpy(), len(criteria)),
-        "qc": np.repeat(ratings["is_qc"].astype(bool).to_numpy(), len(criteria)),
-        "x": values.ravel(),
-    })
+    long = pd.DataFrame(
+        {
+            "annotator": np.repeat(ratings["annotator"].to_numpy(), len(criteria)),
+            "qc": np.repeat(ratings["is_qc"].astype(bool).to_numpy(), len(criteria)),
+            "x": values.ravel(),
+        }
+    )
     long = long[~np.isnan(long["x"].to_numpy())]
     by = long.groupby("annotator", sort=True)
     n_qc = by["qc"].sum().reindex(annotators, fill_value=0).astype(int)
@@ -100,8 +102,9 @@ def qc_test(
     n_ord = n_all - n_qc
     spread = (by["x"].max() - by["x"].min()).reindex(annotators)
     rank = by["x"].rank(method="average")
-    r_qc = rank[long["qc"].to_numpy()].groupby(long.loc[long["qc"], "annotator"]).sum().reindex(annotators,
-                                                                                                fill_value=0.0)
+    r_qc = (
+        rank[long["qc"].to_numpy()].groupby(long.loc[long["qc"], "annotator"]).sum().reindex(annotators, fill_value=0.0)
+    )
     ties = long.groupby(["annotator", "x"], sort=False).size().astype(float)
     tie_term = (ties**3 - ties).groupby(level=0).sum().reindex(annotators, fill_value=0.0)
     n1, n2 = n_qc.to_numpy(dtype=float), n_ord.to_numpy(dtype=float)
@@ -116,20 +119,36 @@ def qc_test(
         for k, a in enumerate(annotators):
             if n1[k] and n2[k] and spread.iloc[k] > 0:
                 d = long[long["annotator"] == a]
-                p[k] = stats.mannwhitneyu(d.loc[d["qc"], "x"], d.loc[~d["qc"], "x"], alternative="less",
-                                          method=method).pvalue
+                p[k] = stats.mannwhitneyu(
+                    d.loc[d["qc"], "x"], d.loc[~d["qc"], "x"], alternative="less", method=method
+                ).pvalue
     no_qc, no_ord = n1 == 0, n2 == 0
     constant = ~(no_qc | no_ord) & ~(spread.to_numpy() > 0)
     p = np.where(no_qc | no_ord | constant, 1.0, p)
     passed = p < alpha
     reason = [
-        "no QC ratings" if a else "no ordinary-bot ratings" if b else "constant scores" if c else
-        None if ok else f"QC bot not rated lower (p >= {alpha:g})"
+        "no QC ratings"
+        if a
+        else "no ordinary-bot ratings"
+        if b
+        else "constant scores"
+        if c
+        else None
+        if ok
+        else f"QC bot not rated lower (p >= {alpha:g})"
         for a, b, c, ok in zip(no_qc, no_ord, constant, passed)
     ]
-    out = pd.DataFrame({"annotator": annotators, "p": p.astype(float), "n_qc": n_qc.to_numpy(),
-                        "n_ordinary": n_ord.to_numpy(), "passed": passed.astype(bool), "reason": reason},
-                       columns=columns)
+    out = pd.DataFrame(
+        {
+            "annotator": annotators,
+            "p": p.astype(float),
+            "n_qc": n_qc.to_numpy(),
+            "n_ordinary": n_ord.to_numpy(),
+            "passed": passed.astype(bool),
+            "reason": reason,
+        },
+        columns=columns,
+    )
     out["reason"] = out["reason"].astype(object).where(out["reason"].notna(), None)
     return out.set_index("annotator")
 
@@ -188,8 +207,9 @@ def criteria_correlations(table: pd.DataFrame, columns: Sequence[str] | None = N
     return {"pearson": data.corr(method="pearson"), "spearman": data.corr(method="spearman")}
 
 
-def rater_agreement(z_ratings: pd.DataFrame, unit: str = "unit", column: str = "z",
-                    max_pairs: int | None = MAX_AGREEMENT_PAIRS) -> pd.DataFrame:
+def rater_agreement(
+    z_ratings: pd.DataFrame, unit: str = "unit", column: str = "z", max_pairs: int | None = MAX_AGREEMENT_PAIRS
+) -> pd.DataFrame:
     """Pearson r between pairs of annotators who rated the same set of bots (paper Fig. 2).
 
     Units (HITs/assignments) are grouped by the sorted set of systems they rated; for every pair of
@@ -224,7 +244,7 @@ def rater_agreement(z_ratings: pd.DataFrame, unit: str = "unit", column: str = "
             continue
         members = np.asarray(listed)
         size = bounds[members[0] + 1] - bounds[members[0]]
-        X = np.stack([values[bounds[k]:bounds[k] + size] for k in members])  # units x systems
+        X = np.stack([values[bounds[k] : bounds[k] + size] for k in members])  # units x systems
         parts.append(_group_correlations(X, members, first_annotator, units, max_pairs))
     if not parts:
         return pd.DataFrame(columns=cols)
@@ -232,8 +252,9 @@ def rater_agreement(z_ratings: pd.DataFrame, unit: str = "unit", column: str = "
     return out[cols]
 
 
-def _group_correlations(X: np.ndarray, members: np.ndarray, annotators: np.ndarray, units: pd.Index,
-                        max_pairs: int | None) -> pd.DataFrame:
+def _group_correlations(
+    X: np.ndarray, members: np.ndarray, annotators: np.ndarray, units: pd.Index, max_pairs: int | None
+) -> pd.DataFrame:
     """Pearson r for the pairs of rows of X (units rating the same systems) by different annotators.
     Complete rows go through one matrix product; rows with missing values pair by pair."""
     g = len(members)
@@ -269,8 +290,16 @@ def _group_correlations(X: np.ndarray, members: np.ndarray, annotators: np.ndarr
         n[k] = int(ok.sum())
     good = ~np.isnan(r)
     ia, ib, r, n = ia[good], ib[good], np.clip(r[good], -1.0, 1.0), n[good]
-    return pd.DataFrame({"unit_a": units[members[ia]], "unit_b": units[members[ib]],
-                         "annotator_a": ann[ia], "annotator_b": ann[ib], "r": r, "n": n})
+    return pd.DataFrame(
+        {
+            "unit_a": units[members[ia]],
+            "unit_b": units[members[ib]],
+            "annotator_a": ann[ia],
+            "annotator_b": ann[ib],
+            "r": r,
+            "n": n,
+        }
+    )
 
 
 def summarize_correlations(values: Sequence[float]) -> dict[str, float | int | None]:

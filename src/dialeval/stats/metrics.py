@@ -25,19 +25,65 @@ import numpy as np
 from scipy import stats
 
 DEBIAN_WORDNET = Path("/usr/share/wordnet")
-WORDNET_FILES = ("index.adj", "index.adv", "index.noun", "index.verb",
-                 "data.adj", "data.adv", "data.noun", "data.verb",
-                 "adj.exc", "adv.exc", "noun.exc", "verb.exc")
+WORDNET_FILES = (
+    "index.adj",
+    "index.adv",
+    "index.noun",
+    "index.verb",
+    "data.adj",
+    "data.adv",
+    "data.noun",
+    "data.verb",
+    "adj.exc",
+    "adv.exc",
+    "noun.exc",
+    "verb.exc",
+)
 # The 45 lexicographer file names of WordNet 3.0 (numbered from 0), with their part-of-speech
 # number (1 noun, 2 verb, 3 adjective, 4 adverb), as documented in lexnames(5WN).
 _NOUN_FILES = [
-    "act", "animal", "artifact", "attribute", "body", "cognition", "communication", "event", "feeling",
-    "food", "group", "location", "motive", "object", "person", "phenomenon", "plant", "possession",
-    "process", "quantity", "relation", "shape", "state", "substance", "time",
+    "act",
+    "animal",
+    "artifact",
+    "attribute",
+    "body",
+    "cognition",
+    "communication",
+    "event",
+    "feeling",
+    "food",
+    "group",
+    "location",
+    "motive",
+    "object",
+    "person",
+    "phenomenon",
+    "plant",
+    "possession",
+    "process",
+    "quantity",
+    "relation",
+    "shape",
+    "state",
+    "substance",
+    "time",
 ]
 _VERB_FILES = [
-    "body", "change", "cognition", "communication", "competition", "consumption", "contact", "creation",
-    "emotion", "motion", "perception", "possession", "social", "stative", "weather",
+    "body",
+    "change",
+    "cognition",
+    "communication",
+    "competition",
+    "consumption",
+    "contact",
+    "creation",
+    "emotion",
+    "motion",
+    "perception",
+    "possession",
+    "social",
+    "stative",
+    "weather",
 ]
 _LEXNAMES = (
     ["adj.all", "adj.pert", "adv.all", "noun.Tops"]
@@ -121,7 +167,8 @@ def wordnet_reader():
         raise WordNetUnavailable(
             "METEOR needs WordNet 3.0 and none was found. Install it offline with "
             "`apt-get install --no-install-recommends wordnet-base` (gives /usr/share/wordnet), or point "
-            "DIALEVAL_WORDNET_DIR at a WordNet 3.0 dict directory, or install nltk's 'wordnet' corpus.")
+            "DIALEVAL_WORDNET_DIR at a WordNet 3.0 dict directory, or install nltk's 'wordnet' corpus."
+        )
     root = _with_lexnames(d)
     _authorize(root, d)
 
@@ -162,8 +209,14 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str], n: int = 4) -> fl
 
     pairs = _pairs(hypotheses, references)
     weights = tuple([1.0 / n] * n)
-    return float(corpus_bleu([[r] for _, r in pairs], [h for h, _ in pairs], weights=weights,
-                             smoothing_function=SmoothingFunction().method1))
+    return float(
+        corpus_bleu(
+            [[r] for _, r in pairs],
+            [h for h, _ in pairs],
+            weights=weights,
+            smoothing_function=SmoothingFunction().method1,
+        )
+    )
 
 
 def gleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
@@ -204,8 +257,9 @@ METRICS: dict[str, Callable[[Sequence[str], Sequence[str]], float]] = {
 }
 
 
-def score_system(hypotheses: Sequence[str], references: Sequence[str],
-                 metrics: Sequence[str] = tuple(METRICS)) -> dict[str, float]:
+def score_system(
+    hypotheses: Sequence[str], references: Sequence[str], metrics: Sequence[str] = tuple(METRICS)
+) -> dict[str, float]:
     """All requested metrics for one system's responses against the references (same order)."""
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
@@ -213,9 +267,10 @@ def score_system(hypotheses: Sequence[str], references: Sequence[str],
     return {m: METRICS[m](hypotheses, references) for m in metrics}
 
 
-def metric_correlations(human_scores_by_system: Mapping[str, float],
-                        metric_scores_by_system: Mapping[str, Mapping[str, float]] | Mapping[str, float]
-                        ) -> dict[str, dict[str, float | int | None]]:
+def metric_correlations(
+    human_scores_by_system: Mapping[str, float],
+    metric_scores_by_system: Mapping[str, Mapping[str, float]] | Mapping[str, float],
+) -> dict[str, dict[str, float | int | None]]:
     """Pearson and Spearman r between human and metric scores over the systems both have (paper Table 5).
 
     `metric_scores_by_system` is {system: {metric: score}} (one result per metric) or {system: score}
@@ -235,6 +290,9 @@ def metric_correlations(human_scores_by_system: Mapping[str, float],
         if len(shared) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
             out[m] = {"pearson": None, "spearman": None, "n": len(shared)}
         else:
-            out[m] = {"pearson": float(stats.pearsonr(x, y).statistic),
-                      "spearman": float(stats.spearmanr(x, y).statistic), "n": len(shared)}
+            out[m] = {
+                "pearson": float(stats.pearsonr(x, y).statistic),
+                "spearman": float(stats.spearmanr(x, y).statistic),
+                "n": len(shared),
+            }
     return out

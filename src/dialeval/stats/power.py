@@ -308,6 +308,7 @@ def pairwise_time_to_significance(
         win_rate = float(dec.mean()) if dec.size else 0.5
     if win_rate is None:
         raise ValueError("give win_rate or outcomes")
+
     def closed_power(n: np.ndarray) -> np.ndarray:
         decisive = np.maximum(np.round(np.asarray(n) * (1 - tie_share)).astype(int), 0)
         return binomial_power(float(win_rate), decisive, alpha)
@@ -534,8 +535,11 @@ def simulate_mann_whitney_power_pairs(
                 shared_a, shared_b = ca[:, a_same], cb[:, b_same]
                 u += 0.5 * np.einsum("ij,ij->i", shared_a, shared_b)
                 both = shared_a + shared_b
-                ties += np.einsum("ij,ij->i", both, both * both) - np.einsum(
-                    "ij,ij->i", shared_a, shared_a * shared_a) - np.einsum("ij,ij->i", shared_b, shared_b * shared_b)
+                ties += (
+                    np.einsum("ij,ij->i", both, both * both)
+                    - np.einsum("ij,ij->i", shared_a, shared_a * shared_a)
+                    - np.einsum("ij,ij->i", shared_b, shared_b * shared_b)
+                )
             out[a, b][i] = _mw_share_from(u, ties - 2.0 * m, int(m), z_crit)
     return out
 

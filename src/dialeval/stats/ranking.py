@@ -222,7 +222,7 @@ def clusters_from_ranges(ranges: dict[str, tuple[int, int]]) -> dict[str, int]:
         return s
 
     for i, x in enumerate(names):
-        for y in names[i + 1:]:
+        for y in names[i + 1 :]:
             (xl, xh), (yl, yh) = ranges[x], ranges[y]
             if not (xh < yl or yh < xl):
                 parent[find(x)] = find(y)
@@ -257,8 +257,7 @@ def bootstrap_clusters(
     """Columns ``system, score, mean_rank, lo, hi, cluster``, best first (see :func:`bootstrap_ranks`;
     ``rank_range_rule``: see :func:`rank_range`)."""
     a, b, outcome = list(a), list(b), list(outcome)
-    systems, ranks = bootstrap_ranks(a, b, outcome, systems, n_bootstrap, n_samples, seed, statistic,
-                                     groups=groups)
+    systems, ranks = bootstrap_ranks(a, b, outcome, systems, n_bootstrap, n_samples, seed, statistic, groups=groups)
     ranges = rank_ranges(systems, ranks, coverage, rank_range_rule)
     clusters = clusters_from_ranges(ranges)
     score = point_scores(a, b, outcome, systems, statistic)

@@ -175,8 +175,10 @@ def rule_text(prior: float | tuple[float, float] = DEFAULT_PRIOR, mixing: str = 
     names = ", ".join(f"Beta({a:g},{b:g})" for a, b in comps)
     if len(comps) == 1:
         return f"beta-binomial mixture likelihood ratio with a {names} mixing prior"
-    return (f"beta-binomial mixture likelihood ratio averaged with equal weights over the mixing priors "
-            f"{names} (a test martingale: average of test martingales)")
+    return (
+        f"beta-binomial mixture likelihood ratio averaged with equal weights over the mixing priors "
+        f"{names} (a test martingale: average of test martingales)"
+    )
 
 
 def _check_counts(wins, n):
@@ -187,8 +189,9 @@ def _check_counts(wins, n):
     return k, m
 
 
-def log_mixture_lr(wins, n, p0: float = 0.5, prior: float | tuple[float, float] = DEFAULT_PRIOR,
-                   mixing: str = DEFAULT_MIXING):
+def log_mixture_lr(
+    wins, n, p0: float = 0.5, prior: float | tuple[float, float] = DEFAULT_PRIOR, mixing: str = DEFAULT_MIXING
+):
     """log M_n(p0): log of the beta-binomial mixture likelihood ratio against p = p0 (vectorised);
     by default averaged over `mixture_components(prior)`, with ``mixing="single"`` for Beta(prior)."""
     if not 0.0 < p0 < 1.0:
@@ -204,8 +207,9 @@ def log_mixture_lr(wins, n, p0: float = 0.5, prior: float | tuple[float, float] 
     return float(out) if np.ndim(out) == 0 else out
 
 
-def always_valid_p(wins, n, p0: float = 0.5, prior: float | tuple[float, float] = DEFAULT_PRIOR,
-                   mixing: str = DEFAULT_MIXING):
+def always_valid_p(
+    wins, n, p0: float = 0.5, prior: float | tuple[float, float] = DEFAULT_PRIOR, mixing: str = DEFAULT_MIXING
+):
     """min(1, 1/M_n(p0)) from the counts so far (vectorised).
 
     Anytime-valid by Ville's inequality: under H0, P(∃ n: always_valid_p ≤ alpha) ≤ alpha, so it may
@@ -220,7 +224,10 @@ def always_valid_p(wins, n, p0: float = 0.5, prior: float | tuple[float, float] 
 
 
 def confidence_sequence(
-    wins: int, n: int, alpha: float = 0.05, prior: float | tuple[float, float] = DEFAULT_PRIOR,
+    wins: int,
+    n: int,
+    alpha: float = 0.05,
+    prior: float | tuple[float, float] = DEFAULT_PRIOR,
     mixing: str = DEFAULT_MIXING,
 ) -> tuple[float, float]:
     """(low, high): the interval {p : M_n(p) < 1/alpha}, a (1 - alpha) confidence sequence for the
@@ -302,8 +309,7 @@ def naive_bounds(n_max: int, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarra
     return lo, hi
 
 
-def crossing_probability(p: float, lo: np.ndarray, hi: np.ndarray, n_max: int | None = None,
-                         tol: float = 0.0) -> dict:
+def crossing_probability(p: float, lo: np.ndarray, hi: np.ndarray, n_max: int | None = None, tol: float = 0.0) -> dict:
     """Exact probability that a Bernoulli(p) path crosses the boundaries (lo, hi) by n_max, by
     dynamic programming over the wins count (O(n_max²), no simulation). Returns {upper, lower, any,
     expected_n (E[min(T, n_max)]), stop_pmf (P(T = n), n = 0..n_max)}. Under p = 0.5 `any` is the
@@ -353,8 +359,9 @@ def first_crossing(cum_wins: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tupl
     return np.where(any_hit, idx + 1, 0), np.where(any_hit, side, 0)
 
 
-def block_log_e_process(block_wins, block_n, prior: float | tuple[float, float] = DEFAULT_PRIOR,
-                        mixing: str = DEFAULT_MIXING) -> np.ndarray:
+def block_log_e_process(
+    block_wins, block_n, prior: float | tuple[float, float] = DEFAULT_PRIOR, mixing: str = DEFAULT_MIXING
+) -> np.ndarray:
     """log of the annotator-level test martingale (see the module docstring) after each block, for
     many studies at once: `block_wins`, `block_n` of shape (..., B), blocks in the order they
     closed (a block with n = 0 contributes factor 1). Same statistic as `SequentialPairTest` with

@@ -170,8 +170,7 @@ def label_agreement(frame: pd.DataFrame, n_annotations: int = 2) -> pd.DataFrame
                 tally[0] += int(a)
                 tally[1] += 1
     rows = [
-        {"system": s, "label": lab, "agreement": both / n, "n": n}
-        for (s, lab), (both, n) in sorted(tallies.items())
+        {"system": s, "label": lab, "agreement": both / n, "n": n} for (s, lab), (both, n) in sorted(tallies.items())
     ]
     return pd.DataFrame(rows, columns=["system", "label", "agreement", "n"])
 

@@ -40,12 +40,17 @@ def connection_budget(engine: Engine, workers: int, total: int | None = None) ->
         with engine.connect() as c:
             max_conn = int(c.exec_driver_sql("SHOW max_connections").scalar_one())
             reserved = int(c.exec_driver_sql("SHOW superuser_reserved_connections").scalar_one())
-            in_use = int(c.exec_driver_sql("SELECT count(*) FROM pg_stat_activity WHERE backend_type = "
-                                           "'client backend'").scalar_one())
+            in_use = int(
+                c.exec_driver_sql(
+                    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+                ).scalar_one()
+            )
         total = max_conn - reserved - in_use - RESERVED_CONNECTIONS
     if total < workers:
-        raise StoreError(f"a connection budget of {total} cannot give each of {workers} workers one "
-                         f"connection; lower --workers or raise the server's max_connections")
+        raise StoreError(
+            f"a connection budget of {total} cannot give each of {workers} workers one "
+            f"connection; lower --workers or raise the server's max_connections"
+        )
     return max(1, min(MAX_POOL_SIZE, total // workers))
 
 
@@ -64,7 +69,7 @@ def normalize_url(url: str) -> str:
     # People paste libpq URLs; SQLAlchemy needs the driver named to use psycopg 3.
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
@@ -97,8 +102,9 @@ def make_engine(url: str) -> Engine:
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
-                               pool_size=20, max_overflow=20)
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=20, max_overflow=20
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
 
         @event.listens_for(engine, "connect")
@@ -124,5 +130,6 @@ def check_connection(engine: Engine) -> None:
         with engine.connect():
             pass
     except OperationalError as exc:
-        raise StoreError(f"cannot open the database {engine.url.render_as_string(hide_password=True)}: "
-                         f"{exc.orig}") from exc
+        raise StoreError(
+            f"cannot open the database {engine.url.render_as_string(hide_password=True)}: {exc.orig}"
+        ) from exc

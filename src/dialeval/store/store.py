@@ -57,8 +57,7 @@ class Store:
         db_file = self.engine.url.database if self._writer is not None else None
         if db_file and db_file != ":memory:":
             self._writer_file = open(f"{db_file}-writer.lock", "a+b")  # noqa: SIM115 - kept open for flock
-        self._read_sessions = sessionmaker(self.engine.execution_options(**{READ_ONLY: True}),
-                                           expire_on_commit=False)
+        self._read_sessions = sessionmaker(self.engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
 
     @classmethod
     def for_study_dir(cls, study_dir: str | Path, configured_url: str | None = None) -> Store:
@@ -142,29 +141,34 @@ class Store:
             turn.release()
 
     # -- studies and bots -------------------------------------------------------------------
-    def ensure_study(self, name: str, method: str, config: dict[str, Any] | None = None,
-                     uid: str | None = None) -> Study:
+    def ensure_study(
+        self, name: str, method: str, config: dict[str, Any] | None = None, uid: str | None = None
+    ) -> Study:
         """The study row of that name (made when new). With `uid` (the folder's stable id, kept in the
         row's config as ``study_uid``) the row is found by it first, so a changed `name:` renames the
         study instead of starting an empty one."""
         if uid is not None:
             config = {**(config or {}), "study_uid": uid}
             with self.session() as s:
-                by_uid = next((st for st in s.scalars(select(Study)) if (st.config or {}).get("study_uid") == uid),
-                              None)
+                by_uid = next(
+                    (st for st in s.scalars(select(Study)) if (st.config or {}).get("study_uid") == uid), None
+                )
                 if by_uid is not None and by_uid.name != name:
                     if s.scalar(select(Study).where(Study.name == name)) is not None:
-                        raise StoreError(f"cannot rename study '{by_uid.name}' to '{name}': this database "
-                                         f"already holds another study of that name")
-                    s.add(EventRow(study_id=by_uid.id, kind="study-renamed",
-                                   payload={"from": by_uid.name, "to": name}))
+                        raise StoreError(
+                            f"cannot rename study '{by_uid.name}' to '{name}': this database "
+                            f"already holds another study of that name"
+                        )
+                    s.add(EventRow(study_id=by_uid.id, kind="study-renamed", payload={"from": by_uid.name, "to": name}))
                     by_uid.name = name
                 elif by_uid is None:
                     other = s.scalar(select(Study).where(Study.name == name))
                     other_uid = (other.config or {}).get("study_uid") if other is not None else None
                     if other_uid and other_uid != uid:
-                        raise StoreError(f"this database already holds a study named '{name}' from another "
-                                         f"study folder; give this one another name")
+                        raise StoreError(
+                            f"this database already holds a study named '{name}' from another "
+                            f"study folder; give this one another name"
+                        )
         with self.session() as s:
             study = s.scalar(select(Study).where(Study.name == name))
             if study is None:
@@ -299,8 +303,9 @@ class Store:
                 raise StoreError(f"could not store the study's {name}")
             return row.value
 
-    def take_token(self, key: str, rate: float, burst: float, cost: float = 1.0,
-                   now: float | None = None) -> tuple[bool, float]:
+    def take_token(
+        self, key: str, rate: float, burst: float, cost: float = 1.0, now: float | None = None
+    ) -> tuple[bool, float]:
         """Token bucket `key` in the database (so every worker and host counts the same bucket):
         (allowed, seconds until one more token)."""
         now = time.time() if now is None else now
@@ -541,10 +546,15 @@ class Store:
     def imported_sources(self, study_id: int) -> list[dict]:
         """The sources imported into a study (as given to save_dataset), oldest first."""
         with self.read() as s:
-            rows = s.execute(
-                select(EventRow.payload).where(EventRow.study_id == study_id, EventRow.kind == IMPORT_EVENT)
-                .order_by(EventRow.id)
-            ).scalars().all()
+            rows = (
+                s.execute(
+                    select(EventRow.payload)
+                    .where(EventRow.study_id == study_id, EventRow.kind == IMPORT_EVENT)
+                    .order_by(EventRow.id)
+                )
+                .scalars()
+                .all()
+            )
         return [dict(r) for r in rows]
 
     def load_dataset(self, study_id: int) -> Dataset:
@@ -596,8 +606,12 @@ class Store:
                     elapsed_s=j.elapsed_s,
                     created_at=j.created_at,
                     shown_order=j.shown_order,
-                    meta={**(j.meta or {}), "judgment_id": j.id, "assignment_id": j.assignment_id,
-                          **({"excluded": excluded[j.assignment_id]} if j.assignment_id in excluded else {})},
+                    meta={
+                        **(j.meta or {}),
+                        "judgment_id": j.id,
+                        "assignment_id": j.assignment_id,
+                        **({"excluded": excluded[j.assignment_id]} if j.assignment_id in excluded else {}),
+                    },
                 )
                 for j in s.scalars(select(JudgmentRow).where(JudgmentRow.study_id == study_id).order_by(JudgmentRow.id))
             ]

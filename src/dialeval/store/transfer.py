@@ -53,8 +53,10 @@ def target_is_empty(engine: Engine, study_name: str) -> None:
             return
         found = c.execute(text("SELECT id FROM studies WHERE name = :n"), {"n": study_name}).first()
     if found is not None:
-        raise StoreError(f"the target database already holds a study named '{study_name}'; "
-                         "restore into an empty database (or drop that study first)")
+        raise StoreError(
+            f"the target database already holds a study named '{study_name}'; "
+            "restore into an empty database (or drop that study first)"
+        )
 
 
 def copy_study(source: Engine, target: Engine, study_id: int) -> dict[str, int]:
@@ -70,8 +72,9 @@ def copy_study(source: Engine, target: Engine, study_id: int) -> dict[str, int]:
             meta = MetaData()
             meta.reflect(src)
             conversations = meta.tables["conversations"]
-            name = src.execute(select(meta.tables["studies"].c.name).where(meta.tables["studies"].c.id == study_id)
-                               ).scalar()
+            name = src.execute(
+                select(meta.tables["studies"].c.name).where(meta.tables["studies"].c.id == study_id)
+            ).scalar()
             if name is None:
                 raise StoreError(f"no study #{study_id} in the source database")
             target_is_empty(target, name)
@@ -139,8 +142,10 @@ def backup(source_url: str, study_id: int, dest: Path) -> dict[str, int]:
             copied = make_engine(f"sqlite:///{dest}")
             try:
                 with copied.connect() as c:
-                    return {t: int(c.execute(text(f"SELECT count(*) FROM {t}")).scalar_one())
-                            for t in ("studies", "annotators", "assignments", "judgments")}
+                    return {
+                        t: int(c.execute(text(f"SELECT count(*) FROM {t}")).scalar_one())
+                        for t in ("studies", "annotators", "assignments", "judgments")
+                    }
             finally:
                 copied.dispose()
         target = make_engine(f"sqlite:///{dest}")

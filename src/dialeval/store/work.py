@@ -42,8 +42,9 @@ EXCLUDED_ASSIGNMENT_STATUSES: dict[str, str] = {
     "returned": "submission returned or timed out on the platform",
 }
 RESUMED_NOTICE = "Welcome back: your task is as you left it."
-REASSIGNED_NOTICE = ("Your earlier task expired and was given to somebody else, so here is a new one. "
-                     "What you did on it is kept.")
+REASSIGNED_NOTICE = (
+    "Your earlier task expired and was given to somebody else, so here is a new one. What you did on it is kept."
+)
 
 
 @overload
@@ -196,7 +197,8 @@ def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
                     "seconds_total": max(span, 0.0),
                     "submitted": assigned[(r.id, "submitted")],
                     "open": assigned[(r.id, "assigned")],
-                    "expired": assigned[(r.id, "expired")] + assigned[(r.id, "abandoned")]
+                    "expired": assigned[(r.id, "expired")]
+                    + assigned[(r.id, "abandoned")]
                     + assigned[(r.id, "returned")],
                     "meta": dict(r.meta or {}),
                     "created_at": _aware(r.created_at),
@@ -319,8 +321,7 @@ def units_cached(session: Session, store, study_id: int, kind: str | None = None
     Units are never changed after they are stored (only added: live methods make them on demand),
     so (count, highest id) tells whether the copy kept on the store is still complete.
     """
-    mark = tuple(session.execute(
-        select(func.count(), func.max(UnitRow.id)).where(UnitRow.study_id == study_id)).one())
+    mark = tuple(session.execute(select(func.count(), func.max(UnitRow.id)).where(UnitRow.study_id == study_id)).one())
     cache = store.__dict__.setdefault("_unit_cache", {})
     hit = cache.get((study_id, kind))
     if hit is not None and hit[0] == mark:
@@ -647,10 +648,16 @@ def scheduling_judgments(
 
 def annotator_status_mark(session: Session, study_id: int) -> tuple:
     """How many annotators of the study have each status: changes when anyone is flagged or blocked."""
-    return tuple(sorted(
-        (status, int(n)) for status, n in session.execute(
-            select(AnnotatorRow.status, func.count()).where(AnnotatorRow.study_id == study_id)
-            .group_by(AnnotatorRow.status))))
+    return tuple(
+        sorted(
+            (status, int(n))
+            for status, n in session.execute(
+                select(AnnotatorRow.status, func.count())
+                .where(AnnotatorRow.study_id == study_id)
+                .group_by(AnnotatorRow.status)
+            )
+        )
+    )
 
 
 def count_assignments(session: Session, study_id: int) -> int:
@@ -723,8 +730,14 @@ def _superseded(session: Session, row: AssignmentRow) -> bool:
 def _revive(session: Session, row: AssignmentRow, expires_at: datetime | None) -> None:
     row.status = "assigned"
     row.expires_at = expires_at
-    session.add(EventRow(study_id=row.study_id, kind="assignment-revived", annotator_id=row.annotator_id,
-                         payload={"assignment": row.id}))
+    session.add(
+        EventRow(
+            study_id=row.study_id,
+            kind="assignment-revived",
+            annotator_id=row.annotator_id,
+            payload={"assignment": row.id},
+        )
+    )
 
 
 def resume_assignment(
@@ -764,8 +777,14 @@ def resume_assignment(
             return None, None
         if _superseded(s, row):
             row.status = "abandoned"
-            s.add(EventRow(study_id=study_id, kind="assignment-abandoned", annotator_id=annotator_id,
-                           payload={"assignment": row.id}))
+            s.add(
+                EventRow(
+                    study_id=study_id,
+                    kind="assignment-abandoned",
+                    annotator_id=annotator_id,
+                    payload={"assignment": row.id},
+                )
+            )
             return None, REASSIGNED_NOTICE
         _revive(s, row, expires_at)
         info = _assignment(row, s.get(UnitRow, row.unit_id))
@@ -780,9 +799,9 @@ def revive_assignment(store, study_id: int, assignment_id: int, expires_at: date
         if row is None or row.status != "expired" or _superseded(s, row):
             return False
         later = s.scalar(
-            select(func.count()).select_from(AssignmentRow).where(
-                AssignmentRow.annotator_id == row.annotator_id, AssignmentRow.id > row.id
-            )
+            select(func.count())
+            .select_from(AssignmentRow)
+            .where(AssignmentRow.annotator_id == row.annotator_id, AssignmentRow.id > row.id)
         )
         if later:  # the annotator has moved on to other work
             return False
@@ -808,8 +827,14 @@ def mark_returned(store, study_id: int, annotator_id: int, reason: str = "return
         ann = s.get(AnnotatorRow, annotator_id)
         if ann is not None:
             ann.meta = {**(ann.meta or {}), "returned_at": utcnow().isoformat(), "returned_reason": reason}
-        s.add(EventRow(study_id=study_id, kind="submission-returned", annotator_id=annotator_id,
-                       payload={"assignments": [r.id for r in rows], "reason": reason}))
+        s.add(
+            EventRow(
+                study_id=study_id,
+                kind="submission-returned",
+                annotator_id=annotator_id,
+                payload={"assignments": [r.id for r in rows], "reason": reason},
+            )
+        )
         return len(rows)
 
 

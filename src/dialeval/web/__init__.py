@@ -1,6 +1,6 @@
 """The annotation web app: FastAPI + Jinja2, server-rendered, stateless workers sharing one database.
 
-    from dialeval.web import create_app, serve
+from dialeval.web import create_app, serve
 """
 
 from __future__ import annotations

@@ -39,8 +39,11 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
     def admin_nonce(request: Request, served) -> str:
         nonce = served.signer.read_admin(request.cookies.get(ADMIN_COOKIE))
         if nonce is None:
-            raise WebError(403, "The admin pages need the admin token: open the admin link printed by "
-                                "`dialeval serve` (…/admin?token=…).")
+            raise WebError(
+                403,
+                "The admin pages need the admin token: open the admin link printed by "
+                "`dialeval serve` (…/admin?token=…).",
+            )
         return nonce
 
     @app.get("/s/{slug}/admin", response_class=HTMLResponse)
@@ -50,9 +53,15 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
             if not token_matches(token, served.admin_token):
                 raise WebError(403, "Wrong admin token.")
             response = RedirectResponse(served.ctx.url("admin"), status_code=303)
-            response.set_cookie(ADMIN_COOKIE, served.signer.admin_cookie(), max_age=12 * 3600,
-                                path=f"/s/{served.slug}", httponly=True, samesite="strict",
-                                secure=request.url.scheme == "https")
+            response.set_cookie(
+                ADMIN_COOKIE,
+                served.signer.admin_cookie(),
+                max_age=12 * 3600,
+                path=f"/s/{served.slug}",
+                httponly=True,
+                samesite="strict",
+                secure=request.url.scheme == "https",
+            )
             return response
         nonce = admin_nonce(request, served)
         store, sid = served.ctx.store, served.ctx.study_id
@@ -65,9 +74,17 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
         completions = {r["id"]: r for r in await run_in_threadpool(completion_rows, served, annotators)}
         for a in annotators:
             a["completion"] = completions.get(a["id"], {})
-        return render(request, "admin.html", study=served.ctx, counts=counts, statuses=statuses,
-                      annotators=annotators, summary=summary, error=served.error,
-                      csrf=csrf_token(served.secret, "admin:" + nonce))
+        return render(
+            request,
+            "admin.html",
+            study=served.ctx,
+            counts=counts,
+            statuses=statuses,
+            annotators=annotators,
+            summary=summary,
+            error=served.error,
+            csrf=csrf_token(served.secret, "admin:" + nonce),
+        )
 
     @app.post("/s/{slug}/admin/annotators/{annotator_id}/{what}")
     async def set_status(request: Request, slug: str, annotator_id: int, what: str):
@@ -102,8 +119,9 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
     async def conversation(request: Request, slug: str, conversation_id: str):
         served = get_served(slug)
         admin_nonce(request, served)
-        conv = await run_in_threadpool(served.ctx.store.get_conversation, served.ctx.study_id,
-                                       clean_text(conversation_id))  # no NUL towards PostgreSQL
+        conv = await run_in_threadpool(
+            served.ctx.store.get_conversation, served.ctx.study_id, clean_text(conversation_id)
+        )  # no NUL towards PostgreSQL
         return render(request, "admin_conversation.html", study=served.ctx, conversation=conv)
 
     @app.get("/s/{slug}/admin/export.csv")
@@ -121,8 +139,7 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
 
         body = await run_in_threadpool(build)
         name = f"{served.slug}-judgments.csv"
-        return Response(body, media_type="text/csv",
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+        return Response(body, media_type="text/csv", headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
     # -- completion, approvals, returns (issue 8) ---------------------------------------------
     @app.post("/s/{slug}/admin/annotators/{annotator_id}/returned")
@@ -145,8 +162,9 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
         served = get_served(slug)
         nonce = admin_nonce(request, served)
         data = await read_form(request)
-        if not same_origin(request) or not csrf_valid(served.secret, "admin:" + nonce,
-                                                      request.headers.get("X-CSRF-Token") or data.get(CSRF_FIELD)):
+        if not same_origin(request) or not csrf_valid(
+            served.secret, "admin:" + nonce, request.headers.get("X-CSRF-Token") or data.get(CSRF_FIELD)
+        ):
             raise WebError(403, "The form's security token is missing or out of date.")
         raw = data.get("ids") or ""
         ids = [str(i).strip() for i in raw] if isinstance(raw, list) else re.split(r"[\s,;]+", str(raw))
@@ -161,8 +179,9 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
                 continue
             freed += await run_in_threadpool(work.mark_returned, served.ctx.store, served.ctx.study_id, ann.id)
         if "application/json" in request.headers.get("accept", ""):
-            return JSONResponse({"ok": True, "marked": len(ids) - len(unknown), "assignments_freed": freed,
-                                 "unknown": unknown})
+            return JSONResponse(
+                {"ok": True, "marked": len(ids) - len(unknown), "assignments_freed": freed, "unknown": unknown}
+            )
         return RedirectResponse(served.ctx.url("admin"), status_code=303)
 
     @app.get("/s/{slug}/admin/approvals.csv")
@@ -171,8 +190,16 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
         served = get_served(slug)
         admin_nonce(request, served)
         rows = await run_in_threadpool(completion_rows, served)
-        fields = ["platform", "participant_id", "state", "completion_code", "completed_at", "decision", "reason",
-                  "mturk_assignment_id"]
+        fields = [
+            "platform",
+            "participant_id",
+            "state",
+            "completion_code",
+            "completed_at",
+            "decision",
+            "reason",
+            "mturk_assignment_id",
+        ]
         return csv_response(rows, fields, f"{served.slug}-approvals.csv")
 
     @app.get("/s/{slug}/admin/approvals/prolific.txt")
@@ -182,8 +209,11 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
         admin_nonce(request, served)
         rows = await run_in_threadpool(completion_rows, served)
         ids = [r["participant_id"] for r in rows if r["platform"] == "prolific" and r["decision"] == "approve"]
-        return Response("\n".join(ids) + ("\n" if ids else ""), media_type="text/plain",
-                        headers={"Content-Disposition": f'attachment; filename="{served.slug}-prolific-approve.txt"'})
+        return Response(
+            "\n".join(ids) + ("\n" if ids else ""),
+            media_type="text/plain",
+            headers={"Content-Disposition": f'attachment; filename="{served.slug}-prolific-approve.txt"'},
+        )
 
     @app.get("/s/{slug}/admin/approvals/prolific.json")
     async def approvals_prolific_json(request: Request, slug: str):
@@ -193,10 +223,13 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
         rows = await run_in_threadpool(completion_rows, served)
         approve = [r for r in rows if r["platform"] == "prolific" and r["decision"] == "approve"]
         study_ids = sorted({r["prolific_study_id"] for r in approve if r.get("prolific_study_id")})
-        body = {"study_id": study_ids[0] if len(study_ids) == 1 else None,
-                "participant_ids": [r["participant_id"] for r in approve]}
-        return JSONResponse(body, headers={
-            "Content-Disposition": f'attachment; filename="{served.slug}-prolific-bulk-approve.json"'})
+        body = {
+            "study_id": study_ids[0] if len(study_ids) == 1 else None,
+            "participant_ids": [r["participant_id"] for r in approve],
+        }
+        return JSONResponse(
+            body, headers={"Content-Disposition": f'attachment; filename="{served.slug}-prolific-bulk-approve.json"'}
+        )
 
     @app.get("/s/{slug}/admin/approvals/mturk.csv")
     async def approvals_mturk_csv(request: Request, slug: str):
@@ -204,8 +237,9 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
         served = get_served(slug)
         admin_nonce(request, served)
         rows = await run_in_threadpool(mturk_rows, served)
-        return csv_response(rows, ["HITId", "AssignmentId", "WorkerId", "Approve", "Reject"],
-                            f"{served.slug}-mturk-review.csv")
+        return csv_response(
+            rows, ["HITId", "AssignmentId", "WorkerId", "Approve", "Reject"], f"{served.slug}-mturk-review.csv"
+        )
 
     def csv_response(rows: list[dict], fields: list[str], name: str) -> Response:
         from ..formats.tidy import neutralise_formula
@@ -215,8 +249,9 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
         writer.writeheader()
         for r in rows:
             writer.writerow({k: neutralise_formula(r.get(k)) for k in fields})
-        return Response(buf.getvalue(), media_type="text/csv",
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+        return Response(
+            buf.getvalue(), media_type="text/csv", headers={"Content-Disposition": f'attachment; filename="{name}"'}
+        )
 
     def completion_rows(served, annotators: list[dict] | None = None) -> list[dict]:
         """One row per annotator: completion state, the code they were shown, a suggested decision."""
@@ -240,12 +275,21 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
                 decision, reason = "none", "submission returned"
             else:
                 decision, reason = "reject", "the session was not completed"
-            out.append({"id": a["id"], "platform": a["platform"], "participant_id": a["external_id"],
-                        "state": state, "completion_code": code, "completed_at": meta.get("completed_at"),
-                        "decision": decision, "reason": reason,
-                        "mturk_assignment_id": meta.get("completed_mturk_assignment")
-                        or meta.get("mturk_assignment_id"),
-                        "prolific_study_id": meta.get("prolific_study_id"), "meta": meta})
+            out.append(
+                {
+                    "id": a["id"],
+                    "platform": a["platform"],
+                    "participant_id": a["external_id"],
+                    "state": state,
+                    "completion_code": code,
+                    "completed_at": meta.get("completed_at"),
+                    "decision": decision,
+                    "reason": reason,
+                    "mturk_assignment_id": meta.get("completed_mturk_assignment") or meta.get("mturk_assignment_id"),
+                    "prolific_study_id": meta.get("prolific_study_id"),
+                    "meta": meta,
+                }
+            )
         return out
 
     def mturk_rows(served) -> list[dict]:
@@ -264,6 +308,13 @@ def add_admin_routes(app: FastAPI, studies: dict, *, render, get_served, read_fo
                     approve = "x"
                 elif r["decision"] == "reject":
                     reject = "The task was not completed."
-                out.append({"HITId": m.get("hit_id") or "", "AssignmentId": m["assignment_id"],
-                            "WorkerId": r["participant_id"], "Approve": approve, "Reject": reject})
+                out.append(
+                    {
+                        "HITId": m.get("hit_id") or "",
+                        "AssignmentId": m["assignment_id"],
+                        "WorkerId": r["participant_id"],
+                        "Approve": approve,
+                        "Reject": reject,
+                    }
+                )
         return out

@@ -149,10 +149,14 @@ def open_served(folder: Path, slugs: set[str], prepare: bool) -> ServedStudy:
     slugs.add(slug)
     ctx = StudyContext(folder=study.folder, config=study.config, store=study.store, study_id=study.id, slug=slug)
     secret = load_secret(study.folder, study.store, study.id)
-    served = ServedStudy(ctx=ctx, protocol=None, secret=secret,
-                         admin_token=load_admin_token(study.folder, study.store, study.id),
-                         signer=CookieSigner(secret, slug),
-                         limiter=DatabaseRateLimiter(study.store, f"study{study.id}", rate=0.5, burst=6))
+    served = ServedStudy(
+        ctx=ctx,
+        protocol=None,
+        secret=secret,
+        admin_token=load_admin_token(study.folder, study.store, study.id),
+        signer=CookieSigner(secret, slug),
+        limiter=DatabaseRateLimiter(study.store, f"study{study.id}", rate=0.5, burst=6),
+    )
     try:
         served.protocol = get_protocol(study.config.method)(ctx)
     except DialevalError as exc:
@@ -186,8 +190,9 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
 
     # -- helpers ------------------------------------------------------------------------------
     def wants_json(request: Request) -> bool:
-        return "application/json" in request.headers.get("accept", "") or \
-            request.headers.get("content-type", "").startswith("application/json")
+        return "application/json" in request.headers.get("accept", "") or request.headers.get(
+            "content-type", ""
+        ).startswith("application/json")
 
     def error_as_html(request: Request) -> bool:
         """Errors are pages for a browser's navigation (Accept: text/html), JSON for fetch() and APIs."""
@@ -251,8 +256,9 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
     def embedded_or_https(request: Request) -> bool:
         return request.url.scheme == "https"
 
-    def set_identity(response: Response, request: Request, served: ServedStudy, annotator_id: int,
-                     nonce: str | None = None) -> str:
+    def set_identity(
+        response: Response, request: Request, served: ServedStudy, annotator_id: int, nonce: str | None = None
+    ) -> str:
         """Sign the annotator in: the cookie (partitioned, SameSite=None over https, so it also works in
         MTurk's cross-site iframe) and the same signed value as a token; binds the annotator's platform
         id to this browser session. Returns the token."""
@@ -260,9 +266,15 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         value = served.signer.identity_cookie(annotator_id, nonce)
         work.update_annotator_meta(served.ctx.store, annotator_id, session_nonce=nonce)
         secure = embedded_or_https(request)
-        response.set_cookie(IDENTITY_COOKIE, value, max_age=COOKIE_MAX_AGE,
-                            path=f"/s/{served.slug}", httponly=True, secure=secure,
-                            samesite="none" if secure else "lax")
+        response.set_cookie(
+            IDENTITY_COOKIE,
+            value,
+            max_age=COOKIE_MAX_AGE,
+            path=f"/s/{served.slug}",
+            httponly=True,
+            secure=secure,
+            samesite="none" if secure else "lax",
+        )
         if secure:
             partition_last_cookie(response)
         # The token rides in the URLs only where a cookie may be dropped: in a frame (browsers that do
@@ -315,7 +327,8 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         response.headers["Content-Security-Policy"] = (
             "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
             f"connect-src 'self'; form-action 'self' https://www.mturk.com https://workersandbox.mturk.com; "
-            f"frame-ancestors {frame}; base-uri 'none'")
+            f"frame-ancestors {frame}; base-uri 'none'"
+        )
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "same-origin"
 
@@ -343,15 +356,20 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
             return response
         finally:
             if access_log is not None:
-                access_log.info("%s %s %d %.1fms annotator=%s", request.method, request.url.path, status,
-                                1000 * (time.perf_counter() - t0), hashed_annotator(request))
+                access_log.info(
+                    "%s %s %d %.1fms annotator=%s",
+                    request.method,
+                    request.url.path,
+                    status,
+                    1000 * (time.perf_counter() - t0),
+                    hashed_annotator(request),
+                )
 
     @app.exception_handler(WebError)
     async def web_error(request: Request, exc: WebError):
         if not error_as_html(request):
             return JSONResponse({"ok": False, "error": exc.message}, status_code=exc.status, headers=exc.headers)
-        response = render(request, "message.html", status=exc.status, title="Sorry", message=exc.message,
-                          study=None)
+        response = render(request, "message.html", status=exc.status, title="Sorry", message=exc.message, study=None)
         response.headers.update(exc.headers)
         return response
 
@@ -366,8 +384,10 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception):
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return await web_error(request, WebError(500, "Something went wrong on our side; nothing you sent "
-                                                      "was lost. Please try again in a moment."))
+        return await web_error(
+            request,
+            WebError(500, "Something went wrong on our side; nothing you sent was lost. Please try again in a moment."),
+        )
 
     @app.exception_handler(StoreBusy)
     async def store_busy(request: Request, exc: Exception):
@@ -376,8 +396,11 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         log.warning("database busy on %s %s: %s", request.method, request.url.path, exc)
         headers = {"Retry-After": str(RETRY_AFTER_S)}
         if wants_json(request):
-            return JSONResponse({"ok": False, "retry": True, "error": "The study is busy; trying again in a moment."},
-                                status_code=503, headers=headers)
+            return JSONResponse(
+                {"ok": False, "retry": True, "error": "The study is busy; trying again in a moment."},
+                status_code=503,
+                headers=headers,
+            )
         html = env.get_template("busy.html").render(retry_after=RETRY_AFTER_S)
         return HTMLResponse(html, status_code=503, headers=headers)
 
@@ -392,8 +415,14 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
-        return await web_error(request, WebError(422, "The request is malformed: " + "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())))
+        return await web_error(
+            request,
+            WebError(
+                422,
+                "The request is malformed: "
+                + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()),
+            ),
+        )
 
     # -- public pages -------------------------------------------------------------------------
     @app.get("/healthz")
@@ -406,14 +435,25 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
             except Exception as exc:  # noqa: BLE001 - any failure means: not healthy
                 failed.append(f"{served.slug}: {type(exc).__name__}")
         if failed:
-            return JSONResponse({"ok": False, "studies": len(studies), "failed": failed}, status_code=503,
-                                headers={"Retry-After": str(RETRY_AFTER_S)})
+            return JSONResponse(
+                {"ok": False, "studies": len(studies), "failed": failed},
+                status_code=503,
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
         return {"ok": True, "studies": len(studies)}
 
     @app.get("/", response_class=HTMLResponse)
     async def start(request: Request):
-        rows = [{"slug": s.slug, "method": s.ctx.method, "title": s.ctx.title, "error": s.error,
-                 "description": s.ctx.config.description} for s in studies.values()]
+        rows = [
+            {
+                "slug": s.slug,
+                "method": s.ctx.method,
+                "title": s.ctx.title,
+                "error": s.error,
+                "description": s.ctx.config.description,
+            }
+            for s in studies.values()
+        ]
         return render(request, "start.html", studies=rows)
 
     @app.get("/s/{slug}/", response_class=HTMLResponse)
@@ -428,8 +468,15 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         if ent.external_id is not None:  # Prolific or MTurk: the platform names the annotator
             return await platform_entry(request, served, ent)
         existing = await run_in_threadpool(identity, request, served) is not None
-        return render(request, "entry.html", study=served.ctx, preview=False, entry=ent, existing=existing,
-                      sid=getattr(request.state, "session_token", None))
+        return render(
+            request,
+            "entry.html",
+            study=served.ctx,
+            preview=False,
+            entry=ent,
+            existing=existing,
+            sid=getattr(request.state, "session_token", None),
+        )
 
     async def platform_entry(request: Request, served: ServedStudy, ent: entry_mod.Entry) -> Response:
         """A Prolific/MTurk arrival. The platform id is bound to the first browser session that used it;
@@ -443,11 +490,19 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         same_browser = current is not None and current[1].id == annotator.id
         if not same_browser and annotator.meta.get("session_nonce"):
             if served.ctx.config.recruitment.second_browser == "refuse":
-                raise WebError(403, "This study was already started with your id in another browser or "
-                                    "device. Please continue there; if you cannot, contact the researcher.")
-            return render(request, "confirm_browser.html", study=served.ctx, annotator=annotator,
-                          ticket=served.signer.confirm_token(annotator.id),
-                          meta=json.dumps({k: v for k, v in ent.meta.items() if v}))
+                raise WebError(
+                    403,
+                    "This study was already started with your id in another browser or "
+                    "device. Please continue there; if you cannot, contact the researcher.",
+                )
+            return render(
+                request,
+                "confirm_browser.html",
+                study=served.ctx,
+                annotator=annotator,
+                ticket=served.signer.confirm_token(annotator.id),
+                meta=json.dumps({k: v for k, v in ent.meta.items() if v}),
+            )
         await run_in_threadpool(record_platform_meta, served, annotator, ent.meta)
         response = RedirectResponse("", status_code=303)
         nonce = current[0].nonce if current is not None and same_browser else None
@@ -465,8 +520,13 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         if annotator.platform == "mturk" and meta.get("mturk_assignment_id"):
             seen = list(annotator.meta.get("mturk_assignments") or [])
             if not any(m.get("assignment_id") == meta["mturk_assignment_id"] for m in seen):
-                seen.append({"assignment_id": meta["mturk_assignment_id"], "hit_id": meta.get("mturk_hit_id"),
-                             "first_seen": work.utcnow().isoformat()})
+                seen.append(
+                    {
+                        "assignment_id": meta["mturk_assignment_id"],
+                        "hit_id": meta.get("mturk_hit_id"),
+                        "first_seen": work.utcnow().isoformat(),
+                    }
+                )
             extra["mturk_assignments"] = seen
         work.update_annotator_meta(served.ctx.store, annotator.id, **meta, **extra)
 
@@ -487,12 +547,20 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         except ValueError:
             meta = {}
         if isinstance(meta, dict):
-            allowed = {"prolific_study_id", "prolific_session_id", "mturk_assignment_id", "mturk_hit_id",
-                       "mturk_submit_to"}
-            await run_in_threadpool(record_platform_meta, served, annotator,
-                                    {k: v for k, v in meta.items() if k in allowed and isinstance(v, str)})
-        await run_in_threadpool(served.ctx.store.log_event, served.ctx.study_id, "session-moved", {},
-                                annotator.id)
+            allowed = {
+                "prolific_study_id",
+                "prolific_session_id",
+                "mturk_assignment_id",
+                "mturk_hit_id",
+                "mturk_submit_to",
+            }
+            await run_in_threadpool(
+                record_platform_meta,
+                served,
+                annotator,
+                {k: v for k, v in meta.items() if k in allowed and isinstance(v, str)},
+            )
+        await run_in_threadpool(served.ctx.store.log_event, served.ctx.study_id, "session-moved", {}, annotator.id)
         response = RedirectResponse("", status_code=303)
         await run_in_threadpool(set_identity, response, request, served, annotator.id)  # signs out the old one
         response.headers["location"] = url_for(request, served, "consent")
@@ -509,8 +577,9 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
             return RedirectResponse(url_for(request, served, "consent"), status_code=303)
         platform = "volunteer" if data.get("volunteer") == "1" else "link"
         external = entry_mod.new_external_id(platform)
-        row = await run_in_threadpool(served.ctx.store.get_or_create_annotator, served.ctx.study_id, external,
-                                      platform, {})
+        row = await run_in_threadpool(
+            served.ctx.store.get_or_create_annotator, served.ctx.study_id, external, platform, {}
+        )
         response = RedirectResponse("", status_code=303)
         await run_in_threadpool(set_identity, response, request, served, row.id)
         response.headers["location"] = url_for(request, served, "consent")
@@ -533,8 +602,9 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         check_post(request, served, ident, data)
         if data.get("agree") != "yes":
             raise WebError(400, "Please tick the box to agree before you continue, or close this page to leave.")
-        await run_in_threadpool(work.update_annotator_meta, served.ctx.store, annotator.id,
-                                consented_at=work.utcnow().isoformat())
+        await run_in_threadpool(
+            work.update_annotator_meta, served.ctx.store, annotator.id, consented_at=work.utcnow().isoformat()
+        )
         return RedirectResponse(url_for(request, served, "instructions"), status_code=303)
 
     @app.get("/s/{slug}/instructions", response_class=HTMLResponse)
@@ -551,8 +621,9 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         ident, annotator = await run_in_threadpool(require_identity, request, served)
         data = await read_clean_form(request)
         check_post(request, served, ident, data)
-        await run_in_threadpool(work.update_annotator_meta, served.ctx.store, annotator.id,
-                                instructed_at=work.utcnow().isoformat())
+        await run_in_threadpool(
+            work.update_annotator_meta, served.ctx.store, annotator.id, instructed_at=work.utcnow().isoformat()
+        )
         return RedirectResponse(url_for(request, served, "task"), status_code=303)
 
     def not_ready(request: Request, served: ServedStudy, annotator: AnnotatorInfo) -> Response | None:
@@ -569,8 +640,9 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         protocol = served.protocol
         if protocol is None:
             raise WebError(503, served.error or "This study's pages are not available.")
-        assignment, notice = await run_in_threadpool(work.resume_assignment, served.ctx.store,
-                                                     served.ctx.study_id, annotator.id, protocol.expiry())
+        assignment, notice = await run_in_threadpool(
+            work.resume_assignment, served.ctx.store, served.ctx.study_id, annotator.id, protocol.expiry()
+        )
         if assignment is None and assign:
             assignment = await call(protocol.assign, annotator)
         return assignment, notice
@@ -589,14 +661,21 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
             raise WebError(503, served.error or "This study's pages are not available.")
         assignment, notice = await current_assignment(served, annotator)
         if assignment is None:
-            return RedirectResponse(url_for(request, served, "done" + ("?reassigned=1" if notice else "")),
-                                    status_code=303)
+            return RedirectResponse(
+                url_for(request, served, "done" + ("?reassigned=1" if notice else "")), status_code=303
+            )
         context = await call(protocol.render, annotator, assignment)
         progress = await call(protocol.progress, annotator, assignment)
         base = page_context(served, ident, annotator)
-        page = {"assignment": assignment, "progress": progress, "notice": notice, "show_howto": True,
-                "action_url": lambda action: url_for(request, served, f"a/{assignment.id}/{action}"),
-                "new_request_id": lambda: uuid.uuid4().hex, **base}
+        page = {
+            "assignment": assignment,
+            "progress": progress,
+            "notice": notice,
+            "show_howto": True,
+            "action_url": lambda action: url_for(request, served, f"a/{assignment.id}/{action}"),
+            "new_request_id": lambda: uuid.uuid4().hex,
+            **base,
+        }
         page.update({k: v for k, v in context.items() if k != "notice" or v})
         return render(request, protocol.template, **page)
 
@@ -620,21 +699,31 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         if not isinstance(request_id, str) or not re.fullmatch(r"[A-Za-z0-9_\-]{8,100}", request_id):
             raise WebError(400, "The form has no valid request id; reload the page and try again.")
         if assignment.status == "expired" and await run_in_threadpool(
-                work.revive_assignment, served.ctx.store, served.ctx.study_id, assignment.id, protocol.expiry()):
+            work.revive_assignment, served.ctx.store, served.ctx.study_id, assignment.id, protocol.expiry()
+        ):
             assignment.status = "assigned"  # a late answer on a task nobody else took still counts
         if not assignment.is_open:
             if await run_in_threadpool(work.judgment_exists, served.ctx.store, annotator.id, request_id):
                 return outcome_response(request, served, Outcome(done=True, data={"repeat": True}))
-            raise WebError(409, "This task is already finished or has expired. Continue with the next one.",
-                           headers={"X-Dialeval-Next": url_for(request, served, "task")})
+            raise WebError(
+                409,
+                "This task is already finished or has expired. Continue with the next one.",
+                headers={"X-Dialeval-Next": url_for(request, served, "task")},
+            )
         if annotator.status == "blocked":
             raise WebError(403, "You cannot continue with this study.")
-        allowed, wait_s = (await run_in_threadpool(served.limiter.check, f"{annotator.id}:{action}")
-                           if action in protocol.rate_limited_actions else (True, 0.0))
+        allowed, wait_s = (
+            await run_in_threadpool(served.limiter.check, f"{annotator.id}:{action}")
+            if action in protocol.rate_limited_actions
+            else (True, 0.0)
+        )
         if not allowed:
             wait = max(1, round(wait_s))
-            raise WebError(429, f"You are sending messages too fast; wait {wait} s and try again.",
-                           headers={"Retry-After": str(wait)})
+            raise WebError(
+                429,
+                f"You are sending messages too fast; wait {wait} s and try again.",
+                headers={"Retry-After": str(wait)},
+            )
         outcome = await call(protocol.act, annotator, assignment, action, data)
         if not isinstance(outcome, Outcome):
             outcome = Outcome()
@@ -676,8 +765,9 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
                 else:
                     yield f"id: {position}\ndata: {json.dumps(event)}\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        )
 
     @app.get("/s/{slug}/done", response_class=HTMLResponse)
     async def done(request: Request, slug: str):
@@ -685,8 +775,16 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         session (protocols' `completion`); otherwise back to the task, or why nothing is left."""
         served = get_served(slug)
         _ident, annotator = await run_in_threadpool(require_identity, request, served)
-        page: dict[str, Any] = {"study": served.ctx, "annotator": annotator, "code": None, "mturk": None, "csrf": "",
-                "state": None, "return_link": return_link(served, annotator), "sid": None}
+        page: dict[str, Any] = {
+            "study": served.ctx,
+            "annotator": annotator,
+            "code": None,
+            "mturk": None,
+            "csrf": "",
+            "state": None,
+            "return_link": return_link(served, annotator),
+            "sid": None,
+        }
         if annotator.status == "blocked":
             return render(request, "done.html", **{**page, "state": "failed", "blocked": True})
         redirect = not_ready(request, served, annotator)
@@ -708,16 +806,30 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
                 if more is not None:
                     return RedirectResponse(url_for(request, served, "task"), status_code=303)
             if completion.state != "complete":
-                await run_in_threadpool(served.ctx.store.log_event, served.ctx.study_id, "nothing-left",
-                                        {"done": completion.done}, annotator.id)
-                return render(request, "done.html", **{**page, "state": "nothing-left", "blocked": False,
-                                                       "notice": notice})
+                await run_in_threadpool(
+                    served.ctx.store.log_event,
+                    served.ctx.study_id,
+                    "nothing-left",
+                    {"done": completion.done},
+                    annotator.id,
+                )
+                return render(
+                    request, "done.html", **{**page, "state": "nothing-left", "blocked": False, "notice": notice}
+                )
             mturk_id = annotator.meta.get("mturk_assignment_id")
-            await run_in_threadpool(work.update_annotator_meta, served.ctx.store, annotator.id,
-                                    completed_at=work.utcnow().isoformat(),
-                                    completion={"state": "complete", "done": completion.done,
-                                                "quota": completion.quota, "reason": completion.reason},
-                                    **({"completed_mturk_assignment": mturk_id} if mturk_id else {}))
+            await run_in_threadpool(
+                work.update_annotator_meta,
+                served.ctx.store,
+                annotator.id,
+                completed_at=work.utcnow().isoformat(),
+                completion={
+                    "state": "complete",
+                    "done": completion.done,
+                    "quota": completion.quota,
+                    "reason": completion.reason,
+                },
+                **({"completed_mturk_assignment": mturk_id} if mturk_id else {}),
+            )
             reread = await run_in_threadpool(work.get_annotator, served.ctx.store, annotator.id)
             annotator = reread or annotator
         rec = served.ctx.config.recruitment
@@ -730,16 +842,21 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
             finished_with = annotator.meta.get("completed_mturk_assignment") or current
             if current and current != finished_with:
                 # the same worker in a new HIT of this study: their session is already paid for there
-                return render(request, "done.html", **{**page, "state": "already-done", "blocked": False,
-                                                       "finished_with": finished_with})
+                return render(
+                    request,
+                    "done.html",
+                    **{**page, "state": "already-done", "blocked": False, "finished_with": finished_with},
+                )
             mturk = {"url": entry_mod.mturk_submit_url(annotator.meta), "assignment_id": current}
-        return render(request, "done.html", **{**page, "state": "complete", "blocked": False, "code": code,
-                                               "mturk": mturk, "notice": notice})
+        return render(
+            request,
+            "done.html",
+            **{**page, "state": "complete", "blocked": False, "code": code, "mturk": mturk, "notice": notice},
+        )
 
     from .admin import add_admin_routes
 
-    add_admin_routes(app, studies, render=render, get_served=get_served, read_form=read_clean_form,
-                     WebError=WebError)
+    add_admin_routes(app, studies, render=render, get_served=get_served, read_form=read_clean_form, WebError=WebError)
     return app
 
 

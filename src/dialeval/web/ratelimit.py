@@ -16,8 +16,9 @@ from collections.abc import Callable
 
 
 class RateLimiter:
-    def __init__(self, rate: float = 1.0, burst: int = 5, max_keys: int = 50_000,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, rate: float = 1.0, burst: int = 5, max_keys: int = 50_000, clock: Callable[[], float] = time.monotonic
+    ):
         if rate <= 0 or burst < 1:
             raise ValueError("rate must be > 0 and burst >= 1")
         self.rate, self.burst, self.max_keys = float(rate), int(burst), max_keys
@@ -52,8 +53,7 @@ class RateLimiter:
 class DatabaseRateLimiter:
     """The same token bucket, stored in the database (Store.take_token): shared by all processes."""
 
-    def __init__(self, store, prefix: str, rate: float = 1.0, burst: int = 5,
-                 clock: Callable[[], float] = time.time):
+    def __init__(self, store, prefix: str, rate: float = 1.0, burst: int = 5, clock: Callable[[], float] = time.time):
         if rate <= 0 or burst < 1:
             raise ValueError("rate must be > 0 and burst >= 1")
         self.store, self.prefix, self.rate, self.burst = store, prefix, float(rate), int(burst)

@@ -19,14 +19,19 @@ def study_links(app, host: str, port: int) -> list[dict[str, str]]:
     out = []
     for served in app.state.studies.values():
         url = f"{base}/s/{served.slug}/"
-        out.append({
-            "study": served.ctx.config.name, "method": served.ctx.method, "annotator": url,
-            "volunteer": url + "?volunteer=1",
-            "prolific": url + "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}",
-            "mturk": url + "  (ExternalQuestion: MTurk adds workerId, assignmentId, hitId, turkSubmitTo)",
-            "admin": f"{base}/s/{served.slug}/admin?token={served.admin_token}",
-            "error": served.error or "",
-        })
+        out.append(
+            {
+                "study": served.ctx.config.name,
+                "method": served.ctx.method,
+                "annotator": url,
+                "volunteer": url + "?volunteer=1",
+                "prolific": url
+                + "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}",
+                "mturk": url + "  (ExternalQuestion: MTurk adds workerId, assignmentId, hitId, turkSubmitTo)",
+                "admin": f"{base}/s/{served.slug}/admin?token={served.admin_token}",
+                "error": served.error or "",
+            }
+        )
     return out
 
 
@@ -39,9 +44,16 @@ def free_port(host: str = "127.0.0.1") -> int:
 GRACEFUL_SHUTDOWN_S = 10  # on SIGTERM, requests in flight get this long to finish
 
 
-def serve(study_folders: list[Path], host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
-          open_browser: bool = False, print_fn=print, db_connections: int | None = None,
-          access_log: bool = False) -> None:
+def serve(
+    study_folders: list[Path],
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    open_browser: bool = False,
+    print_fn=print,
+    db_connections: int | None = None,
+    access_log: bool = False,
+) -> None:
     """Serve the study folders. With workers > 1 uvicorn starts N processes from an app factory.
 
     `db_connections`: the database connections this server may open in all (default: the
@@ -57,11 +69,12 @@ def serve(study_folders: list[Path], host: str = "127.0.0.1", port: int = 8000, 
     if access_log:
         os.environ[ACCESS_LOG_ENV] = "1"
     app = create_app(folders, prepare=True)  # builds units once, stores the shared secrets
-    per_worker = min(connection_budget(s.ctx.store.engine, workers, db_connections)
-                     for s in app.state.studies.values())
+    per_worker = min(connection_budget(s.ctx.store.engine, workers, db_connections) for s in app.state.studies.values())
     os.environ[POOL_SIZE_ENV] = str(per_worker)  # read by every worker's engine
-    print_fn(f"dialeval: serving {len(folders)} stud{'y' if len(folders) == 1 else 'ies'} on http://{host}:{port}/ "
-             f"({workers} worker{'s' if workers > 1 else ''}, up to {per_worker} database connections each)")
+    print_fn(
+        f"dialeval: serving {len(folders)} stud{'y' if len(folders) == 1 else 'ies'} on http://{host}:{port}/ "
+        f"({workers} worker{'s' if workers > 1 else ''}, up to {per_worker} database connections each)"
+    )
     for link in study_links(app, host, port):
         print_fn(f"\n  {link['method']}: {link['study']}")
         if link["error"]:
@@ -74,8 +87,14 @@ def serve(study_folders: list[Path], host: str = "127.0.0.1", port: int = 8000, 
         threading.Timer(1.0, webbrowser.open, args=(f"http://{shown}:{port}/",)).start()
     # log level info: uvicorn then logs worker starts, deaths ("Child process [pid] died") and
     # respawns; its own access log stays off (ours hashes the annotator id).
-    options: dict[str, Any] = {"host": host, "port": port, "log_level": "info", "access_log": False,
-                               "proxy_headers": True, "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S}
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "log_level": "info",
+        "access_log": False,
+        "proxy_headers": True,
+        "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
+    }
     for served in app.state.studies.values():
         served.ctx.store.close()
     if workers > 1:
