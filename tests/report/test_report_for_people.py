@@ -307,3 +307,16 @@ def test_ten_systems_report_without_warnings(tmp_path, make):
     assert "{" not in text and "[" not in text
     plots = sorted((folder / "report" / "plots").glob("*.png"))
     assert plots
+
+
+def test_methods_paragraph_claims_onboarding_only_for_methods_that_run_it():
+    """Spot The Bot, SM and DA pages run no onboarding: the default `onboarding.enabled` must not make
+    the report say annotators passed one."""
+    from dialeval.report.methods_text import methods_paragraph
+
+    counts = {"annotators": 3, "judgments": 9, "units": 3, "conversations": 3, "bots": ["a", "b"]}
+    config = {"onboarding": {"enabled": True, "on_fail": "block"}}
+    assert "onboarding check" in methods_paragraph("acute", counts, config)
+    assert "onboarding check" in methods_paragraph("pairwise-turn", counts, config)
+    for method in ("spot-the-bot", "single-model", "direct-assessment"):
+        assert "onboarding check" not in methods_paragraph(method, counts, config)

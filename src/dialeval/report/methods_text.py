@@ -59,6 +59,11 @@ METHOD_NAMES = {
 }
 
 
+# Methods whose pages run the study's onboarding/practice (the others ignore `onboarding`, so the
+# report must not claim a check took place).
+METHODS_WITH_ONBOARDING = {"acute", "pairwise-turn"}
+
+
 def collection_counts(dataset: Dataset) -> dict[str, Any]:
     statuses: dict[str, int] = {}
     for a in dataset.annotators:
@@ -93,7 +98,7 @@ def methods_paragraph(method: str, counts: dict[str, Any], config: dict[str, Any
         parts.append(f"The data were imported ({imported.get('format')}) from {imported.get('path')}.")
     else:
         onboarding = config.get("onboarding") or {}
-        if onboarding.get("enabled"):
+        if onboarding.get("enabled") and method in METHODS_WITH_ONBOARDING:
             parts.append(f"Annotators passed an onboarding check first; failing it meant: {onboarding.get('on_fail')}.")
         quality = config.get("quality") or {}
         if quality.get("worker_filters"):
