@@ -32,7 +32,9 @@ def _bots(study):
 def test_a_second_import_adds_its_systems_to_the_study(tmp_path):
     study = tmp_path / "acute"
     for model in ("model1", "model2"):
-        result = runner.invoke(app, ["import", "parlai", str(_self_chat(tmp_path, model)), str(study)])
+        # a second source into the same study is an explicit choice (--append); the first needs none
+        append = ["--append"] if model == "model2" else []
+        result = runner.invoke(app, ["import", "parlai", *append, str(_self_chat(tmp_path, model)), str(study)])
         assert result.exit_code == 0, result.output
     assert _bots(study) == ["model1", "model2"]  # ACUTE makes pairs of the study's bots
     assert "added model2" in " ".join(result.output.split())
@@ -41,7 +43,7 @@ def test_a_second_import_adds_its_systems_to_the_study(tmp_path):
 def test_a_hand_written_study_file_is_not_rewritten(tmp_path):
     study = tmp_path / "acute"
     study.mkdir()
-    text = "# mine\nname: acute\nmethod: acute\nbots:\n  - {name: model1, type: imported}\n"
+    text = "# mine\nname: acute\nmethod: acute\nbots:\n  - {name: model1, type: imported}\n  - {name: model3, type: imported}\n"
     (study / "study.yaml").write_text(text)
     result = runner.invoke(app, ["import", "parlai", str(_self_chat(tmp_path, "model2")), str(study)])
     assert result.exit_code == 0, result.output

@@ -131,7 +131,10 @@ def test_every_acute_pairings_shape(tmp_path, variant):
 
 def test_fast_acute_self_chats_of_two_models(tmp_path):
     for model in ("model1", "model2"):
-        counts = imported("parlai", outside(f"parlai/self_chats/{model}.blended_skill_talk.jsonl"), tmp_path / "sc")
+        append = ["--append"] if model == "model2" else []  # a second source is added explicitly
+        counts = imported(
+            "parlai", *append, outside(f"parlai/self_chats/{model}.blended_skill_talk.jsonl"), tmp_path / "sc"
+        )
     assert counts["conversations"] == 10
     assert bot_names(tmp_path / "sc") == {"model1", "model2"}  # the second import adds its model
     store = Store(f"sqlite:///{tmp_path / 'sc' / 'dialeval.db'}")
