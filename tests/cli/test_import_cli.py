@@ -43,7 +43,10 @@ def test_a_second_import_adds_its_systems_to_the_study(tmp_path):
 def test_a_hand_written_study_file_is_not_rewritten(tmp_path):
     study = tmp_path / "acute"
     study.mkdir()
-    text = "# mine\nname: acute\nmethod: acute\nbots:\n  - {name: model1, type: imported}\n  - {name: model3, type: imported}\n"
+    text = (
+        "# mine\nname: acute\nmethod: acute\nbots:\n"
+        "  - {name: model1, type: imported}\n  - {name: model3, type: imported}\n"
+    )
     (study / "study.yaml").write_text(text)
     result = runner.invoke(app, ["import", "parlai", str(_self_chat(tmp_path, "model2")), str(study)])
     assert result.exit_code == 0, result.output
