@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dialeval.analysis.arena import analyze_arena
 from dialeval.formats.arena import read_arena_battles
+from dialeval.methods.arena.analysis import analyze_arena
 
 
 def arena_rank(path: Path) -> pd.DataFrame:

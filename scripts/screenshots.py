@@ -37,7 +37,7 @@ from dialeval.simulate.crowd import simulate_study, write_study_report  # noqa: 
 from dialeval.simulate.server import running_app  # noqa: E402
 from dialeval.store import work  # noqa: E402
 from dialeval.study import open_study  # noqa: E402
-from dialeval.web.app import slugify  # noqa: E402
+from dialeval.web.served import slugify  # noqa: E402
 
 CHROMIUM = os.environ.get("DIALEVAL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

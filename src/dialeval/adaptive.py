@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from .config import AdaptiveConfig
+from .methods import load_part
 from .stats import active, sequential
 from .stats.sequential import DEFAULT_PRIOR, SequentialPairTest, bonferroni_alpha
 
@@ -53,6 +54,8 @@ __all__ = [
     "AdaptiveState",
     "adaptive_config",
     "is_filtered",
+    "judge_guided_selection",
+    "judge_uncertainty",
     "rule_description",
     "selection_description",
     "stopping_section",
@@ -292,11 +295,9 @@ class AdaptiveState:
 
 # -- a study's state: shared by the scheduler (protocols/scheduling.py) and the reports (analysis/) --
 
-# Annotators whose judgments do not count (the same rule as analysis.acute._FILTER_STATUSES and
+# Annotators whose judgments do not count (the same rule as analysis.shared._FILTER_STATUSES and
 # `_filtered_annotators`), so the report's stopping table replays exactly what the scheduler saw.
 FILTERED_STATUSES = frozenset({"filtered", "excluded", "blocked", "failed", "rejected"})
-# bot types that never take part in a method's comparisons (the protocols leave them out of units)
-EXCLUDED_BOT_TYPES = {"acute": frozenset({"degraded"}), "pairwise-turn": frozenset({"imported"})}
 
 
 def is_filtered(status: str | None, meta: dict | None = None) -> bool:
@@ -328,7 +329,11 @@ def adaptive_config(config: Any) -> AdaptiveConfig:
 
 def study_bots(method: str, config: Any) -> list[str]:
     """The bots a pairwise study compares, in study-file order."""
-    excluded = EXCLUDED_BOT_TYPES.get(method, frozenset())
+    from .methods import all_methods
+
+    spec = all_methods().get(method)
+    # bot types that never take part in the method's comparisons (its protocol leaves them out of units)
+    excluded = spec.excluded_bot_types if spec else frozenset()
     return [b["name"] for b in _config_dict(config).get("bots", []) if b.get("type") not in excluded]
 
 
@@ -366,12 +371,14 @@ def study_state(
 def study_session(method: str, config: Any) -> int | None:
     """Judgments of one question an annotator gives in one session: ACUTE-Eval's comparisons per
     unit, PW-Turn's bot turns per conversation (None when unknown)."""
+    from .methods import all_methods
+
+    spec = all_methods().get(method)
+    if spec is None or spec.session_option is None:
+        return None
     protocol = _config_dict(config).get("protocol") or {}
-    if method == "acute":
-        return int(protocol.get("comparisons_per_unit") or 5)
-    if method == "pairwise-turn":
-        return int(protocol.get("bot_turns") or 6)
-    return None
+    default = load_part(spec.options).model_fields[spec.session_option].default
+    return int(protocol.get(spec.session_option) or default)
 
 
 def rule_description(state: AdaptiveState, *, enabled: bool = True) -> str:
@@ -492,3 +499,37 @@ def stopping_section(
         "reopened_by_filtering": reopened,
         "pairs": table,
     }
+
+
+# -- judge-guided selection of the units people label (issue 13; stats/ppi.py) ----------------------
+
+
+def judge_uncertainty(first_order: Sequence[float], second_order: Sequence[float], floor: float = 0.05) -> np.ndarray:
+    """Expected squared error of a judge asked in both side orders, per unit: `first_order` is its
+    score of the first item shown first, `second_order` its score of the same item shown second (1 win,
+    ½ tie, 0 loss; NaN = no answer). When the two orders disagree the judge is guessing, so the unit
+    is worth a person's time; `floor` keeps some chance for units where it was consistent (it can be
+    consistently wrong). A missing order counts as the most uncertain."""
+    s1 = np.asarray(first_order, dtype=float)
+    s2 = np.asarray(second_order, dtype=float)
+    gap = np.where(np.isnan(s1) | np.isnan(s2), 1.0, np.abs(s1 - s2))
+    return floor + (1.0 - floor) * gap**2
+
+
+def judge_guided_selection(
+    unit_ids: Sequence[Any], uncertainty: Sequence[float], budget: int, seed: int | None = 0, mix: float = 0.2
+) -> dict[Any, float]:
+    """Which units to send to people, given the judge's uncertainty on each: {unit id: π} for the chosen
+    ones (Poisson sampling with π ∝ sqrt(uncertainty), about `budget` units; stats.ppi.active_probabilities).
+
+    The scheduler restricts its candidate units to these and keeps π with each (e.g. in the unit's or the
+    assignment's meta): the analysis weights each human label by 1/π (stats.ppi.ppi_mean_active), which
+    keeps the judge-corrected estimate unbiased whatever the judge. Deterministic for a given `seed`."""
+    from .stats.ppi import active_probabilities
+
+    ids = list(unit_ids)
+    if len(ids) != len(uncertainty):
+        raise ValueError(f"{len(ids)} units but {len(uncertainty)} uncertainties")
+    pi = active_probabilities(uncertainty, budget, mix=mix)
+    take = np.random.default_rng(seed).random(len(ids)) < pi
+    return {ids[k]: float(pi[k]) for k in np.flatnonzero(take)}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import sys
 from importlib import resources
@@ -14,8 +13,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import METHODS
+from . import methods
 from .errors import DialevalError
+from .formats import importers
 
 app = typer.Typer(
     name="dialeval",
@@ -124,7 +124,7 @@ def _table(*columns: str, title: str | None = None) -> Table:
 @app.command()
 @friendly
 def init(
-    method: str = typer.Argument(..., help=f"one of: {', '.join(METHODS)}"),
+    method: str = typer.Argument(..., help=f"one of: {', '.join(methods.ids(collectable=True))}"),
     folder: Path = typer.Argument(..., help="the study folder to create"),
     force: bool = typer.Option(False, "--force", help="overwrite an existing study.yaml"),
 ) -> None:
@@ -134,13 +134,15 @@ def init(
     """
     from .config import STUDY_FILE, load_study
 
-    if method not in METHODS:
-        raise DialevalError(f"unknown method '{method}'; choose one of: {', '.join(METHODS)}")
+    collectable = methods.ids(collectable=True)
+    if method not in collectable or methods.get(method).study_template is None:
+        raise DialevalError(f"unknown method '{method}'; choose one of: {', '.join(collectable)}")
     target = folder / STUDY_FILE
     if target.exists() and not force:
         raise DialevalError(f"{target} exists already; pass --force to overwrite it")
     folder.mkdir(parents=True, exist_ok=True)
-    text = resources.files("dialeval").joinpath(f"templates/{method}.yaml").read_text(encoding="utf-8")
+    package, _, name = str(methods.get(method).study_template).partition(":")
+    text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
     text = text.replace(f"name: my-{method}-study", f"name: {folder.name}", 1)
     target.write_text(text, encoding="utf-8")
     config = load_study(target)  # the template must always validate
@@ -253,7 +255,9 @@ def generate(
                 sink(conversation)
                 progress.advance(task)
 
-            result = asyncio.run(run_generation(plan, bot_objects, existing=existing, on_done=on_done))
+            from .asyncrun import run_blocking
+
+            result = run_blocking(lambda: run_generation(plan, bot_objects, existing=existing, on_done=on_done))
     _report_generation(result)
     if study is None:
         _convert_output(output, fmt)
@@ -690,8 +694,26 @@ def bench_adaptive(
         console.print(f"wrote {json_path}")
 
 
+@bench_app.command("judges")
+@friendly
+def bench_judges(
+    json_path: Path | None = typer.Option(None, "--json", help="write the results as JSON"),
+    plot_path: Path | None = typer.Option(None, "--plot", help="write the widths plot (PNG)"),
+    data: Path | None = typer.Option(None, "--data", help="folder of the Arena judge files (default ../shared/data)"),
+    repeats: int = typer.Option(300, "--repeats", help="resampled studies per number of human votes"),
+    seed: int = typer.Option(0, "--seed"),
+    quick: bool = typer.Option(False, "--quick", help="a smoke test in seconds, not a measurement"),
+) -> None:
+    """Judge-corrected intervals (PPI++) on real Arena battles: coverage, widths, human votes saved.
+
+    Example: dialeval bench judges --json judges.json
+    """
+    from .bench.judges import print_summary, run_judges_benchmark
+
+    print_summary(run_judges_benchmark(data, repeats=repeats, seed=seed, quick=quick), json_path, plot_path)
+
+
 # -- import / export -----------------------------------------------------------------------------------
-IMPORT_FORMATS = ("dialogue-eval", "spot-the-bot", "parlai", "acute-pairings", "openai-messages", "dialeval", "arena")
 
 
 def _parse_renames(pairs: list[str]) -> dict[str, str]:
@@ -714,55 +736,21 @@ def read_import(
     paper_names: bool = True,
     judges: list[Path] | None = None,
 ):
-    """Read an outside data set into a Dataset (the readers live in formats/)."""
-    from .records import Dataset
+    """Read an outside data set into a Dataset (the readers and their registry live in formats/)."""
+    from .formats import import_dataset
+    from .textclean import clean_dataset
 
     if not path.exists():
         raise DialevalError(f"{path}: no such file or folder")
-    if judges and fmt != "arena":
-        raise DialevalError("--judges belongs to arena imports (judges' verdicts on the same battles)")
-    if fmt == "dialogue-eval":
-        from .formats.dialogue_eval import read_dialogue_eval_csv
-
-        dataset = read_dialogue_eval_csv(path)
-    elif fmt == "spot-the-bot":
-        from .formats.spot_the_bot import read_spot_the_bot
-
-        if not domain:
-            raise DialevalError("spot-the-bot imports need --domain (dailydialog, empathetic or convai2)")
-        from .textclean import clean_dataset
-
-        return clean_dataset(
-            read_spot_the_bot(path, domain, rename=renames or None, use_paper_names=paper_names), str(path)
-        )
-    elif fmt == "parlai":
-        from .formats.parlai import read_parlai_conversations
-
-        dataset = Dataset(method=method or "acute", conversations=read_parlai_conversations(path))
-    elif fmt == "acute-pairings":
-        from .formats.acute_pairings import read_acute_pairings
-
-        dataset = read_acute_pairings(path)
-    elif fmt == "openai-messages":
-        from .formats.openai_messages import read_openai_messages
-
-        dataset = Dataset(method=method or "acute", conversations=read_openai_messages(path))
-    elif fmt == "dialeval":
-        from .formats.jsonl import read_conversations_jsonl
-
-        dataset = Dataset(method=method or "acute", conversations=read_conversations_jsonl(path))
-    elif fmt == "arena":
-        from .formats.arena import read_arena_battles
-
-        dataset = read_arena_battles(path, judge_files=list(judges or []))
-    else:
-        raise DialevalError(f"unknown import format '{fmt}'; choose one of: {', '.join(IMPORT_FORMATS)}")
-    if renames:
-        from .formats.rename import rename_systems
-
-        rename_systems(dataset, renames)
-    from .textclean import clean_dataset
-
+    dataset = import_dataset(
+        fmt,
+        path,
+        method,
+        domain=domain,
+        renames=renames or None,
+        paper_names=paper_names,
+        judges=list(judges or []),
+    )
     return clean_dataset(dataset, str(path))
 
 
@@ -805,7 +793,7 @@ def _add_imported_bots(study: Path, systems: list[str], originals: dict[str, str
 @app.command("import")
 @friendly
 def import_(
-    fmt: str = typer.Argument(..., metavar="FORMAT", help=f"one of: {', '.join(IMPORT_FORMATS)}"),
+    fmt: str = typer.Argument(..., metavar="FORMAT", help=f"one of: {', '.join(importers())}"),
     path: Path = typer.Argument(..., help="the file (or folder, for spot-the-bot and parlai) to import"),
     study: Path = typer.Argument(..., help="the study folder to create or add to"),
     domain: str | None = typer.Option(None, "--domain", help="spot-the-bot: dailydialog, empathetic or convai2"),
@@ -935,6 +923,43 @@ def export(
     console.print(f"wrote {len(dataset.judgments)} judgments to {output}")
 
 
+# -- judge ---------------------------------------------------------------------------------------------
+@app.command()
+@friendly
+def judge(
+    study: Path = typer.Argument(..., help="a study folder"),
+    bot: str | None = typer.Option(None, "--bot", help="the judge: a bot of the study file (or a name for --bot-type)"),
+    bot_type: str | None = typer.Option(None, "--bot-type", help="a judge not in the study file: openai, local-llm"),
+    option: list[str] = typer.Option([], "--option", help="an option of --bot-type: key=value (repeatable)"),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="questions in flight at once"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="judge at most N more items"),
+) -> None:
+    """An LLM answers the study's own questions on its units, stored as a judge's judgments (resumable).
+
+    Examples:
+      dialeval judge my-study --bot gpt4o-judge
+      dialeval judge my-study --bot-type openai --option base_url=http://127.0.0.1:8080/v1 --option model=qwen
+      dialeval judge my-study --bot-type local-llm --bot smollm2 --limit 20
+    """
+    from .judges.run import judge_study, summary_lines
+
+    with _progress() as progress:
+        task = progress.add_task("judge answers", total=None)
+        result = judge_study(
+            study,
+            bot=bot,
+            bot_type=bot_type,
+            options=option,
+            concurrency=concurrency,
+            limit=limit,
+            on_total=lambda n: progress.update(task, total=n),
+            on_answer=lambda: progress.advance(task),
+        )
+    for line in summary_lines(result):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    console.print(f"next: dialeval report {study} (the judge's agreement with people and its biases)")
+
+
 # -- report / compare ------------------------------------------------------------------------------------
 @app.command()
 @friendly
@@ -946,6 +971,9 @@ def report(
     html_path: Path | None = typer.Option(
         None, "--html", help="where to write the HTML (default STUDY/report/index.html)"
     ),
+    include_judges: bool = typer.Option(
+        False, "--include-judges", help="count LLM judges' verdicts in the statistics like an annotator's"
+    ),
 ) -> None:
     """Analyse a study: report/index.html (self-contained), report/report.json and plots.
 
@@ -955,8 +983,8 @@ def report(
     """
     from .report import study_report, write_report
 
-    result = study_report(study)
-    if not result.get("study", {}).get("collected", {}).get("judgments"):
+    result = study_report(study, include_judges=include_judges)
+    if not result.get("study", {}).get("collected", {}).get("judgments") and not result.get("judge_audit"):
         raise DialevalError(
             f"{study} holds no judgments yet, so there is nothing to report; collect some "
             f"(dialeval serve {study}, or dialeval simulate {study}) or import a data set"
@@ -967,6 +995,8 @@ def report(
         score = s.get("score")
         table.add_row(str(s.get("name")), str(s.get("n")), "" if score is None else f"{score:.3f}")
     console.print(table)
+    if result.get("judge_audit"):
+        console.print("LLM judges: " + result["judge_audit"]["verdict"], highlight=False, markup=False, soft_wrap=True)
     console.print(f"wrote {paths['html']} and {paths['json']}")
 
 

@@ -8,9 +8,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from . import METHODS
+from . import methods
 from .errors import StudyFileError
-from .questions import PRESETS
+from .methods import load_part
 
 STUDY_FILE = "study.yaml"
 IMPORTED_BOT = "imported"
@@ -120,73 +120,21 @@ class AdaptiveConfig(_Strict):
     annotator_block: int = Field(10, ge=1, le=1000)
 
 
-class AcuteOptions(_Strict):
-    comparisons_per_unit: int = Field(5, ge=1, le=50)
-    annotations_per_pair: int = Field(50, ge=1, description="target judgments per bot pair and question")
-    pairs: list[tuple[str, str]] | None = None  # default: every pair of bots
-    onboarding_weak_bot: str | None = None
-
-
-class PairwiseTurnOptions(_Strict):
-    pairs: list[tuple[str, str]] | None = None
-    bot_turns: int = Field(6, ge=1, le=30)
-    first_message: str = "Hi!"
-    conversations_per_pair: int = Field(50, ge=1)
-
-
-class SingleModelOptions(_Strict):
-    bot_turns: int = Field(6, ge=1, le=30)
-    first_message: str = "Hi!"
-    conversations_per_bot: int = Field(50, ge=1)
-
-
-class SpotTheBotOptions(_Strict):
-    segment_exchanges: list[int] = Field(default_factory=lambda: [2, 3, 5])
-    bot_segments_per_package: int = Field(20, ge=1)
-    human_segments_per_package: int = Field(5, ge=0)
-    packages_per_annotator: int = Field(3, ge=1)
-    annotations_per_segment: int = Field(2, ge=1)
-
-    @field_validator("segment_exchanges")
-    @classmethod
-    def _increasing(cls, value: list[int]) -> list[int]:
-        if not value or sorted(set(value)) != value or value[0] < 1:
-            raise ValueError("must be increasing positive exchange counts, e.g. [2, 3, 5]")
-        return value
-
-
-class DirectAssessmentOptions(_Strict):
-    min_inputs: int = Field(10, ge=1)
-    qc_bot: str = "qc"
-    topic: Literal["free", "icebreaker"] = "free"
-    hits_per_annotator: int = Field(1, ge=1)
-
-
-class ArenaOptions(_Strict):
-    """Arena battles are imported, not collected (yet): no protocol options."""
-
-
-PROTOCOL_OPTIONS: dict[str, type[BaseModel]] = {
-    "arena": ArenaOptions,
-    "acute": AcuteOptions,
-    "pairwise-turn": PairwiseTurnOptions,
-    "single-model": SingleModelOptions,
-    "spot-the-bot": SpotTheBotOptions,
-    "direct-assessment": DirectAssessmentOptions,
-}
-
-
-PAIRED_METHODS = ("acute", "pairwise-turn")  # a judgment compares two bots: one bot is no study
+def protocol_options(method: str) -> type[BaseModel]:
+    """The pydantic model of the `protocol:` block of a method (methods/<id>/options.py)."""
+    return load_part(methods.get(method).options)
 
 
 class StudyConfig(_Strict):
     name: str = Field(min_length=1, max_length=200)
-    # "arena": imported Chatbot Arena battles (analysis only; no annotation pages yet)
-    method: Literal["acute", "pairwise-turn", "single-model", "spot-the-bot", "direct-assessment", "arena"]
+    method: str  # a registered method id (dialeval.methods.ids())
     description: str = ""
     seed: int = 0
     database: str | None = None  # None: dialeval.db in the study folder (or $DIALEVAL_DATABASE_URL)
     bots: list[BotConfig] = Field(min_length=1)
+    # LLM judges (`dialeval judge STUDY --bot NAME`): bots that answer the annotators' questions,
+    # never evaluated themselves (no conversations, no units)
+    judges: list[BotConfig] = Field(default_factory=list)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     questions: list[QuestionConfig] = Field(default_factory=list)
     onboarding: OnboardingConfig = Field(default_factory=OnboardingConfig)
@@ -199,20 +147,32 @@ class StudyConfig(_Strict):
     protocol: dict[str, Any] = Field(default_factory=dict)
     imported_from: dict[str, Any] | None = None  # {format, path, ...} for a study made by `dialeval import`
 
+    @field_validator("method")
+    @classmethod
+    def _known_method(cls, value: str) -> str:
+        if value not in methods.ids():
+            known = ", ".join(f"'{m}'" for m in methods.ids())
+            raise ValueError(f"unknown method '{value}'; choose one of: {known}")
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> StudyConfig:
         names = [b.name for b in self.bots]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"bot names must be unique; repeated: {', '.join(duplicates)}")
-        if self.method in PAIRED_METHODS and self.imported_from is None:
+        judges = [b.name for b in self.judges]
+        clashes = sorted({n for n in judges if judges.count(n) > 1 or n in names})
+        if clashes:
+            raise ValueError(f"judge names must be unique and differ from the bots'; repeated: {', '.join(clashes)}")
+        if methods.get(self.method).paired and self.imported_from is None:
             compared = [b.name for b in self.bots if b.type != "degraded"]
             if len(compared) < 2:
                 raise ValueError(
                     f"a {self.method} study compares bots in pairs: list at least two bots under "
                     f"bots (it has {len(compared)}: {', '.join(compared) or 'none'})"
                 )
-        presets = PRESETS.get(self.method, {})
+        presets = methods.get(self.method).question_presets
         for q in self.questions:
             if q.text is None and q.id not in presets:
                 allowed = ", ".join(presets) or "none for this method"
@@ -231,7 +191,7 @@ class StudyConfig(_Strict):
     @property
     def options(self) -> Any:
         """The method's own options (AcuteOptions, SpotTheBotOptions, ...), defaults filled in."""
-        return PROTOCOL_OPTIONS[self.method].model_validate(self.protocol)
+        return protocol_options(self.method).model_validate(self.protocol)
 
     def bot(self, name: str) -> BotConfig:
         for b in self.bots:
@@ -262,9 +222,9 @@ def parse_study(data: Any, path: str | Path = "<study>") -> StudyConfig:
         raise StudyFileError(
             f"{path}: a study file is a YAML mapping (name:, method:, bots: ...), not {type(data).__name__}"
         )
-    if data.get("method") in METHODS and isinstance(data.get("protocol"), dict):
+    if data.get("method") in methods.ids() and isinstance(data.get("protocol"), dict):
         try:  # check the method block here so its errors say protocol.<field>
-            PROTOCOL_OPTIONS[data["method"]].model_validate(data["protocol"])
+            protocol_options(data["method"]).model_validate(data["protocol"])
         except ValidationError as exc:
             raise StudyFileError(format_validation_error(path, exc).replace("  - ", "  - protocol.")) from None
     try:

@@ -25,7 +25,8 @@ Models per method (what "significant" means):
   test's asymptotic relative efficiency of 3/π under normality); the simulation runs the real
   Mann–Whitney test. n is conversations per bot.
 
-Default seconds per judgment (`DEFAULT_SECONDS`; override with `seconds_per_judgment`):
+Default seconds per judgment (each method's `PlanningModel`, also `DEFAULT_SECONDS`; override with
+`seconds_per_judgment`):
 paper 000 Appendix F does not list them, but §4.1 gives the worker-hours and ratings collected per
 technique, from which: PW-Dialog 6.03 h / 324 ratings = 67 s; PW-Turn 5.73 h / 231 ratings = 89 s;
 SM-Turn+SM-Dialog 4.39 h per model / 68 conversations = 232 s per conversation. Spot The Bot: about
@@ -51,31 +52,23 @@ import numpy as np
 from scipy import stats as sps
 
 from .errors import DialevalError
+from .methods.spec import PlanningModel
 from .stats import power as pw
 from .stats.bradley_terry import fit_bt
 from .stats.sequential import DEFAULT_PRIOR, bonferroni_alpha, crossing_probability, decision_bounds
 
 __all__ = [
     "DEFAULT_ONBOARDING_SECONDS",
-    "DEFAULT_SECONDS",
-    "METHODS",
     "PlanningError",
     "parse_expectation",
     "parse_expectations",
     "plan_from_pilot",
     "plan_study",
+    "plannable_methods",
+    "planning_model",
 ]
 
-METHODS = ("acute", "pairwise-turn", "single-model", "spot-the-bot", "direct-assessment")
-DEFAULT_SECONDS = {
-    "acute": 6.03 * 3600 / 324,  # 000 §4.1: PW-Dialog, 6.03 worker-hours for 324 ratings
-    "pairwise-turn": 5.73 * 3600 / 231,  # 000 §4.1: PW-Turn, 5.73 worker-hours for 231 ratings
-    "single-model": 4.39 * 3600 / 68,  # 000 §4.1: SM-Turn+SM-Dialog, 4.39 h per model, 68 conversations
-    "spot-the-bot": 25.0,  # 001: ~25 s per annotation (PersonaChat, DailyDialog)
-    "direct-assessment": 6.68 * 60,  # 002 Table 1: 6.68 min per conversation (Free run 1)
-}
 DEFAULT_ONBOARDING_SECONDS = 0.0
-_BINOMIAL = {"acute", "pairwise-turn", "spot-the-bot"}
 _ARE_MW = 3.0 / math.pi
 
 _EXPECT = re.compile(r"^\s*([A-Za-z0-9_.+\-]+?)\s*>\s*([A-Za-z0-9_.+\-]+?)\s*:\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
@@ -83,6 +76,32 @@ _EXPECT = re.compile(r"^\s*([A-Za-z0-9_.+\-]+?)\s*>\s*([A-Za-z0-9_.+\-]+?)\s*:\s
 
 class PlanningError(DialevalError, ValueError):
     """A planning input the user can fix (the message says how)."""
+
+
+def plannable_methods() -> tuple[str, ...]:
+    """The methods `plan` sizes: those with a planning model (Method.planning)."""
+    from .methods import all_methods
+
+    return tuple(m.id for m in all_methods().values() if m.planning is not None)
+
+
+def planning_model(method: str) -> PlanningModel:
+    """The method's planning model (test, seconds per judgment); PlanningError when it has none."""
+    from .methods import all_methods
+
+    spec = all_methods().get(method)
+    if spec is None or spec.planning is None:
+        raise PlanningError(f"unknown method {method!r}; plan one of: {', '.join(plannable_methods())}")
+    return spec.planning
+
+
+def __getattr__(name: str) -> Any:
+    # METHODS and DEFAULT_SECONDS (method -> seconds per judgment), read from the method registry
+    if name == "METHODS":
+        return plannable_methods()
+    if name == "DEFAULT_SECONDS":
+        return {m: planning_model(m).seconds_per_judgment for m in plannable_methods()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_expectation(text: str) -> tuple[tuple[str, str], float]:
@@ -277,7 +296,7 @@ def _strengths(bots: list[str], expectations: Mapping[tuple[str, str], float], m
     that fit the given pairwise expectations; pairs not given are filled in by the model."""
     idx = {b: i for i, b in enumerate(bots)}
     K = len(bots)
-    if method in _BINOMIAL:
+    if planning_model(method).test == "binomial":
         W = np.zeros((K, K))
         for (a, b), r in expectations.items():
             W[idx[a], idx[b]] += 100 * r
@@ -355,7 +374,8 @@ def _ranking(
     K = len(bots)
     m = K * (K - 1) // 2
     grid = np.unique(np.round(np.geomspace(4, n_max, 36)).astype(int))
-    if method in _BINOMIAL:
+    binomial = planning_model(method).test == "binomial"
+    if binomial:
         scen = Scenario(name="plan", bots=bots, probs=bt_probabilities(theta))
         acc = bench_adaptive.uniform_accuracy_curve(scen, grid, alpha, reps, seed)
         n_dec = bench_adaptive.matched_uniform_n(grid, acc, power)
@@ -364,10 +384,9 @@ def _ranking(
         unit = "judgments per pair"
     else:
         rng = np.random.default_rng(seed)
+        mann_whitney = planning_model(method).test == "mannwhitney"
         acc = np.maximum.accumulate(
-            np.array(
-                [_ranking_ttest_accuracy(theta, int(n), alpha, reps, rng, method == "direct-assessment") for n in grid]
-            )
+            np.array([_ranking_ttest_accuracy(theta, int(n), alpha, reps, rng, mann_whitney) for n in grid])
         )
         n_pair = bench_adaptive.matched_uniform_n(grid, acc, power)
         n_pair = None if n_pair is None else math.ceil(n_pair)
@@ -377,7 +396,7 @@ def _ranking(
         "bots_best_first": order,
         "model": (
             "Bradley-Terry strengths fitted to the expectations"
-            if method in _BINOMIAL
+            if binomial
             else "normal means (SD units) fitted to the expectations by least squares"
         ),
         "design": f"uniform: the same number of {unit}, every pair tested at alpha/{m} (Bonferroni), "
@@ -389,7 +408,7 @@ def _ranking(
         "curve": [{"n": int(n), "p_correct_ranking": float(a)} for n, a in zip(grid, acc)],
         "simulations_per_point": reps,
     }
-    if adaptive and method in _BINOMIAL:
+    if adaptive and binomial:
         cap = int(min(20 * (total or n_max * m), 2_000_000))
         sim = bench_adaptive.simulate_adaptive(
             scen, max(10, reps // 40), seed, "rank-overlap", alpha, DEFAULT_PRIOR, cap
@@ -434,8 +453,9 @@ def plan_study(
     n counts judgments per pair for pairwise methods and Spot The Bot, conversations per bot for
     single-model and direct assessment (a pair then costs 2n judgments).
     """
-    if method not in METHODS:
-        raise PlanningError(f"unknown method {method!r}; plan one of: {', '.join(METHODS)}")
+    model = planning_model(method)
+    binomial = model.test == "binomial"
+    draws = draw_share if model.draws else 0.0  # only methods with draws (Spot The Bot) lose judgments to them
     if not 0 < power < 1:
         raise PlanningError(f"power must be between 0 and 1, got {power}")
     if not 0 < alpha < 0.5:
@@ -443,15 +463,15 @@ def plan_study(
     if not 0 <= draw_share < 1:
         raise PlanningError(f"draw_share must be in [0, 1), got {draw_share}")
     exp = _normalise(expectations)
-    seconds = float(seconds_per_judgment) if seconds_per_judgment is not None else DEFAULT_SECONDS[method]
+    seconds = float(seconds_per_judgment) if seconds_per_judgment is not None else model.seconds_per_judgment
     onboarding = float(onboarding_seconds) if onboarding_seconds is not None else DEFAULT_ONBOARDING_SECONDS
     rng = np.random.default_rng(seed)
-    per_pair_cost = 1 if method in _BINOMIAL else 2
+    per_pair_cost = 1 if binomial else 2
     pairs = []
     for (a, b), rate in exp.items():
-        if method in _BINOMIAL:
-            r = _pair_binomial(rate, power, alpha, draw_share if method == "spot-the-bot" else 0.0, n_max, n_sim, rng)
-        elif method == "single-model":
+        if binomial:
+            r = _pair_binomial(rate, power, alpha, draws, n_max, n_sim, rng)
+        elif model.test == "ttest":
             r = _pair_ttest(rate, power, alpha, min(n_max, 20_000), n_sim, rng, sd)
         else:
             r = _pair_mannwhitney(rate, power, alpha, min(n_max, 20_000), n_sim, rng, sd)
@@ -472,8 +492,8 @@ def plan_study(
                 for n, c, s, h in zip(ns, closed, sim, hours)
             ],
         }
-        if method in _BINOMIAL and abs(rate - 0.5) >= 0.02:
-            d = draw_share if method == "spot-the-bot" else 0.0
+        if binomial and abs(rate - 0.5) >= 0.02:
+            d = draws
             cap = int(min(max(4 * (r["n_needed"] or 1000), 2000), 20_000) * (1 - d))
             row["sequential"] = _sequential(rate, alpha, d, cap)
         pairs.append(row)
@@ -488,7 +508,7 @@ def plan_study(
         "seconds_source": (
             "given"
             if seconds_per_judgment is not None
-            else "default (papers 000 §4.1, 001, 002; see dialeval.planning.DEFAULT_SECONDS)"
+            else f"default ({model.source or 'the method'}; Method.planning)"
         ),
         "pairs": pairs,
     }
@@ -513,8 +533,8 @@ def plan_study(
                 seconds,
                 onboarding,
                 judgments_per_annotator,
-                draw_share if method == "spot-the-bot" else 0.0,
-                n_max if method in _BINOMIAL else min(n_max, 20_000),
+                draws,
+                n_max if binomial else min(n_max, 20_000),
                 max(200, n_sim // 2),
                 seed,
                 adaptive,
@@ -533,25 +553,26 @@ def plan_from_pilot(report: Mapping[str, Any], power: float = 0.8, alpha: float 
     if not isinstance(report, Mapping) or "method" not in report:
         raise PlanningError("a pilot report is the JSON dict of `dialeval report --json` (it has a 'method' key)")
     method = report["method"]
-    if method not in METHODS:
+    if method not in plannable_methods():
         raise PlanningError(
-            f"the pilot report's method {method!r} cannot be planned (plan one of {', '.join(METHODS)})"
+            f"the pilot report's method {method!r} cannot be planned (plan one of {', '.join(plannable_methods())})"
         )
+    model = planning_model(method)
     exp: dict[tuple[str, str], float] = {}
     sd = options.pop("sd", None)
-    if method in ("acute", "pairwise-turn", "spot-the-bot"):
+    if model.test == "binomial":
         for m in report.get("matchups") or report.get("pairs") or []:
             r = m.get("win_rate_a", m.get("win_rate"))
             if r is None or not (0 < r < 1) or m.get("n", 1) == 0:
                 continue
             a, b = (m["a"], m["b"]) if r >= 0.5 else (m["b"], m["a"])
             exp[(a, b)] = max(r, 1 - r) if abs(r - 0.5) > 1e-9 else 0.5 + 1e-6
-        if method == "spot-the-bot" and "draw_share" not in options:
+        if model.draws and "draw_share" not in options:
             draws = [m.get("draws") for m in report.get("matchups") or [] if m.get("draws") is not None]
             totals = [m.get("total") for m in report.get("matchups") or [] if m.get("total")]
             if draws and totals:
                 options["draw_share"] = min(0.95, float(sum(draws)) / float(sum(totals)))
-    elif method == "single-model":
+    elif model.test == "ttest":
         systems = [s for s in report.get("systems", []) if (s.get("likert_mean") or {}).get("mean") is not None]
         sds = [s["likert_mean"]["sd"] for s in systems if s["likert_mean"].get("sd")]
         sd = sd or (float(np.sqrt(np.mean(np.square(sds)))) if sds else 1.0)
@@ -573,7 +594,7 @@ def plan_from_pilot(report: Mapping[str, Any], power: float = 0.8, alpha: float 
     seconds = options.pop("seconds_per_judgment", None)
     if seconds is None:
         seconds = report.get("seconds_per_judgment")
-        if seconds is None and method == "direct-assessment":
+        if seconds is None:  # reports of conversations (Direct Assessment) give minutes per conversation
             mins = (report.get("minutes_per_conversation") or {}).get("all")
             seconds = None if mins is None else 60.0 * mins
     onboarding = options.pop("onboarding_seconds", report.get("onboarding_seconds"))

@@ -17,9 +17,11 @@ Judgment values, per method (the contract between importers, the web app and the
                       "decision_turn0": int|None, "decision_turn1": int|None,
                       "fluency": 0|1|"tie", "sensibleness": 0|1|"tie", "specificity": 0|1|"tie"}
                      (feature values name the entity that did better; None where not answered)
-- arena (imported):  question "battle": {"model_a": bot, "model_b": bot,
+- arena:             question "battle": {"model_a": bot, "model_b": bot,
                       "winner": "model_a"|"model_b"|"tie"|"tie (bothbad)", "turn"?: int,
-                      "conversation_a"?/"conversation_b"?: conversation ids when the text was imported}
+                      "conversation_a"?/"conversation_b"?: conversation ids when the text was imported,
+                      "anonymous"?: false when a bot named itself (live battles; not ranked),
+                      "revealed"?: [bots that named themselves]}
 - direct-assessment: {"robotic": 0..100, "interesting": ..., "fun": ..., "consistent": ...,
                       "fluent": ..., "repetitive": ..., "topic": ...}   raw slider positions, negatives NOT reversed
 """
@@ -34,6 +36,16 @@ DA_CRITERIA = ("robotic", "interesting", "fun", "consistent", "fluent", "repetit
 DA_NEGATIVE = ("robotic", "repetitive")
 SM_QUALITIES = ("engaging", "humanlike", "interesting")
 STB_FEATURES = ("fluency", "sensibleness", "specificity")
+
+# The platform of an LLM judge's annotator (`dialeval judge`, arena `--judges` files): its judgments
+# are kept out of every human statistic unless the report is asked to include them.
+JUDGE_PLATFORM = "judge"
+_LEGACY_JUDGE_PLATFORMS = ("llm-judge",)  # arena imports made before the two were unified
+
+
+def is_judge_annotator(annotator: Annotator) -> bool:
+    """True for the annotator of an LLM judge (never a person)."""
+    return annotator.platform == JUDGE_PLATFORM or annotator.platform in _LEGACY_JUDGE_PLATFORMS
 
 
 @dataclass
@@ -69,7 +81,7 @@ class Conversation:
 @dataclass
 class Annotator:
     id: str
-    platform: str = "import"  # link | prolific | mturk | volunteer | simulated | import
+    platform: str = "import"  # link | prolific | mturk | volunteer | simulated | import | judge
     meta: dict[str, Any] = field(default_factory=dict)
 
 

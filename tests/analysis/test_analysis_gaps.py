@@ -11,15 +11,15 @@ import pytest
 from scipy import stats
 
 from dialeval.analysis import metrics as am
-from dialeval.analysis.direct_assessment import direct_assessment_frames
-from dialeval.analysis.direct_assessment import time_to_significance as da_tts
 from dialeval.analysis.metrics import metric_report
-from dialeval.analysis.spot_the_bot import (
+from dialeval.methods.direct_assessment.analysis import direct_assessment_frames
+from dialeval.methods.direct_assessment.analysis import time_to_significance as da_tts
+from dialeval.methods.spot_the_bot.analysis import (
     analyze_spot_the_bot,
     annotation_frame,
     subsample_stability_report,
 )
-from dialeval.analysis.spot_the_bot import (
+from dialeval.methods.spot_the_bot.analysis import (
     time_to_significance as stb_tts,
 )
 from dialeval.records import Conversation, Dataset, Judgment, Turn

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dialeval.analysis.arena import analyze_arena
 from dialeval.formats.arena import read_arena_battles
+from dialeval.methods.arena.analysis import analyze_arena
 from dialeval.records import Annotator, Dataset, Judgment
 from dialeval.stats.bradley_terry import aggregate_votes, bootstrap_bt, fit_bt, sandwich_intervals
 

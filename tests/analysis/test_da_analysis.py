@@ -8,12 +8,12 @@ from functools import lru_cache
 import pytest
 
 from dialeval.analysis.compare import compare_runs
-from dialeval.analysis.direct_assessment import (
+from dialeval.formats.dialogue_eval import read_dialogue_eval_csv
+from dialeval.methods.direct_assessment.analysis import (
     analyze_direct_assessment,
     direct_assessment_frames,
     judgments_frame,
 )
-from dialeval.formats.dialogue_eval import read_dialogue_eval_csv
 from dialeval.records import DA_CRITERIA, Annotator, Conversation, Dataset, Judgment
 
 DATA = "dialogue-eval/FreeTopicRound1/Combined_Batches_305hits.csv"

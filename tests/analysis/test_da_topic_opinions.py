@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from dialeval.analysis.direct_assessment import analyze_direct_assessment, topic_opinions
 from dialeval.formats.dialogue_eval import read_dialogue_eval_csv
+from dialeval.methods.direct_assessment.analysis import analyze_direct_assessment, topic_opinions
 from dialeval.records import Conversation, Dataset
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dialeval.analysis.acute import analyze_acute
-from dialeval.analysis.pairwise_turn import analyze_pairwise_turn
-from dialeval.analysis.single_model import analyze_single_model
+from dialeval.methods.acute.analysis import analyze_acute
+from dialeval.methods.pairwise_turn.analysis import analyze_pairwise_turn
+from dialeval.methods.single_model.analysis import analyze_single_model
 from dialeval.records import SM_QUALITIES, Annotator, Conversation, Dataset, Judgment, Turn, Unit
 from dialeval.stats.text import justification_lengths, top_tfidf_terms
 

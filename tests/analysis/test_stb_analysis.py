@@ -8,14 +8,14 @@ from functools import cache
 
 import pytest
 
-from dialeval.analysis.spot_the_bot import (
+from dialeval.formats.spot_the_bot import read_spot_the_bot
+from dialeval.methods.spot_the_bot.analysis import (
     RELEASED,
     analyze_spot_the_bot,
     annotation_frame,
     complete_packages,
     survival_frame,
 )
-from dialeval.formats.spot_the_bot import read_spot_the_bot
 
 
 @cache

@@ -148,3 +148,28 @@ def test_demo_simulated_into_reports(tmp_path):
         assert report["method"] == method
         assert report["systems"], f"{method}: no systems in the report"
         assert Path(out / method / "report" / "index.html").exists()
+
+
+def test_generate_runs_where_an_event_loop_is_already_running(tmp_path):
+    """A notebook cell (Jupyter runs an event loop) or Playwright's sync API calls the blocking
+    commands with a loop running in the thread: generation must still run, not refuse."""
+    import asyncio
+
+    folder = tmp_path / "nb"
+    assert invoke("init", "acute", folder).exit_code == 0
+    text = (folder / "study.yaml").read_text().replace("conversations: 10", "conversations: 2")
+    (folder / "study.yaml").write_text(text.replace("turns: 6 ", "turns: 2 "))
+
+    async def notebook_cell():
+        asyncio.get_running_loop()  # the situation under test: this thread runs a loop
+        return invoke("generate", folder)
+
+    result = asyncio.run(notebook_cell())
+    assert result.exit_code == 0, result.output
+    from dialeval.study import open_study
+
+    opened = open_study(folder)
+    try:
+        assert len(opened.store.load_dataset(opened.id).conversations) >= 2
+    finally:
+        opened.close()

@@ -7,14 +7,15 @@ from importlib import resources
 import pytest
 import yaml
 
-from dialeval import METHODS
+from dialeval import METHODS, methods
 from dialeval.config import load_study, parse_study
 from dialeval.errors import StudyFileError
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_template_validates(method):
-    text = resources.files("dialeval").joinpath(f"templates/{method}.yaml").read_text()
+    package, _, name = methods.get(method).study_template.partition(":")
+    text = resources.files(package).joinpath(name).read_text()
     config = parse_study(yaml.safe_load(text), f"{method}.yaml")
     assert config.method == method
     assert config.options is not None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dialeval.questions import DA_STATEMENTS
+from dialeval.methods.direct_assessment.questions import DA_STATEMENTS
 from dialeval.study import open_study
 from tests.web.test_live_support import make_live_study
 

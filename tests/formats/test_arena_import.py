@@ -137,12 +137,11 @@ def test_cli_import_with_judges_and_report(tmp_path):
     report = json.loads((study / "report" / "report.json").read_text())
     assert report["battles"] == 4  # the judge is not ranked
     # crowd: x won battles 0, 1 and 2 was a tie, y won 3; the judge always says model_a
-    assert report["judges"]["judge-1"] == {
-        "battles": 4,
-        "agreement_non_tie": 0.6667,
-        "non_tie_battles": 3,
-        "share_model_a": 1.0,
-        "share_tie": 0.0,
-    }
+    audit = report["judge_audit"]
+    assert audit["judges"] == ["judge-1"] and audit["headline"] == "decisive"
+    decisive = audit["questions"]["battle"]["judges"]["judge-1"]["decisive"]
+    assert (decisive["items"], decisive["agreement"]) == (3, 0.6667)
+    position = audit["bias"]["judge-1"]["position_bias"]
+    assert position["first_share"]["share"] == 1.0 and position["first_share"]["n"] == 4
     bad = runner.invoke(app, ["import", "dialeval", str(crowd), str(tmp_path / "x"), "--judges", str(judge)])
     assert bad.exit_code == 2 and "--judges belongs to arena imports" in bad.output

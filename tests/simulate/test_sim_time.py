@@ -30,6 +30,7 @@ DOCUMENTED_SECONDS = {
     ("single-model", "turn"): 6.0,
     ("single-model", "dialog"): 25.0,
     ("direct-assessment", "judgment"): 45.0,
+    ("arena", "judgment"): 20.0,
 }
 
 

@@ -5,7 +5,7 @@ call that made each block is written beside it; ``test_tiny_live_r`` re-runs the
 Rscript is installed (skipped outside CI without it, failed in CI).
 
 The published-data tests build the survival frame the Spot The Bot report uses
-(:func:`dialeval.analysis.spot_the_bot.survival_frame` on ``read_spot_the_bot``); for R it was
+(:func:`dialeval.methods.spot_the_bot.analysis.survival_frame` on ``read_spot_the_bot``); for R it was
 written as one row per (annotation, bot entity) with ``duration`` = segment length k and
 ``event`` = spotted, the same columns :func:`cox_features` derives from ``lower``/``upper``.
 """
@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dialeval.analysis.spot_the_bot import survival_frame
 from dialeval.formats.spot_the_bot import read_spot_the_bot
+from dialeval.methods.spot_the_bot.analysis import survival_frame
 from dialeval.stats import survival as sv
 
 # A small hand-made data set with ties among deaths and deaths tied with censorings at every time.

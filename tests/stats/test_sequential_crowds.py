@@ -137,6 +137,19 @@ def test_filtering_annotators_after_a_decision_is_said_in_the_report():
     assert not row["decided"] and row["n"] == 6
     assert row["reopened_by_filtering"] is True and row["decided_before_filtering"]["winner"] == "x"
     assert stop["reopened_by_filtering"] == [["x", "y"]]
+    # and in words, in the answer at the top of the HTML report
+    report = build_report(dataset, config)
+    (sentence,) = [s for s in report["answer"]["summary"] if "no longer decided" in s]
+    assert sentence.startswith("x vs y was decided while collecting (x preferred after 12 judgments)")
+    import tempfile
+    from html import unescape
+
+    from dialeval.report.build import write_report
+
+    with tempfile.TemporaryDirectory() as out:
+        page = unescape(write_report(report, out)["html"].read_text(encoding="utf-8"))
+    answer_list = page.split('data-key="answer.summary"', 1)[1].split("</ul>", 1)[0]
+    assert "x vs y was decided while collecting" in answer_list
 
 
 def test_report_p_values_are_always_valid_when_collection_stopped_adaptively():

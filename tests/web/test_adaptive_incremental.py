@@ -4,7 +4,7 @@ equal a full replay of the study at every point, and start over when an annotato
 from __future__ import annotations
 
 from dialeval.adaptive import is_filtered, study_state
-from dialeval.protocols.acute import _adaptive_outcome
+from dialeval.methods.acute.protocol import _adaptive_outcome
 from dialeval.store import work
 
 from .test_adaptive_scheduling import Served, adaptive_study

@@ -19,7 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from dialeval.adaptive import FILTERED_STATUSES, AdaptiveState
-from dialeval.analysis.acute import _FILTER_STATUSES
+from dialeval.analysis.shared import _FILTER_STATUSES
 from dialeval.config import AdaptiveConfig
 from dialeval.protocols.scheduling import ADAPTIVE_STOPPED, pair_key
 from dialeval.report import build_report

@@ -294,6 +294,33 @@ def test_returned_submission_frees_its_work(tmp_path):
         assert [r["excluded_reason"] for r in rows] == ["submission returned or timed out on the platform"]
 
 
+def test_the_admin_pages_mark_returned_button_frees_the_work(tmp_path):
+    """The per-annotator "Mark returned" form of the admin page (once shadowed by the block/flag route)."""
+    folder = make_stb_study(
+        tmp_path / "s",
+        per_pair=1,
+        humans=1,
+        exchanges=[1],
+        bot_segments=3,
+        human_segments=0,
+        packages_per_annotator=1,
+        annotations_per_segment=1,
+    )
+    with LiveServer([folder]) as server:
+        p = Visitor(server)
+        answer_segment(p, p.enter({"PROLIFIC_PID": "gone-2", "STUDY_ID": "s", "SESSION_ID": "x"}))
+        assert Visitor(server).enter().url.path.endswith("/done")  # nothing left for another one
+        admin = admin_client(server)
+        page = admin.get(f"/s/{server.slug}/admin").text
+        action = re.search(r'<form method="post" action="([^"]+/returned)"', page).group(1)
+        r = admin.post(
+            action, data={"csrf": admin_csrf(admin, server)}, headers={"Accept": "text/html", "Origin": server.url}
+        )
+        assert r.status_code == 200 and r.url.path == f"/s/{server.slug}/admin", r.text
+        page = Visitor(server).enter()
+        assert page.url.path.endswith("/task") and "Segment 1 of" in page.text
+
+
 # -- 3. identity that holds --------------------------------------------------------------------------
 def test_second_browser_is_asked_to_confirm_and_the_first_is_signed_out(tmp_path):
     folder = make_acute_study(tmp_path / "a", onboarding=False, comparisons=2)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from dialeval.protocols.direct_assessment import qc_status
-from dialeval.questions import DA_STATEMENTS
+from dialeval.methods.direct_assessment.protocol import qc_status
+from dialeval.methods.direct_assessment.questions import DA_STATEMENTS
 from dialeval.records import DA_CRITERIA
 from dialeval.store import work
 
@@ -88,7 +88,7 @@ def test_hit_of_every_bot_plus_qc_in_blind_order(tmp_path):
         assert status["n_qc"] == 1 and status["n_ordinary"] == 2
         assert status["passed"] is True and status["p"] < 0.05
         # the analysis reads these judgments as they are
-        from dialeval.analysis.direct_assessment import judgments_frame
+        from dialeval.methods.direct_assessment.analysis import judgments_frame
 
         frame = judgments_frame(ds)
         assert frame["is_qc"].sum() == 1 and set(frame["system"]) == {"repeat", "eliza", "qc"}

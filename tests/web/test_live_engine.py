@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from dialeval.dialogue.live import watch_timeout
 from dialeval.errors import JudgmentError
+from dialeval.protocols.live import watch_timeout
 from dialeval.store import work
 from tests.bots.fake_openai_server import start_fake_openai
 

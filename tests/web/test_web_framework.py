@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from fastapi.testclient import TestClient
 
+from dialeval import methods
 from dialeval.errors import DialevalError
-from dialeval.protocols import MODULES, get_protocol
+from dialeval.protocols import get_protocol
 from dialeval.store import work
 from dialeval.web.app import create_app
 from dialeval.web.ratelimit import RateLimiter
@@ -33,7 +34,16 @@ def test_start_page_and_health(tmp_path):
 def test_registry():
     assert get_protocol("acute").method == "acute"
     assert get_protocol("spot-the-bot").template == "spot_the_bot.html"
-    assert set(MODULES) == {"acute", "pairwise-turn", "single-model", "spot-the-bot", "direct-assessment"}
+    assert set(methods.ids(collectable=True)) == {
+        "acute",
+        "pairwise-turn",
+        "single-model",
+        "spot-the-bot",
+        "direct-assessment",
+        "arena",  # the live battle; arena studies made by `dialeval import` are analysed only
+    }
+    assert set(methods.ids()) == set(methods.ids(collectable=True))
+    assert get_protocol("arena").template == "arena.html"
     with pytest.raises(DialevalError):
         get_protocol("nope")
 

@@ -1,33 +1,24 @@
 """Analysis per method: a Dataset in, the report dict (the JSON contract of README.md) out.
 
-Each method's module converts judgments to DataFrames and calls the pure statistics in stats/.
+Each method's analysis (dialeval.methods.<id>.analysis) converts judgments to DataFrames and calls the
+pure statistics in stats/.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
 from ..errors import DialevalError
 from ..records import Dataset
 
-# method -> (module, function)
-ANALYSES = {
-    "acute": ("acute", "analyze_acute"),
-    "pairwise-turn": ("pairwise_turn", "analyze_pairwise_turn"),
-    "single-model": ("single_model", "analyze_single_model"),
-    "spot-the-bot": ("spot_the_bot", "analyze_spot_the_bot"),
-    "direct-assessment": ("direct_assessment", "analyze_direct_assessment"),
-    "arena": ("arena", "analyze_arena"),
-}
-
 
 def analyze(dataset: Dataset, **options: Any) -> dict[str, Any]:
     """The method's full report dict for a data set (imported or collected)."""
-    if dataset.method not in ANALYSES:
-        raise DialevalError(f"no analysis for method '{dataset.method}'")
-    module, function = ANALYSES[dataset.method]
-    analyze_method = getattr(import_module(f"{__name__}.{module}"), function)
+    from .. import methods
+
+    if dataset.method not in methods.ids():
+        raise DialevalError(f"no analysis for method '{dataset.method}' (known methods: {', '.join(methods.ids())})")
+    analyze_method = methods.load_part(methods.get(dataset.method).analysis)
     # Judgments of unfinished work (expired, given to another annotator, returned) are kept in the
     # store and exports with their reason, and never counted here.
     excluded = [j for j in dataset.judgments if (j.meta or {}).get("excluded")]

@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from dialeval.jsonable import to_jsonable
 from dialeval.records import Conversation, Dataset, Turn
 from dialeval.stats import metrics as wm
 
@@ -57,12 +58,6 @@ def references_by_system(dataset: Dataset) -> dict[str, tuple[list[str], list[st
             hyps.append(turn.text or "")
             refs.append(ref)
     return out
-
-
-def _num(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 def metric_report(
@@ -98,7 +93,7 @@ def metric_report(
             "name": s,
             "n_responses": len(pairs[s][0]),
             "human_score": human.get(s),
-            **{m: _num(float(v)) for m, v in scores[s].items()},
+            **{m: to_jsonable(float(v)) for m, v in scores[s].items()},
         }
         for s in sorted(scores, key=lambda s: (-(human[s] if s in human else -math.inf), s))
     ]
@@ -108,7 +103,7 @@ def metric_report(
     return {
         "systems": systems,
         "correlations": [
-            {"metric": m, "pearson": _num(c["pearson"]), "spearman": _num(c["spearman"]), "n": c["n"]}
+            {"metric": m, "pearson": to_jsonable(c["pearson"]), "spearman": to_jsonable(c["spearman"]), "n": c["n"]}
             for m, c in correlations.items()
         ],
         "note": "; ".join(notes) or None,

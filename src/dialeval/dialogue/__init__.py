@@ -1,1 +1,1 @@
-"""Turn-taking: self-chat and bot-bot generation, seeding from a corpus, live chat."""
+"""Conversation generation: self-chat and bot-bot, seeding from a corpus (live chat is protocols/live.py)."""

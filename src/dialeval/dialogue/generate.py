@@ -14,6 +14,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..asyncrun import run_blocking
 from ..bots.base import Bot, BotContext, ChatMessage
 from ..errors import DialevalError
 from ..records import Conversation, Turn
@@ -305,4 +306,4 @@ def generate_study(
             on_done(conversation)
 
     existing = opened.store.conversation_status(opened.id)
-    return asyncio.run(generate(plan, bots, existing=existing, on_done=save))
+    return run_blocking(lambda: generate(plan, bots, existing=existing, on_done=save))

@@ -19,7 +19,7 @@ ids when the text is present, each a Conversation ``<battle>/a`` of that model);
 ``judge`` or, without it, ``judge_name`` (default ``crowd``). The battle id is ``num``, else
 ``question_id``, else the line (a repeated id gets ``-<line>``): judges' files of the same battles
 share it, which is what ``judge_files`` uses: each file's verdicts are added as judgments of an
-annotator named after the file (platform ``llm-judge``), so a later analysis can set them against
+annotator named after the file (platform ``judge``, records.JUDGE_PLATFORM), so a later analysis can set them against
 the crowd; the leaderboard uses the other annotators only.
 """
 
@@ -33,12 +33,11 @@ from typing import Any
 
 from dialeval.errors import ImportFormatError
 from dialeval.formats import iter_jsonl
-from dialeval.records import Annotator, Conversation, Dataset, Judgment, Turn
+from dialeval.records import JUDGE_PLATFORM, Annotator, Conversation, Dataset, Judgment, Turn
 
 METHOD = "arena"
 QUESTION = "battle"
 OUTCOMES = ("model_a", "model_b", "tie", "tie (bothbad)")
-JUDGE_PLATFORM = "llm-judge"
 _ALIASES = {"both_bad": "tie (bothbad)", "bothbad": "tie (bothbad)", "tie(bothbad)": "tie (bothbad)"}
 
 

@@ -29,11 +29,13 @@ def rename_systems(dataset: Dataset, renames: dict[str, str]) -> Dataset:
         for key in _PAYLOAD_KEYS:
             if key in u.payload:
                 u.payload[key] = r(u.payload[key])
+    conversation_ids = {c.id for c in dataset.conversations}
     for j in dataset.judgments:
         if isinstance(j.value, dict):
             for key in _VALUE_KEYS:
                 if key in j.value:
                     j.value[key] = r(j.value[key])
-        if j.shown_order and dataset.method != "acute":  # ACUTE shows conversation ids, not systems
+        # shown_order lists systems, or conversations (ACUTE-Eval shows two conversations): only systems are renamed
+        if j.shown_order and not set(j.shown_order) <= conversation_ids:
             j.shown_order = [r(b) for b in j.shown_order]
     return dataset

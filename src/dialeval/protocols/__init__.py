@@ -1,52 +1,36 @@
-"""Evaluation methods: one module per method, found by method id and imported on first use.
+"""The protocol framework: a method's annotation pages are a `Protocol` subclass (protocols/base.py),
+found through the method registry and imported on first use.
 
     from dialeval.protocols import get_protocol
-    cls = get_protocol("acute")          # -> AcuteProtocol (protocols/acute.py, attribute PROTOCOL)
+    cls = get_protocol("acute")          # -> AcuteProtocol (dialeval.methods.acute.protocol)
 
-A new method = a new module here defining ``PROTOCOL = <Protocol subclass>`` plus one entry in
-MODULES; the framework contract is documented in protocols/base.py.
+A new method names its class in its `Method` (``protocol="package.module:Class"``, docs/methods.md).
 """
 
 from __future__ import annotations
 
-import importlib
-
 from ..errors import DialevalError
-
-# method id -> module name under dialeval.protocols
-MODULES: dict[str, str] = {
-    "acute": "acute",
-    "spot-the-bot": "spot_the_bot",
-    "pairwise-turn": "pairwise_turn",
-    "single-model": "single_model",
-    "direct-assessment": "direct_assessment",
-}
 
 
 def get_protocol(method: str):
-    """The Protocol class of a method id (imports protocols.<module> lazily)."""
-    module_name = MODULES.get(method)
-    if module_name is None:
-        raise DialevalError(f"unknown method '{method}'; known: {', '.join(MODULES)}")
-    try:
-        module = importlib.import_module(f"{__name__}.{module_name}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"{__name__}.{module_name}":
-            raise DialevalError(f"the annotation pages of method '{method}' are not available yet") from None
-        raise
-    cls = getattr(module, "PROTOCOL", None)
-    if cls is None:
-        raise DialevalError(f"protocols.{module_name} defines no PROTOCOL class")
-    return cls
+    """The Protocol class of a method id (imports the method's protocol module lazily)."""
+    from .. import methods
+
+    spec = methods.get(method)
+    if spec.protocol is None:
+        raise DialevalError(f"the annotation pages of method '{method}' are not available yet")
+    return methods.load_part(spec.protocol)
 
 
 def available_methods() -> list[str]:
-    """Method ids whose module can be imported."""
+    """Method ids whose annotation pages can be imported."""
+    from .. import methods
+
     found = []
-    for method in MODULES:
+    for method in methods.ids(collectable=True):
         try:
             get_protocol(method)
-        except DialevalError:
+        except (DialevalError, ImportError):
             continue
         found.append(method)
     return found

@@ -1,12 +1,12 @@
 """The framework every evaluation method plugs into: one `Protocol` subclass per method.
 
-A method is one module `dialeval.protocols.<module>` defining a subclass of :class:`Protocol`
-named in ``PROTOCOL`` (``PROTOCOL = AcuteProtocol``); the registry (``protocols/__init__.py``)
-imports it lazily by method id. Its annotator page is one Jinja template in
-``dialeval/web/templates/`` (``template = "acute.html"``) that ``{% extends "base.html" %}``.
+A method's pages are a subclass of :class:`Protocol` that its `Method` names
+(``protocol="dialeval.methods.acute.protocol:AcuteProtocol"``, docs/methods.md);
+``protocols.get_protocol`` imports it lazily by method id. Its annotator page is one Jinja template
+in the method's ``templates/`` folder (``template = "acute.html"``) that ``{% extends "base.html" %}``.
 
-How the web app drives a protocol (web/app.py; the app itself never writes SQL)
---------------------------------------------------------------------------------
+How the web app drives a protocol (web/routes_annotator.py; the app itself never writes SQL)
+-------------------------------------------------------------------------------------------
 1. Entry, consent and instructions are the framework's. Then ``GET /s/<slug>/task``:
    - the framework finds the annotator's unfinished assignment (``work.resume_assignment``: an
      open one, or their expired one when nobody took its unit since), else calls

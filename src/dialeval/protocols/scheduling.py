@@ -25,10 +25,8 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from ..store import work
-from ..store.work import AnnotatorInfo, AssignmentInfo, UnitInfo
+from ..store.work import AnnotatorInfo, AssignmentInfo, Session, UnitInfo  # Session: the store's transaction
 
 
 @dataclass

@@ -14,40 +14,18 @@ ALPHA = 0.05
 POWER = 0.8
 MAX_LISTED_UNDECIDED = 6
 
-LIMITS = {
-    "acute": "Limits: ACUTE-Eval judges whole conversations, so a win says which conversations read better, "
-    "not which turn made the difference; self-chats show how a bot talks to itself, not to people. "
-    "The p-values are per pair (two-sided binomial) and not corrected for the number of pairs; "
-    "the answer depends on the question's wording.",
-    "pairwise-turn": "Limits: PW-Turn compares the two bots' replies to the same history, which the chosen "
-    "replies shape, so later turns are not independent; win rates are over bot turns "
-    "(here the report's turn range), p-values per pair (two-sided binomial), not corrected "
-    "for the number of pairs.",
-    "single-model": "Limits: SM-Turn and SM-Dialog rate one bot at a time, so differences between bots rest "
-    "on different annotators and conversations; Likert ratings are treated as interval data "
-    "(t-tests), and the p-values are not corrected for the number of pairs and metrics.",
-    "spot-the-bot": "Limits: Spot The Bot ranks bots by how long they pass as human in bot–bot "
-    "conversations, which is not the same as being a good partner; the win rates use the "
-    "paper's chi-square tests per pair, not corrected for the number of pairs; rank ranges "
-    "come from a bootstrap over conversations.",
-    "direct-assessment": "Limits: Direct Assessment scores are standardised per annotator (z), so they rank "
-    "systems within this study and are not comparable across studies; annotators who did "
-    "not rate the degraded bot lower are removed before scoring; the pairwise tests are "
-    "one-sided Mann-Whitney tests, not corrected for the number of pairs.",
-}
 
-
-def _p(p: float | None) -> str:
+def p_text(p: float | None) -> str:
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "p not available"
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
-def _pct(rate: float) -> str:
+def pct(rate: float) -> str:
     return f"{rate:.0%}"
 
 
-def _binomial_n_needed(rate: float | None, alpha: float = ALPHA, power: float = POWER) -> int | None:
+def binomial_n_needed(rate: float | None, alpha: float = ALPHA, power: float = POWER) -> int | None:
     """Judgments for a two-sided binomial test at the observed win rate to reach `power` (normal
     approximation; None when no difference was observed)."""
     if rate is None or not 0 < rate < 1 or abs(rate - 0.5) < 1e-9:
@@ -59,7 +37,7 @@ def _binomial_n_needed(rate: float | None, alpha: float = ALPHA, power: float = 
     return int(math.ceil(n))
 
 
-def _tts_lookup(report: dict[str, Any], a: str, b: str, metric: str | None = None) -> dict | None:
+def tts_lookup(report: dict[str, Any], a: str, b: str, metric: str | None = None) -> dict | None:
     for entry in report.get("time_to_significance") or []:
         if not isinstance(entry, dict) or {entry.get("a"), entry.get("b")} != {a, b}:
             continue
@@ -69,7 +47,7 @@ def _tts_lookup(report: dict[str, Any], a: str, b: str, metric: str | None = Non
     return None
 
 
-def _needed_total(entry: dict | None, per_group: bool = False) -> int | None:
+def needed_total(entry: dict | None, per_group: bool = False) -> int | None:
     """Total judgments of a pair for 80% power from the report's own time_to_significance entry;
     `per_group`: its n_needed counts one system's side (t-tests, Mann-Whitney), so both sides double it."""
     if not entry:
@@ -81,7 +59,7 @@ def _needed_total(entry: dict | None, per_group: bool = False) -> int | None:
     return None
 
 
-def _pair(
+def pair(
     a: str,
     b: str,
     effect: str,
@@ -108,8 +86,8 @@ def _pair(
     }
 
 
-def _pairwise_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """acute and pairwise-turn: matchups {a, b, wins_a, wins_b, n, win_rate_a, p}."""
+def pairwise_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Pairwise preference methods (ACUTE-Eval, PW-Turn): matchups {a, b, wins_a, wins_b, n, win_rate_a, p}."""
     out = []
     for m in report.get("matchups") or []:
         rate, n = m.get("win_rate_a"), int(m.get("n") or 0)
@@ -117,97 +95,9 @@ def _pairwise_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         a, b = (m["a"], m["b"]) if rate >= 0.5 else (m["b"], m["a"])
         share = rate if rate >= 0.5 else 1 - rate
-        needed = _needed_total(_tts_lookup(report, m["a"], m["b"])) or _binomial_n_needed(share)
-        out.append(_pair(a, b, f"{_pct(share)}", m.get("p"), n, needed, no_difference=abs(share - 0.5) < 1e-9))
+        needed = needed_total(tts_lookup(report, m["a"], m["b"])) or binomial_n_needed(share)
+        out.append(pair(a, b, f"{pct(share)}", m.get("p"), n, needed, no_difference=abs(share - 0.5) < 1e-9))
     return out
-
-
-def _stb_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for w in report.get("win_rates") or []:
-        rate = w.get("win_rate")
-        n = int((w.get("wins") or 0) + (w.get("losses") or 0))
-        if rate is None or not n:
-            continue
-        a, b = (w["a"], w["b"]) if rate >= 0.5 else (w["b"], w["a"])
-        if any(p["winner"] == b and p["loser"] == a or p["winner"] == a and p["loser"] == b for p in out):
-            continue  # the grid lists each pair both ways
-        share = rate if rate >= 0.5 else 1 - rate
-        needed = _needed_total(_tts_lookup(report, w["a"], w["b"])) or _binomial_n_needed(share)
-        out.append(
-            _pair(
-                a,
-                b,
-                f"{_pct(share)} of decided comparisons",
-                w.get("p"),
-                n,
-                needed,
-                unit="comparisons",
-                no_difference=abs(share - 0.5) < 1e-9,
-            )
-        )
-    return out
-
-
-def _sm_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for t in report.get("ttests") or []:
-        if t.get("metric") != "likert_mean":
-            continue
-        ma, mb = t.get("mean_a"), t.get("mean_b")
-        if ma is None or mb is None:
-            continue
-        a, b, xa, xb = (t["a"], t["b"], ma, mb) if ma >= mb else (t["b"], t["a"], mb, ma)
-        n = int((t.get("n_a") or 0) + (t.get("n_b") or 0))
-        needed = _needed_total(_tts_lookup(report, t["a"], t["b"], "sm_dialog"), per_group=True)
-        out.append(
-            _pair(
-                a,
-                b,
-                f"mean SM-Dialog rating {xa:.2f} vs {xb:.2f}",
-                t.get("p"),
-                n,
-                needed,
-                unit="conversations",
-                no_difference=xa == xb,
-            )
-        )
-    return out
-
-
-def _da_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """direct-assessment: `pairwise` holds a one-sided test for every ordered pair (a's z > b's); the
-    answer uses the test in the direction of the observed difference."""
-    z = {s["name"]: s.get("score") for s in report.get("systems") or []}
-    n = {s["name"]: int(s.get("n") or 0) for s in report.get("systems") or []}
-    out = []
-    for row in report.get("pairwise") or []:
-        a, b = row.get("a"), row.get("b")
-        if z.get(a) is None or z.get(b) is None or z[a] < z[b] or (z[a] == z[b] and a > b):
-            continue
-        needed = _needed_total(_tts_lookup(report, a, b), per_group=True)
-        out.append(
-            _pair(
-                a,
-                b,
-                f"overall z {z[a]:.2f} vs {z[b]:.2f}",
-                row.get("p"),
-                n[a] + n[b],
-                needed,
-                unit="rated conversations",
-                no_difference=z[a] == z[b],
-            )
-        )
-    return out
-
-
-PAIRS = {
-    "acute": _pairwise_pairs,
-    "pairwise-turn": _pairwise_pairs,
-    "spot-the-bot": _stb_pairs,
-    "single-model": _sm_pairs,
-    "direct-assessment": _da_pairs,
-}
 
 
 def _list(names: list[str]) -> str:
@@ -216,15 +106,18 @@ def _list(names: list[str]) -> str:
 
 def answer(report: dict[str, Any]) -> dict[str, Any]:
     """The report's first section: sentences generated from its statistics (see module docstring)."""
-    method = report.get("method", "")
+    from ..methods import all_methods, load_part
+
+    spec = all_methods().get(str(report.get("method", "")))
+    limits = spec.limits if spec else ""
     systems = [s for s in report.get("systems") or [] if isinstance(s, dict) and s.get("name")]
-    pairs = PAIRS.get(method, lambda r: [])(report)
+    pairs = load_part(spec.answer_pairs)(report) if spec and spec.answer_pairs else []
     summary: list[str] = []
     if not systems:
         return {
             "summary": ["No judgments yet: there is nothing to conclude."],
             "pairs": [],
-            "limits": LIMITS.get(method, ""),
+            "limits": limits,
         }
     order = [s["name"] for s in systems]
     best = order[0]
@@ -250,11 +143,11 @@ def answer(report: dict[str, Any]) -> dict[str, Any]:
         if p["decided"]:
             by_winner.setdefault(p["winner"], []).append(p)
     for winner in sorted(by_winner, key=lambda w: order.index(w) if w in order else len(order)):
-        parts = [f"to {p['loser']} ({p['effect']}, {_p(p['p'])})" for p in by_winner[winner]]
+        parts = [f"to {p['loser']} ({p['effect']}, {p_text(p['p'])})" for p in by_winner[winner]]
         summary.append(f"{winner} is preferred " + _list(parts) + ".")
     undecided = [p for p in pairs if not p["decided"]]
     for p in undecided[:MAX_LISTED_UNDECIDED]:
-        text = f"{p['winner']} vs {p['loser']} is undecided ({p['effect']}, {_p(p['p'])}, {p['n']} {p['unit']}; "
+        text = f"{p['winner']} vs {p['loser']} is undecided ({p['effect']}, {p_text(p['p'])}, {p['n']} {p['unit']}; "
         if p["more_for_80_power"] is None and p.get("no_difference"):
             text += "no difference observed, so no number of judgments can be estimated)."
         elif p["more_for_80_power"] is None:
@@ -269,4 +162,28 @@ def answer(report: dict[str, Any]) -> dict[str, Any]:
             f"{len(report['filtered_annotators'])} annotators were filtered out by quality control "
             "and are not counted above."
         )
-    return {"summary": summary, "pairs": pairs, "limits": LIMITS.get(method, "")}
+    summary.extend(_reopened_sentences(report))
+    return {"summary": summary, "pairs": pairs, "limits": limits}
+
+
+def _reopened_sentences(report: dict[str, Any]) -> list[str]:
+    """Pairs that adaptive stopping had decided but that are open again once filtered annotators'
+    judgments are left out: said in words, never shown silently as merely undecided."""
+    # the top-level section repeats the main question's, so per question when there are several
+    questions = {q: part for q, part in (report.get("by_question") or {}).items() if isinstance(part, dict)}
+    if len(questions) > 1:
+        sections = [(f" (question {q})", part.get("stopping")) for q, part in questions.items()]
+    else:
+        sections = [("", report.get("stopping"))]
+    out = []
+    for where, stop in sections:
+        for row in (stop or {}).get("pairs") or []:
+            if not row.get("reopened_by_filtering"):
+                continue
+            before = row.get("decided_before_filtering") or {}
+            out.append(
+                f"{row['a']} vs {row['b']}{where} was decided while collecting ({before.get('winner')} preferred "
+                f"after {before.get('stopped_at_n')} judgments), but without the judgments of the annotators "
+                "filtered out afterwards it is no longer decided: it is reported as undecided."
+            )
+    return out

@@ -21,11 +21,25 @@ from .answer import answer
 from .methods_text import collection_counts, methods_paragraph
 
 
-def build_report(dataset: Dataset, config: dict[str, Any] | None = None, **options: Any) -> dict[str, Any]:
-    """The full report dict: the method's statistics (see README, 'The JSON contract') and provenance."""
+def build_report(
+    dataset: Dataset, config: dict[str, Any] | None = None, include_judges: bool = False, **options: Any
+) -> dict[str, Any]:
+    """The full report dict: the method's statistics (see README, 'The JSON contract') and provenance.
+
+    LLM judges' judgments are kept out of the statistics (they get the `judge_audit` section) unless
+    `include_judges`: then their verdicts count like an annotator's.
+    """
     import warnings
 
+    from ..records import is_judge_annotator
+
     config = config if config is not None else dataset.meta.get("config", {})
+    has_judges = any(is_judge_annotator(a) for a in dataset.annotators)
+    everything = dataset
+    if has_judges:  # the audit's statistics (scipy, scikit-learn) are imported only when needed
+        from ..judges.audit import judge_audit, people_only
+
+        dataset = people_only(dataset, include_judges)
     # Numerical warnings of the statistics (e.g. a t-test on identical ratings) belong in the report,
     # next to the numbers they concern, not on the user's terminal with a library's source path.
     with warnings.catch_warnings(record=True) as caught:
@@ -43,6 +57,11 @@ def build_report(dataset: Dataset, config: dict[str, Any] | None = None, **optio
         "methods": methods_paragraph(dataset.method, counts, config),
     }
     report["filtered_annotators"] = report.get("filtered_annotators") or _filtered(dataset)
+    if has_judges:
+        report["judges_included"] = include_judges
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report["judge_audit"] = judge_audit(everything, seed=options.get("seed", 0))
     report = to_jsonable(report)
     report["answer"] = to_jsonable(answer(report))
     return report
@@ -51,7 +70,7 @@ def build_report(dataset: Dataset, config: dict[str, Any] | None = None, **optio
 _PLAIN = str.maketrans("[]{}", "()()")  # a warning's text is prose on the page, never JSON-looking
 
 
-def study_report(folder: str | Path) -> dict[str, Any]:
+def study_report(folder: str | Path, include_judges: bool = False) -> dict[str, Any]:
     """Open a study folder and build its report dict from everything stored."""
     from ..study import open_study
 
@@ -61,7 +80,7 @@ def study_report(folder: str | Path) -> dict[str, Any]:
         config = opened.config.model_dump(mode="json")
     finally:
         opened.close()
-    return build_report(dataset, config)
+    return build_report(dataset, config, include_judges=include_judges)
 
 
 def _filtered(dataset: Dataset) -> list[dict[str, Any]]:
@@ -76,65 +95,10 @@ def _filtered(dataset: Dataset) -> list[dict[str, Any]]:
 # -- figures --------------------------------------------------------------------------------------------
 def figures(report: dict[str, Any]) -> dict[str, Any]:
     """name -> matplotlib figure, for whatever this report has to draw."""
-    method = report.get("method")
-    order: list[str] = [str(s.get("name")) for s in report.get("systems") or [] if isinstance(s, dict)]
-    figs: dict[str, Any] = {}
-    if method in ("acute", "pairwise-turn"):
-        figs["win-rates"] = plots.winrate_heatmap(report.get("matchups", []), order=order)
-        figs["leaderboard"] = plots.leaderboard(report.get("leaderboard", []))
-        if method == "pairwise-turn":
-            curves = {}
-            for m in report.get("matchups", []):
-                pts = [
-                    (t.get("turn"), t.get("win_rate_a"))
-                    for t in m.get("per_turn", []) or []
-                    if isinstance(t, dict) and t.get("win_rate_a") is not None
-                ]
-                if pts:
-                    curves[f"{m['a']} over {m['b']}"] = pts
-            figs["per-turn"] = plots.lines(
-                curves, "Win rate per bot turn", "bot turn", "win rate", ylim=(0, 1), hline=0.5
-            )
-    elif method == "arena":
-        figs["leaderboard"] = plots.leaderboard(report.get("systems", []), value="score")
-        rows = [
-            {"a": a, "b": b, "win_rate_a": rate}
-            for a, columns in (report.get("win_rates") or {}).items()
-            for b, rate in columns.items()
-            if rate is not None and a < b
-        ]
-        figs["win-rates"] = plots.winrate_heatmap(rows, title="Win rate of row over column (ties as half wins)")
-    elif method == "single-model":
-        figs["success-rates"] = plots.grouped_bars(
-            {s["name"]: s.get("success_rate", {}) for s in report.get("systems", [])},
-            "SM-Turn success rate (all turns)",
-            "share of replies marked",
-        )
-        figs["likert"] = plots.grouped_bars(
-            {
-                s["name"]: {q: v.get("mean") for q, v in (s.get("likert") or {}).items()}
-                for s in report.get("systems", [])
-            },
-            "SM-Dialog Likert means (1–5)",
-            "mean rating",
-        )
-    elif method == "spot-the-bot":
-        figs["win-rates"] = plots.winrate_heatmap(report.get("win_rates", []), rate="win_rate", order=order)
-        figs["survival"] = plots.lines(
-            {k: [tuple(p) for p in v] for k, v in (report.get("survival", {}).get("curves") or {}).items()},
-            "Turnbull survival: share of bot speakers not yet spotted",
-            "exchanges",
-            "survival",
-            step=True,
-            ylim=(0, 1.02),
-        )
-        figs["rank-ranges"] = plots.rank_ranges(report.get("systems", []))
-    elif method == "direct-assessment":
-        figs["z-scores"] = plots.grouped_bars(
-            {s["name"]: s.get("z", {}) for s in report.get("systems", [])},
-            "Standardised (z) scores per criterion, passing annotators",
-            "mean z",
-        )
+    from ..methods import all_methods, load_part
+
+    method = all_methods().get(str(report.get("method")))
+    figs: dict[str, Any] = load_part(method.figures)(report) if method and method.figures else {}
     tts = report.get("time_to_significance")
     if isinstance(tts, list):
         curves = {}
@@ -175,8 +139,6 @@ def write_report(
     """Write report.json, index.html (self-contained) and the plots as PNG and SVG; returns the paths."""
     import warnings
 
-    import matplotlib.pyplot as plt
-
     out = Path(out_dir) if out_dir else Path(html_path or json_path or ".").parent
     out.mkdir(parents=True, exist_ok=True)
     json_file = Path(json_path) if json_path else out / "report.json"
@@ -195,7 +157,6 @@ def write_report(
             (plot_dir / f"{name}.png").write_bytes(png)
             fig.savefig(plot_dir / f"{name}.svg", bbox_inches="tight")
             images[name] = base64.b64encode(png).decode("ascii")
-            plt.close(fig)
     env = Environment(loader=PackageLoader("dialeval.report", "templates"), autoescape=select_autoescape())
     html = env.get_template("report.html").render(
         report=report,
@@ -238,6 +199,7 @@ SECTION_TITLES = {
     "question_agreement": "Agreement per question phrasing",
     "stopping": "Adaptive stopping",
     "analysis_warnings": "Warnings from the statistics",
+    "judge_audit": "LLM judges beside people: agreement and bias audit",
 }
 # Shown elsewhere on the page (title, answer, methods, systems table) or duplicated by another key.
 SKIP = {"method", "study", "systems", "answer", "grid_formatted", "by_question", "question"}
@@ -280,6 +242,11 @@ def _body(report: dict[str, Any]) -> str:
         if value in (None, [], {}):
             continue
         title = SECTION_TITLES.get(key, key.replace("_", " ").capitalize())
+        if key == "judge_audit":  # its own layout: the verdict, then people beside each judge
+            from .judge_section import judge_audit_html
+
+            parts.append(f'<h2 id="{escape(key)}">{escape(title)}</h2>{judge_audit_html(value)}')
+            continue
         parts.append(f'<h2 id="{escape(key)}">{escape(title)}</h2>{render(key, value, key, order)}')
     by_question = report.get("by_question") or {}
     for question, sub in by_question.items():

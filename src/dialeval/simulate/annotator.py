@@ -26,20 +26,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .. import methods
 from ..store import work
 from . import model
 from .model import AnnotatorProfile, SimTruth
 
-LIVE_METHODS = ("pairwise-turn", "single-model", "direct-assessment")
-JUDGMENT_ACTIONS = {
-    "acute": {"submit"},
-    "spot-the-bot": {"segment"},
-    "pairwise-turn": {"choose", "onboarding"},
-    "single-model": {"rate", "final"},
-    "direct-assessment": {"rate"},
-}
-# an abandoning annotator leaves before one of the first N page visits of a unit
-ABANDON_WITHIN = {"acute": 0, "spot-the-bot": 5, "pairwise-turn": 8, "single-model": 8, "direct-assessment": 12}
 TOPICS = ("cooking", "football", "travel", "music", "films", "gardening", "books", "the weather", "pets", "hiking")
 _ASSIGNMENT = re.compile(r'/s/[^/"]+/a/(\d+)/([a-z_\-]+)"')
 _STAGE = re.compile(r'id="live"[^>]*data-stage="([a-z_]+)"')
@@ -115,7 +106,12 @@ class SimulatedAnnotator:
         self._unit_plan: dict[int, dict[str, Any]] = {}
         self._conv_cache: dict[str, Any] = {}
         self._used_messages: dict[str, list[str]] = {}
-        self._gone = False
+        self.gone = False  # a step saw something it cannot handle: this annotator stops
+        simulation = methods.get(method).simulation
+        if simulation is None:
+            raise SimulationError(f"method '{method}' has no simulated annotator")
+        self.simulation = simulation
+        self._step = methods.load_part(simulation.step)
 
     # -- HTTP ------------------------------------------------------------------------------------
     def url(self, path: str = "") -> str:
@@ -184,7 +180,7 @@ class SimulatedAnnotator:
         try:
             self.enter()
             steps = 0
-            while steps < self.max_steps and not self._gone:
+            while steps < self.max_steps and not self.gone:
                 steps += 1
                 page = self.get(self.url("task"))
                 if page.external or page.path.endswith("/done"):
@@ -215,7 +211,7 @@ class SimulatedAnnotator:
                     continue
                 self.step(aid, page.text)
             else:
-                if not self._gone:
+                if not self.gone:
                     self.log.errors.append("too many steps")
         except (httpx.HTTPError, SimulationError) as exc:
             self.log.errors.append(f"{type(exc).__name__}: {exc}")
@@ -227,7 +223,7 @@ class SimulatedAnnotator:
         plan = self._unit_plan.get(aid)
         if plan is None:
             abandon = self.rng.random() < self.profile.abandon_p
-            last = ABANDON_WITHIN.get(self.method, 0)
+            last = self.simulation.abandon_within
             plan = {"visits": 0, "abandon_at": self.rng.randint(0, last) if abandon else None}
             self._unit_plan[aid] = plan
             self.log.assignments.append(aid)
@@ -257,7 +253,7 @@ class SimulatedAnnotator:
         request_id = uuid.uuid4().hex
         path = self.url(f"a/{aid}/{action}")
         status, payload = self.post_json(path, data, request_id)
-        is_judgment = action in JUDGMENT_ACTIONS.get(self.method, ()) if judgment is None else judgment
+        is_judgment = action in self.simulation.judgment_actions if judgment is None else judgment
         if status == 200 and payload.get("ok"):
             if is_judgment:
                 self.log.judgments += 1
@@ -288,86 +284,18 @@ class SimulatedAnnotator:
 
     # -- per method ----------------------------------------------------------------------------------
     def step(self, aid: int, page: str) -> None:
-        handler = {
-            "acute": self.step_acute,
-            "spot-the-bot": self.step_stb,
-            "pairwise-turn": self.step_pw_turn,
-            "single-model": self.step_single_model,
-            "direct-assessment": self.step_da,
-        }[self.method]
-        handler(aid, page)
-
-    def step_acute(self, aid: int, page: str) -> None:
-        a = self.assignment(aid)
-        order = a.shown_order or a.conversation_ids
-        speakers = a.payload["speakers_to_eval"]
-        bots = [speakers[a.conversation_ids.index(c)] for c in order]
-        shown = _acute_sides(page)
-        for n, conv_id in enumerate(order):
-            conv = self.conversation(conv_id)
-            texts = {t.text for t in conv.turns}
-            if n < len(shown) and shown[n] and not set(shown[n]) <= texts:
-                self.log.errors.append(f"assignment {aid}: side {n + 1} does not show conversation {conv_id}")
-        question = a.payload.get("question")
-        onboarding = a.unit_kind.endswith("onboarding")
-        if self.profile.careless:
-            choice = self.rng.randrange(2)
-        else:
-            choice = model.choose_pairwise(
-                self.truth.strength(bots[0], question),
-                self.truth.strength(bots[1], question),
-                self.profile.side_bias,
-                self.profile.noise,
-                self.rng,
-            )
-        seconds = self.think("onboarding" if onboarding else "acute")
-        self.act(
-            aid,
-            "submit",
-            {
-                "choice": str(choice + 1),
-                "justification": model.justification(self.rng, self.profile.careless, f"speaker {choice + 1}"),
-                "elapsed_ms": str(int(seconds * 1000)),
-            },
-        )
-
-    def step_stb(self, aid: int, page: str) -> None:
-        a = self.assignment(aid)
-        m = re.search(r'name="position" value="(\d+)"', page)
-        if m is None:
-            raise SimulationError("no segment position on the Spot The Bot page")
-        pos = int(m.group(1))
-        seg = a.payload["segments"][(a.shown_order or [])[pos]]
-        conv = self.conversation(seg["conversation"])
-        shown = [html.unescape(t) for t in re.findall(r'<span class="text">(.*?)</span>', page, re.DOTALL)]
-        expected = [t.text for t in conv.turns[: 2 + 2 * seg["exchanges"]]]
-        if [s.strip() for s in shown] != [e.strip() for e in expected]:
-            self.log.errors.append(f"assignment {aid}: segment {pos} does not show {seg['conversation']}")
-        human = seg["human"]
-        bots = list(conv.bots) if not human else ["human", "human"]
-        k = seg["exchanges"]
-        strengths = [self.truth.strength(b) for b in bots]
-        careless = self.profile.careless
-        data = {
-            f"entity{e}": model.stb_label(
-                not human and bots[e] != "human", strengths[e], k, self.rng, careless=careless
-            )
-            for e in (0, 1)
-        }
-        for f in ("fluency", "sensibleness", "specificity"):
-            data[f] = model.stb_feature(strengths[0], strengths[1], self.profile.noise, self.rng, careless=careless)
-        data["position"] = str(pos)
-        data["elapsed_ms"] = str(int(self.think("spot-the-bot") * 1000))
-        self.act(aid, "segment", data)
+        """One step on a task page: the method's own (Method.simulation.step)."""
+        self._step(self, aid, page)
 
     # live chats --------------------------------------------------------------------------------------
-    def _stage(self, page: str) -> str:
+    def stage(self, page: str) -> str:
+        """The live page's stage (its ``data-stage``)."""
         m = _STAGE.search(page)
         if m is None:
             raise SimulationError("the live page has no stage")
         return m.group(1)
 
-    def _follow_reply(self, aid: int, started: dict | None = None) -> None:
+    def follow_reply(self, aid: int, started: dict | None = None) -> None:
         """Ask for the bot's reply (if needed) and long-poll `watch` until it is stored or failed."""
         if started is None:
             started = self.act(aid, "reply", {}, judgment=False)
@@ -389,7 +317,8 @@ class SimulatedAnnotator:
             cursor = int(res.get("cursor", cursor))
         self.log.errors.append("the bot reply never finished")
 
-    def _send(self, aid: int, conv_key: str) -> None:
+    def send(self, aid: int, conv_key: str) -> None:
+        """Type one chat message (lines of the corpus; careless styles) and wait for the bot's reply."""
         used = self._used_messages.setdefault(conv_key, [])
         text = model.chat_message(
             self.rng,
@@ -404,154 +333,11 @@ class SimulatedAnnotator:
         if res is not None:
             used.append(text)
             self.log.messages += 1
-            self._follow_reply(aid, res)
+            self.follow_reply(aid, res)
 
-    def _candidates_shown(self, page: str) -> list[str]:
+    def candidates_shown(self, page: str) -> list[str]:
+        """The texts of the candidate replies on a pairwise live page, in page order."""
         return [
             html.unescape(t).strip()
             for t in re.findall(r'<label class="candidate">.*?<span class="text">(.*?)</span>', page, re.DOTALL)
         ]
-
-    def step_pw_turn(self, aid: int, page: str) -> None:
-        from ..protocols import onboarding_content as onb
-
-        stage = self._stage(page)
-        if stage == "onboarding":
-            steps = [
-                self._candidates_shown(block)
-                for block in re.findall(r'<fieldset class="onb-step">(.*?)</fieldset>', page, re.DOTALL)
-            ]
-            data = {}
-            for k, options in enumerate(steps):
-                good = onb.STEPS[k].candidates[onb.STEPS[k].good]
-                right = options.index(good) if good in options else 0
-                careful_ok = not self.profile.careless and self.rng.random() > 0.02
-                data[f"step{k}"] = str(right if careful_ok else self.rng.randrange(2))
-            data["elapsed_ms"] = self.elapsed_ms("onboarding")
-            self.act(aid, "onboarding", data)  # a failure that blocks: the next task page is the done page
-        elif stage == "waiting":
-            self._follow_reply(aid)
-        elif stage == "chat":
-            self._send(aid, f"a{aid}")
-        elif stage == "choose":
-            a = self.assignment(aid)
-            pending = a.state.get("pending") or {}
-            cands = pending.get("candidates") or []
-            shown = self._candidates_shown(page)
-            if [c["text"].strip() for c in cands] != shown:
-                self.log.errors.append(f"assignment {aid}: the candidates shown differ from the stored ones")
-            m = re.search(r'name="turn" value="(\d+)"', page)
-            question = a.payload.get("question")
-            if self.profile.careless:
-                choice = self.rng.randrange(2)
-            else:
-                choice = model.choose_pairwise(
-                    self.truth.strength(cands[0]["bot"], question),
-                    self.truth.strength(cands[1]["bot"], question),
-                    self.profile.side_bias,
-                    self.profile.noise,
-                    self.rng,
-                )
-            self.act(
-                aid,
-                "choose",
-                {
-                    "elapsed_ms": self.elapsed_ms("pairwise-turn"),
-                    "turn": m.group(1) if m else "0",
-                    "choice": str(choice),
-                    "justification": model.justification(self.rng, self.profile.careless, f"response {choice + 1}"),
-                },
-            )
-        else:
-            self.log.errors.append(f"assignment {aid}: unexpected stage {stage!r}")
-            self._gone = True
-
-    def step_single_model(self, aid: int, page: str) -> None:
-        stage = self._stage(page)
-        if stage == "waiting":
-            self._follow_reply(aid)
-        elif stage == "chat":
-            self._send(aid, f"a{aid}")
-        elif stage == "check":
-            a = self.assignment(aid)
-            strength = self.truth.strength(a.payload["bot"], "turn")
-            ticked = model.sm_turn_qualities(
-                strength, self.profile.lenience, self.profile.noise, self.rng, careless=self.profile.careless
-            )
-            m = re.search(r'name="turn" value="(\d+)"', page)
-            data: dict[str, Any] = {"turn": m.group(1) if m else "0"}
-            if ticked:
-                data["quality"] = ticked
-            else:
-                data["none"] = "1"
-            data["elapsed_ms"] = self.elapsed_ms("single-model-turn")
-            self.act(aid, "rate", data)
-        elif stage == "final":
-            a = self.assignment(aid)
-            strength = self.truth.strength(a.payload["bot"], "dialog")
-            data = {}
-            for q in ("engaging", "humanlike", "interesting"):
-                data[q] = str(
-                    self.rng.randint(1, 5)
-                    if self.profile.careless
-                    else model.likert(strength, self.profile.lenience, self.profile.noise, self.rng)
-                )
-            data["elapsed_ms"] = self.elapsed_ms("single-model-dialog")
-            self.act(aid, "final", data)
-        else:
-            self.log.errors.append(f"assignment {aid}: unexpected stage {stage!r}")
-            self._gone = True
-
-    def step_da(self, aid: int, page: str) -> None:
-        stage = self._stage(page)
-        position = int(re.search(r"Conversation (\d+) of (\d+)", page).group(1))
-        if stage == "topic":
-            data = {"opinion": self.rng.choice(("like", "ambivalent", "dislike"))}
-            if re.search(r'name="topic"', page):
-                data["topic"] = self.rng.choice(TOPICS)
-            self.act(aid, "start_chat", data)
-        elif stage == "waiting":
-            self._follow_reply(aid)
-        elif stage == "chat":
-            inputs = int(re.search(r"Your messages: (\d+)", page).group(1))
-            need = int(re.search(r"at least (\d+) before you can finish", page).group(1))
-            if inputs >= need:
-                self.act(aid, "end_chat", {})
-            else:
-                if inputs == need // 2 and self.rng.random() < 0.2:
-                    self.act(aid, "topic", {"topic": self.rng.choice(TOPICS)})
-                self._send(aid, f"a{aid}-{position}")
-        elif stage == "rate":
-            a = self.assignment(aid)
-            order = list(a.shown_order or a.payload["bots"])
-            bot = order[position - 1]
-            is_qc = bot == a.payload.get("qc_bot")
-            data = model.da_ratings(
-                self.truth.strength(bot),
-                is_qc,
-                careless=self.profile.careless,
-                lenience=self.profile.lenience,
-                noise=self.profile.noise,
-                rng=self.rng,
-            )
-            self.act(
-                aid,
-                "rate",
-                {
-                    **{k: str(v) for k, v in data.items()},
-                    "position": str(position),
-                    "elapsed_ms": self.elapsed_ms("direct-assessment"),
-                },
-            )
-        else:
-            self.log.errors.append(f"assignment {aid}: unexpected stage {stage!r}")
-            self._gone = True
-
-
-def _acute_sides(page: str) -> list[list[str]]:
-    """The highlighted speaker's texts on each side of an ACUTE page."""
-    sides = []
-    for block in re.findall(r'<section class="side"[^>]*>(.*?)</section>', page, re.DOTALL):
-        texts = re.findall(r'<li class="msg msg-eval[^"]*">.*?<span class="text">(.*?)</span>', block, re.DOTALL)
-        sides.append([html.unescape(t) for t in texts])
-    return sides

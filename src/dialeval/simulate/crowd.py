@@ -19,7 +19,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import METHODS
+from ..errors import DialevalError
+from ..methods import get as get_method
+from ..methods import load_part
 from ..store import work
 from .annotator import AnnotatorLog, SimulatedAnnotator
 from .model import SimTruth, sample_profile
@@ -118,7 +120,7 @@ def simulate_study(
     """
     from ..corpus import load_corpus
     from ..study import open_study
-    from ..web.app import slugify
+    from ..web.served import slugify
     from .server import running_app
 
     folder = Path(folder)
@@ -127,6 +129,8 @@ def simulate_study(
     opened = open_study(folder)
     try:
         config = opened.config
+        if get_method(config.method).simulation is None:
+            raise DialevalError(f"method '{config.method}' has no simulated annotators (it has no annotation pages)")
         truth = study_truth(config, strengths)
         truth.save(folder)
         before = len(work.list_annotators(opened.store, opened.id))
@@ -144,7 +148,8 @@ def simulate_study(
             )
             for i in range(annotators)
         ]
-        corpus = load_corpus() if config.method in ("pairwise-turn", "single-model", "direct-assessment") else None
+        simulation = get_method(config.method).simulation
+        corpus = load_corpus() if simulation is not None and simulation.corpus else None
         study_slug = slug or slugify(config.name)
 
         def run_all(url: str) -> list[AnnotatorLog]:
@@ -178,6 +183,8 @@ def simulate_study(
 def collect(opened, method: str, folder: Path, logs: list[AnnotatorLog], truth: SimTruth) -> SimulationResult:
     """Compare what the simulated annotators did with what the store kept."""
     store, sid = opened.store, opened.id
+    simulation = get_method(method).simulation
+    checks = load_part(simulation.checks) if simulation is not None and simulation.checks else None
     stored = Counter(j.annotator_id for j in work.list_judgments(store, sid, include_excluded=True))
     rows = {r["id"]: r for r in work.list_annotators(store, sid)}
     caught_ids: set[int] = set()
@@ -187,12 +194,8 @@ def collect(opened, method: str, folder: Path, logs: list[AnnotatorLog], truth: 
         if row is None:
             continue
         why = list(row["reasons"]) if row["status"] != "active" else []
-        if method == "direct-assessment":
-            from ..protocols.direct_assessment import qc_status
-
-            qc = qc_status(store, sid, log.annotator_id)
-            if qc["passed"] is False:
-                why.append("failed_qc_test")
+        if checks is not None:  # the method's own quality control (Direct Assessment's QC test)
+            why.extend(checks(store, sid, log.annotator_id))
         if why:
             caught_ids.add(log.annotator_id)
             if log.careless:
@@ -273,7 +276,7 @@ def simulate_demo(
     out: str | Path,
     annotators: int = 20,
     seed: int = 0,
-    methods: tuple[str, ...] = METHODS,
+    methods: tuple[str, ...] | None = None,
     careless_share: float = 0.15,
     concurrency: int = 8,
 ) -> dict[str, SimulationResult]:
@@ -281,7 +284,7 @@ def simulate_demo(
     app, and write each study's report into <study>/report/."""
     from ..demo import create_demo
     from ..study import load_study
-    from ..web.app import slugify
+    from ..web.served import slugify
     from .server import running_app
 
     folders = create_demo(out, methods=methods)

@@ -38,14 +38,8 @@ QC_STRENGTH = -3.0
 DEFAULT_STEP = 0.6  # default strength gap between bots next to each other in study.yaml
 TRUTH_FILE = Path("simulation") / "truth.json"
 
-# mean seconds per judgment (one choice, one segment, one turn rating, one chat message, ...)
+# mean seconds of the steps every method shares; each method adds its own (Method.simulation.seconds)
 SECONDS_PER_JUDGMENT: dict[str, float] = {
-    "acute": 60.0,
-    "spot-the-bot": 25.0,
-    "pairwise-turn": 20.0,
-    "single-model-turn": 6.0,
-    "single-model-dialog": 25.0,
-    "direct-assessment": 45.0,
     "onboarding": 90.0,
     "message": 15.0,
 }
@@ -259,9 +253,21 @@ def sm_turn_qualities(
     return [q for q in SM_QUALITIES if rng.random() < sigmoid(1.5 * (strength + lenience) + rng.gauss(0.0, noise))]
 
 
-def seconds(method: str, rng: random.Random, speed: float = 1.0, sigma: float = 0.5) -> float:
-    """Lognormal seconds per judgment with the method's mean (SECONDS_PER_JUDGMENT) times `speed`."""
-    mean = SECONDS_PER_JUDGMENT.get(method, 30.0) * speed
+def seconds_table() -> dict[str, float]:
+    """Mean seconds per step kind (one choice, one segment, one turn rating, one chat message, ...):
+    the shared kinds plus every method's own."""
+    from ..methods import all_methods
+
+    table = dict(SECONDS_PER_JUDGMENT)
+    for method in all_methods().values():
+        if method.simulation is not None:
+            table.update(method.simulation.seconds)
+    return table
+
+
+def seconds(kind: str, rng: random.Random, speed: float = 1.0, sigma: float = 0.5) -> float:
+    """Lognormal seconds per judgment with the kind's mean (seconds_table) times `speed`."""
+    mean = seconds_table().get(kind, 30.0) * speed
     mu = math.log(mean) - sigma * sigma / 2
     return float(rng.lognormvariate(mu, sigma))
 

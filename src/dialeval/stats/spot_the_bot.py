@@ -285,8 +285,10 @@ def _jsonable(ranking: Sequence) -> list:
 
 def pair_subsample(frame: pd.DataFrame, k: int, rng: np.random.Generator) -> pd.DataFrame:
     """Keep ``k`` random conversations per (unordered) system pair, all their annotations."""
-    pairs = [tuple(sorted(p)) for p in zip(frame["system0"], frame["system1"])]
-    conv = frame[["conversation_id"]].assign(pair=pairs).drop_duplicates("conversation_id")
+    # one row per conversation first: the pair is a property of the conversation
+    conv = frame[["conversation_id", "system0", "system1"]].drop_duplicates("conversation_id")
+    pairs = [tuple(sorted(p)) for p in zip(conv["system0"], conv["system1"])]
+    conv = conv[["conversation_id"]].assign(pair=pairs)
     keep: list[str] = []
     for _, g in conv.groupby("pair"):
         ids = g["conversation_id"].to_numpy()

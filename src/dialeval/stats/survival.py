@@ -320,6 +320,29 @@ def _logrank_uv(time: np.ndarray, event: np.ndarray, codes: np.ndarray, k: int):
     return u, v
 
 
+def _logrank_uv_grid(slot: np.ndarray, event: np.ndarray, codes: np.ndarray, k: int, n_slots: int):
+    """:func:`_logrank_uv` for times given as ``slot``, their positions on a sorted grid of the
+    distinct times: counts by bincount instead of a sort, for the imputation loop of
+    :func:`_zhao_sun` (the same integer counts at the same event times, so the same U and V)."""
+    at = np.bincount(slot * k + codes, minlength=n_slots * k).reshape(n_slots, k).astype(float)
+    died = np.bincount(slot[event] * k + codes[event], minlength=n_slots * k).reshape(n_slots, k).astype(float)
+    is_event_time = died.sum(axis=1) > 0
+    if not is_event_time.any():
+        return np.zeros(k), np.zeros((k, k))
+    # at risk at t: time >= t
+    n_jk = np.cumsum(at[::-1], axis=0)[::-1][is_event_time]
+    d_jk = died[is_event_time]
+    n_j = n_jk.sum(axis=1)
+    d_j = d_jk.sum(axis=1)
+    u = (d_jk - n_jk * (d_j / n_j)[:, None]).sum(axis=0)
+    frac = n_jk / n_j[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = np.where(n_j > 1, d_j * (n_j - d_j) / (n_j - 1), 0.0)
+    v = np.einsum("j,ja,jb->ab", c, frac, frac) * -1.0
+    v[np.diag_indices(k)] += (c[:, None] * frac).sum(axis=0)
+    return u, v
+
+
 def _chisq(u: np.ndarray, v: np.ndarray) -> float:
     k = u.size
     uu, vv = u[: k - 1], v[: k - 1, : k - 1]
@@ -370,15 +393,18 @@ def _zhao_sun(lo, hi, codes, k, M, seed):
     probs = dens[imp_idx] / tot[imp_idx]
     cum = np.cumsum(probs, axis=1)
     cum[:, -1] = 1.0
-    times = lo.copy()
     event = ~right
+    # every imputed time is one of tb.p, every other is its own lower bound: index them on one grid
+    grid = np.unique(np.concatenate([tb.p, lo[right]]))
+    slot = np.searchsorted(grid, lo)
+    p_slot = np.searchsorted(grid, tb.p)
     us = np.zeros((M, k))
     vsum = np.zeros((k, k))
     for b in range(M):
         draw = (rng.random(imp_idx.size)[:, None] > cum).sum(axis=1)
         draw = np.minimum(draw, m - 1)
-        times[imp_idx] = tb.p[draw]
-        ub, vb = _logrank_uv(times, event, codes, k)
+        slot[imp_idx] = p_slot[draw]
+        ub, vb = _logrank_uv_grid(slot, event, codes, k, grid.size)
         us[b] = ub
         vsum += vb
     v = vsum / M + (1.0 + 1.0 / M) * np.cov(us, rowvar=False, ddof=1)

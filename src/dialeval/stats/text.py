@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 __all__ = ["justification_lengths", "top_tfidf_terms"]
 
@@ -40,6 +39,8 @@ def top_tfidf_terms(
     d = _clean(df, bot, text)
     if d.empty:
         return {}
+    from sklearn.feature_extraction.text import TfidfVectorizer  # ~0.3 s to import: only when there is text
+
     vec = TfidfVectorizer(stop_words="english", max_df=max_df)
     try:
         X = vec.fit_transform(d[text].astype(str))

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
-from ..errors import StoreError
+from ..errors import StoreBusy, StoreError
 
 DEFAULT_DB_NAME = "dialeval.db"
 DATABASE_URL_ENV = "DIALEVAL_DATABASE_URL"
@@ -17,6 +18,11 @@ POOL_TIMEOUT_ENV = "DIALEVAL_DB_POOL_TIMEOUT"  # seconds a request waits for a f
 DEFAULT_POOL_SIZE = 10
 MAX_POOL_SIZE = 20  # a worker runs at most ~40 blocking calls at once; more connections do not help
 RESERVED_CONNECTIONS = 10  # left to psql, backups, migrations and other clients
+
+# The database is busy, not wrong: no pooled connection free in time (PoolTimeoutError), a lock held
+# too long (StoreBusy), the server unreachable or out of connections (OperationalError). Repeating the
+# request is safe; the web app answers these with 503 + Retry-After, so it needs no SQLAlchemy import.
+BUSY_ERRORS: tuple[type[Exception], ...] = (StoreBusy, PoolTimeoutError, OperationalError)
 
 
 def pool_settings() -> tuple[int, float]:

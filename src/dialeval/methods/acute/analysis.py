@@ -1,0 +1,237 @@
+"""ACUTE-Eval (PW-Dialog) analysis: a Dataset in, the JSON-ready report dict out (003; 000 §3.1.3).
+
+Judgment values: {"winner": conversation id, "loser": conversation id}. A conversation is mapped
+to the bot under evaluation through unit.payload["speakers_to_eval"] (aligned with
+unit.conversation_ids), else the conversation's single bot. Onboarding and practice judgments
+(`analysis.practice.is_practice`: by question, unit kind or meta) and judgments of filtered annotators are
+left out of the statistics and counted under `excluded`.
+
+The helpers it shares with the other pairwise analyses are in `analysis/shared.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dialeval.analysis.shared import (
+    _anytime_valid_p,
+    _frame,
+    _jsonable,
+    _justifications,
+    _leaderboard,
+    _onboarding_seconds,
+    _split_judgments,
+    _stopping,
+    _systems_from_matchups,
+    _tts_pairwise,
+)
+from dialeval.records import Dataset, Judgment
+from dialeval.stats import pairwise as pw
+
+__all__ = ["analyze_acute"]
+
+# time to significance for every matchup up to this many (10 bots); beyond, adjacent pairs only
+TTS_ALL_PAIRS_UP_TO = 45
+
+
+# ---------------------------------------------------------------- ACUTE
+
+
+def _conversation_bot(dataset: Dataset) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for c in dataset.conversations:
+        if len(set(c.bots)) == 1:
+            out[c.id] = c.bots[0]
+    return out
+
+
+def acute_frame(
+    dataset: Dataset, exclude_annotators: Iterable[str] | None = None
+) -> tuple[pd.DataFrame, list[Judgment], dict]:
+    """One row per kept judgment: question, annotator, unit, winner/loser conversation and bot,
+    first_conv (shown first), elapsed_s, created_at, justification."""
+    units = {u.id: u for u in dataset.units}
+    conv_bot: dict[Any, str] = _conversation_bot(dataset)
+    kept, onboarding, summary = _split_judgments(dataset, exclude_annotators)
+    unit_speakers: dict[str | None, dict] = {}
+    rows, unmapped = [], 0
+    for j in kept:
+        v = j.value if isinstance(j.value, dict) else {}
+        win_c, lose_c = v.get("winner"), v.get("loser")
+        unit = units.get(j.unit_id)
+        speakers = unit_speakers.get(j.unit_id) if unit is not None else None
+        if speakers is None and unit is not None:
+            given = unit.payload.get("speakers_to_eval")
+            speakers = (
+                dict(zip(unit.conversation_ids, given)) if given and len(given) == len(unit.conversation_ids) else {}
+            )
+            unit_speakers[j.unit_id] = speakers
+        # the unit's speakers_to_eval first, else the conversation's single bot (no copy per judgment)
+        wb = speakers.get(win_c, conv_bot.get(win_c)) if speakers else conv_bot.get(win_c)
+        lb = speakers.get(lose_c, conv_bot.get(lose_c)) if speakers else conv_bot.get(lose_c)
+        if wb is None or lb is None:
+            unmapped += 1
+            continue
+        shown = j.shown_order or (unit.conversation_ids if unit is not None else None) or [None]
+        rows.append(
+            {
+                "question": j.question,
+                "annotator": j.annotator_id,
+                "unit": j.unit_id,
+                "winner_conv": win_c,
+                "loser_conv": lose_c,
+                "winner": wb,
+                "loser": lb,
+                "first_conv": shown[0],
+                "order_known": j.shown_order is not None,
+                "elapsed_s": j.elapsed_s,
+                "created_at": j.created_at,
+                "justification": j.justification,
+            }
+        )
+    summary["unmapped_judgments"] = unmapped
+    return _frame(kept, rows), onboarding, summary
+
+
+def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim: int, seed: int | None) -> dict:
+    duel = df[df["winner"] != df["loser"]]
+    counts = pd.concat([duel["winner"], duel["loser"]]).value_counts().to_dict()
+    matchups = pw.pair_table(duel)
+    systems = _systems_from_matchups(matchups, counts)
+    order = [s["name"] for s in systems]
+    matchups = pw.pair_table(duel, order=order)
+    grid = pw.win_rate_grid(duel, bots=order)
+    votes = pd.DataFrame({"a": duel["winner"], "b": duel["loser"], "winner": duel["winner"]})
+
+    # agreement on the same pair of conversations
+    items = df.assign(item=[tuple(sorted((w, l_))) for w, l_ in zip(df["winner_conv"], df["loser_conv"])])
+    agree = pw.agreement(items, item="item", choice="winner_conv")
+
+    if not agree.get("items"):
+        agree["note"] = "no pair of conversations was judged by two annotators, so agreement cannot be measured"
+
+    # The A/A check of ACUTE-Eval: with the same bot on both sides the left side should win half the
+    # time. Without such pairs in the study, the same check runs over every comparison: sides are
+    # randomised, so the left side should still win about half of them (no position bias).
+    aa_rows = df[df["winner"] == df["loser"]]
+    if len(aa_rows):
+        aa = pw.aa_test((aa_rows["winner_conv"] == aa_rows["first_conv"]).tolist())
+        aa["check"] = "same bot on both sides: the left side should win half the time"
+        aa["bots"] = sorted(set(aa_rows["winner"]))
+    elif df["order_known"].any():
+        known = df[df["order_known"]]
+        aa = pw.aa_test((known["winner_conv"] == known["first_conv"]).tolist())
+        aa["check"] = "position: sides are randomised, so the left side should win half of all comparisons"
+    else:
+        aa = {"check": "position", "n": 0, "note": "the judgments record no side order, so no A/A check is possible"}
+
+    elapsed = df["elapsed_s"].dropna()
+    sec = float(elapsed.mean()) if len(elapsed) else None
+    per_annotator = len(df) / max(df["annotator"].nunique(), 1)
+    tts = []
+    # one pass splits the duels by unordered bot pair (not one scan of the frame per matchup)
+    lo = np.where(duel["winner"].to_numpy() < duel["loser"].to_numpy(), duel["winner"], duel["loser"])
+    hi = np.where(duel["winner"].to_numpy() < duel["loser"].to_numpy(), duel["loser"], duel["winner"])
+    by_pair = (
+        pd.Series(duel["winner"].to_numpy(), index=pd.MultiIndex.from_arrays([lo, hi]))
+        .groupby(level=[0, 1], sort=False)
+        .indices
+    )
+    winners = duel["winner"].to_numpy()
+    timed = matchups
+    if len(matchups) > TTS_ALL_PAIRS_UP_TO:
+        # many bots (an arena): only the pairs adjacent in the ranking, the ones a study is sized for
+        rank = {name: k for k, name in enumerate(order)}
+        timed = matchups[[abs(rank[a] - rank[b]) == 1 for a, b in zip(matchups["a"], matchups["b"])]]
+    for m in timed.itertuples():
+        rows = by_pair.get((m.a, m.b) if m.a < m.b else (m.b, m.a), np.zeros(0, dtype=int))
+        outcomes = (winners[rows] == m.a).astype(float)
+        r = _tts_pairwise(outcomes, sec, onboarding_s, per_annotator, n_sim, seed)
+        if r is not None:
+            tts.append({"a": m.a, "b": m.b, **r})
+
+    return {
+        "n": len(df),
+        "systems": systems,
+        "matchups": _jsonable(matchups),
+        "grid": grid.to_dict(),
+        "grid_formatted": _jsonable(grid.formatted().reset_index().rename(columns={"index": "bot"})),
+        "leaderboard": _leaderboard(votes, n_boot, seed),
+        "agreement": agree,
+        "aa_test": aa,
+        "justifications": _justifications(duel, "winner"),
+        "seconds_per_judgment": sec,
+        "time_to_significance": tts,
+    }
+
+
+def _unfiltered_outcomes(dataset: Dataset) -> dict[str, list[tuple]]:
+    """Per question, (winner, loser, winner, annotator) of every non-onboarding judgment, those of
+    filtered annotators included (what the scheduler saw before they were filtered)."""
+    everyone = Dataset(dataset.method, dataset.conversations, [], dataset.units, dataset.judgments, dataset.meta)
+    df, _, _ = acute_frame(everyone, None)
+    if df.empty:
+        return {}
+    return {q: list(zip(g["winner"], g["loser"], g["winner"], g["annotator"])) for q, g in df.groupby("question")}
+
+
+def analyze_acute(
+    dataset: Dataset,
+    exclude_annotators: Iterable[str] | None = None,
+    n_boot: int = 1000,
+    n_sim: int = 500,
+    seed: int | None = 0,
+) -> dict:
+    """ACUTE-Eval report.
+
+    Top level (for the most answered question; every question under `by_question`): method,
+    question, n, systems [{name, n, score, wins, losses, opponents}] best first (score = mean win
+    rate over opponents), matchups [{a, b, wins_a, wins_b, n, win_rate_a, p, stars}], grid
+    (win rate of row over column, with p), leaderboard (Bradley–Terry), agreement (on pairs of
+    conversations with >= 2 annotations), aa_test (same bot on both sides), justifications,
+    time_to_significance (per matchup, when judgments carry elapsed_s; with more than
+    45 matchups only for the pairs adjacent in the ranking), question_agreement
+    (003 Table 1: per question), excluded, stopping ({rule, selection, pairs: the anytime-valid
+    stopping table per bot pair, ...}; see adaptive.stopping_section; "monitoring only" when the
+    study's `adaptive.enabled` is false).
+    """
+    df, onboarding, excluded = acute_frame(dataset, exclude_annotators)
+    report: dict[str, Any] = {"method": "acute", "excluded": excluded}
+    if df.empty:
+        report.update(
+            {
+                "question": None,
+                "n": 0,
+                "systems": [],
+                "matchups": [],
+                "leaderboard": [],
+                "by_question": {},
+                "question_agreement": [],
+                "time_to_significance": [],
+                "stopping": _stopping(dataset, "acute", []),
+            }
+        )
+        return _jsonable(report)
+    onboarding_s = _onboarding_seconds(onboarding)
+    by_q = {q: _analyze_question(g, onboarding_s, n_boot, n_sim, seed) for q, g in df.groupby("question", sort=True)}
+    everyone = _unfiltered_outcomes(dataset) if excluded["filtered_judgments"] else {}
+    for q, g in df.groupby("question", sort=True):
+        outcomes = list(zip(g["winner"], g["loser"], g["winner"], g["annotator"]))
+        by_q[q]["stopping"] = _stopping(dataset, "acute", outcomes, everyone.get(q))
+        _anytime_valid_p(by_q[q])
+    main = df["question"].value_counts().sort_index().idxmax()
+    items = df.assign(item=[tuple(sorted((w, l_))) for w, l_ in zip(df["winner_conv"], df["loser_conv"])])
+    qa = pw.question_agreement(items, question="question", item="item", choice="winner_conv")
+    report.update({"question": main, **by_q[main]})
+    report["by_question"] = by_q
+    report["question_agreement"] = qa
+    report["onboarding_seconds"] = onboarding_s
+    from ...analysis.metrics import metric_report
+
+    if (metrics := metric_report(dataset, report)) is not None:
+        report["automatic_metrics"] = metrics
+    return _jsonable(report)

@@ -1,0 +1,105 @@
+"""The LLM judge's adapter of this method (Method.judge): the tasks a judge answers on a study,
+in the annotators' own wording, and the labels the audit sets against the people's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...judges.common import (
+    ACUTE_UNIT,
+    _agree,
+    _eval_length,
+    _eval_text,
+    _first_is,
+    _human_judgments,
+    _judged_first,
+    _longer,
+    _pair_choice,
+    _question,
+    _shown,
+)
+from ...judges.prompts import compose
+from ...judges.tasks import SWAPPED, Answer, JudgeAdapter, JudgeTask, Label
+from ...records import Dataset
+from .questions import ACUTE_QUESTIONS
+
+
+def acute_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTask]:
+    convs = dataset.conversation_map()
+    tasks = []
+    for unit in dataset.units:
+        if unit.kind != ACUTE_UNIT or len(unit.conversation_ids) != 2:
+            continue
+        ids = list(unit.conversation_ids)
+        if any(c not in convs for c in ids):
+            continue
+        speakers = list(unit.payload.get("eval_speakers") or ["entity1", "entity1"])
+        question = _question(config, str(unit.payload.get("question", "preference")), ACUTE_QUESTIONS)
+
+        def prompt(order: str, ids=ids, speakers=speakers, question=question) -> str:
+            first = _first_is(order)
+            shown = [first, 1 - first]
+            blocks = [f"Conversation {n}:\n{_eval_text(convs[ids[k]], speakers[k], n)}" for n, k in zip((1, 2), shown)]
+            choices = "\n".join(f"{n} = {question.choice.format(n=n)}" for n in (1, 2))
+            return compose(
+                "Two conversations. Judge Speaker 1 in conversation 1 and Speaker 2 in conversation 2; "
+                "'Partner' is the other side.",
+                *blocks,
+                f"Question: {question.text}\nChoices:\n{choices}",
+                example='{"choice": 1} or {"choice": 2}',
+            )
+
+        def parse(text: str, order: str, ids=ids) -> Answer:
+            k = _pair_choice(text, order)
+            return Answer({"winner": ids[k], "loser": ids[1 - k]}, chose_first=k == _first_is(order))
+
+        tasks.append(
+            JudgeTask(
+                key=f"acute:{unit.id}",
+                question=question.id,
+                prompt=prompt,
+                parse=parse,
+                orders=SWAPPED,
+                combine=_agree,
+                unit_id=unit.id,
+                shown=_shown(ids),
+            )
+        )
+    return _judged_first(tasks, dataset)
+
+
+def acute_labels(dataset: Dataset) -> list[Label]:
+    convs = dataset.conversation_map()
+    units = {u.id: u for u in dataset.units}
+    out = []
+    for j in _human_judgments(dataset):
+        unit = units.get(j.unit_id or "")
+        if unit is None or unit.kind != ACUTE_UNIT or not isinstance(j.value, dict):
+            continue
+        ids = list(unit.conversation_ids)
+        winner = j.value.get("winner")
+        if winner not in ids:
+            continue
+        k = ids.index(winner)
+        bots = tuple(unit.payload.get("speakers_to_eval") or ())
+        speakers = list(unit.payload.get("eval_speakers") or ["entity1", "entity1"])
+        lengths = [_eval_length(convs[c], s) if c in convs else 0 for c, s in zip(ids, speakers)]
+        out.append(
+            Label(
+                item=unit.id,
+                question=j.question,
+                annotator=j.annotator_id,
+                label=bots[k] if len(bots) == 2 else winner,
+                bots=bots,
+                chose_first=(j.shown_order[0] == winner) if j.shown_order else None,
+                chose_longer=_longer(lengths[0], lengths[1], k),
+                score=1.0 - k,
+            )
+        )
+    return out
+
+
+# -- Chatbot Arena battles -------------------------------------------------------------------------
+
+
+acute = JudgeAdapter(acute_tasks, acute_labels, paired=True, agreement_scale="which bot's conversation was chosen")

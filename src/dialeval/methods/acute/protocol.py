@@ -1,0 +1,448 @@
+"""ACUTE-Eval / PW-Dialog (paper 003; 000 §3.1.3): two whole conversations side by side.
+
+Units (kind "acute"): one pair of conversations of two different bots and one question;
+``conversation_ids = [conv_a, conv_b]``, ``payload["speakers_to_eval"] = [bot_a, bot_b]`` (records.py),
+plus ``eval_speakers`` (the speaker label highlighted in each conversation), ``bot_pair`` and
+``question``. Onboarding units (kind "acute-onboarding") pair a human-human conversation with a
+conversation of ``options.onboarding_weak_bot``; the right answer is the human one.
+
+An annotator's session: the onboarding comparison first (when enabled), then up to
+``options.comparisons_per_unit`` comparisons. Scheduling (003, "Annotation Quality"): the bot pair
+and question with the fewest annotations so far (below ``options.annotations_per_pair``), then the
+conversation pair used least, then the conversations used least; left/right drawn per assignment.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from typing import Any
+
+from ...errors import JudgmentError
+from ...protocols.base import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, session_progress
+from ...protocols.scheduling import (
+    Choice,
+    SchedulingView,
+    adaptive_note,
+    adaptive_plan,
+    assign_locked,
+    bot_pairs,
+    cap_reached,
+    conversation_load,
+    group_load,
+    least_loaded,
+    pair_key,
+)
+from ...questions import Question
+from ...records import Conversation, Unit
+from ...store import work
+from ...store.work import UnitInfo
+from .questions import ACUTE_QUESTIONS
+
+KIND = "acute"
+ONBOARDING_KIND = "acute-onboarding"
+MAX_UNITS_PER_PAIR = 5000
+HUMAN = "human"
+
+
+MINUTES_PER_COMPARISON = 1.5  # reading two short conversations and a justification (estimate for the header)
+
+
+def _group(unit_or_assignment: UnitInfo | AssignmentInfo) -> tuple[str, str, str]:
+    """The balancing group of a unit: (question, bot a, bot b) with the pair in pair_key order."""
+    p = unit_or_assignment.payload
+    return (p["question"], *pair_key(*p["bot_pair"]))
+
+
+def evaluated_bot(conv: dict[str, Any]) -> str | None:
+    """The system a stored conversation evaluates: 'human' for human-human, the one bot otherwise."""
+    bots = [b for b in conv["bots"] if b]
+    if conv["source"] == "human" or (bots and all(b == HUMAN for b in bots)):
+        return HUMAN
+    others = sorted({b for b in bots if b != HUMAN})
+    return others[0] if len(others) == 1 else None
+
+
+def eval_speaker(conv: Conversation, bot: str) -> str:
+    """The speaker label to highlight: the one whose turns the bot wrote (entity1 for a self-chat)."""
+    speakers = [t.speaker for t in conv.turns]
+    if bot != HUMAN:
+        by_bot = sorted({t.speaker for t in conv.turns if t.bot == bot and not t.is_seed})
+        if "bot" in by_bot:
+            return "bot"
+        if by_bot:
+            return "entity1" if "entity1" in by_bot else by_bot[-1]
+    if "entity1" in speakers:
+        return "entity1"
+    return speakers[-1] if speakers else "entity1"
+
+
+class AcuteProtocol(Protocol):
+    method = "acute"
+    template = "acute.html"
+    title = "ACUTE-Eval (PW-Dialog)"
+
+    work_kinds = ("acute",)  # a complete session: session_quota() of these
+
+    def session_quota(self) -> int:
+        return int(self.options.comparisons_per_unit)
+
+    # -- questions ---------------------------------------------------------------------------------
+    def questions(self) -> list[Question]:
+        out = []
+        for q in self.config.questions or []:
+            preset = ACUTE_QUESTIONS.get(q.id)
+            text = q.text or (preset.text if preset else q.id)
+            choice = q.choice or (preset.choice if preset else "Speaker {n}")
+            out.append(Question(q.id, text, choice))
+        return out or [ACUTE_QUESTIONS["preference"]]
+
+    def question(self, qid: str) -> Question:
+        for q in self.questions():
+            if q.id == qid:
+                return q
+        return ACUTE_QUESTIONS.get(qid, Question(qid, qid, "Speaker {n}"))
+
+    # -- units -------------------------------------------------------------------------------------
+    def prepare(self) -> int:
+        sid = self.study.study_id
+        convs = [c for c in work.list_conversations(self.store, sid) if not c["error"] and c["turns"] >= 2]
+        by_bot: dict[str, list[str]] = {}
+        for c in convs:
+            bot = evaluated_bot(c)
+            if bot is not None:
+                by_bot.setdefault(bot, []).append(c["id"])
+        speakers: dict[str, str] = {}
+
+        def speaker_of(conv_id: str, bot: str) -> str:
+            if conv_id not in speakers:
+                speakers[conv_id] = eval_speaker(self.store.get_conversation(sid, conv_id), bot)
+            return speakers[conv_id]
+
+        names = [b.name for b in self.config.bots if b.type != "degraded"]
+        pairs = bot_pairs(names, self.options.pairs)
+        units: list[Unit] = []
+        for q in self.questions():
+            for a, b in pairs:
+                rng = self.study.seeded_rng("acute-units", q.id, a, b)
+                ca, cb = list(by_bot.get(a, [])), list(by_bot.get(b, []))
+                if not ca or not cb:
+                    continue
+                rng.shuffle(ca)
+                rng.shuffle(cb)
+                # diagonal order: each shift s pairs every conversation of a once, so the first units
+                # spread over all conversations; all n*m pairs appear exactly once
+                cross = [(ca[i], cb[(i + s) % len(cb)]) for s in range(len(cb)) for i in range(len(ca))]
+                for x, y in cross[:MAX_UNITS_PER_PAIR]:
+                    units.append(
+                        Unit(
+                            id=f"acute:{q.id}:{x}|{y}",
+                            kind=KIND,
+                            conversation_ids=[x, y],
+                            payload={
+                                "speakers_to_eval": [a, b],
+                                "eval_speakers": [speaker_of(x, a), speaker_of(y, b)],
+                                "bot_pair": [a, b],
+                                "question": q.id,
+                            },
+                        )
+                    )
+        units = list({u.id: u for u in units}.values())
+        weak = self.options.onboarding_weak_bot
+        if self.config.onboarding.enabled and weak:
+            humans = list(by_bot.get(HUMAN, []))
+            if not humans:
+                humans = [self._make_human_conversation()]
+            weak_convs = by_bot.get(weak, [])
+            q = self.questions()[0]
+            for h, w in itertools.islice(itertools.product(humans, weak_convs), 50):
+                units.append(
+                    Unit(
+                        id=f"acute-onboarding:{h}|{w}",
+                        kind=ONBOARDING_KIND,
+                        conversation_ids=[h, w],
+                        payload={
+                            "speakers_to_eval": [HUMAN, weak],
+                            "eval_speakers": [speaker_of(h, HUMAN), speaker_of(w, weak)],
+                            "bot_pair": [HUMAN, weak],
+                            "question": q.id,
+                            "correct": h,
+                            "is_onboarding": True,
+                        },
+                    )
+                )
+        return work.add_units(self.store, sid, self.method, units)
+
+    def _make_human_conversation(self) -> str:
+        from ...corpus import load_corpus
+        from ...dialogue.generate import human_conversation
+
+        conv_id = "onboarding-human-0000"
+        conv = human_conversation(
+            conv_id, self.study.seeded_rng("onboarding"), load_corpus(), self.config.generation.turns
+        )
+        self.store.save_conversation(self.study.study_id, conv)
+        return conv_id
+
+    # -- scheduling --------------------------------------------------------------------------------
+    def onboarding_state(self, history: list[AssignmentInfo]) -> tuple[bool, int]:
+        """(passed, tries used) from the annotator's onboarding assignments."""
+        ob = [a for a in history if a.unit_kind == ONBOARDING_KIND and a.status == "submitted"]
+        return any(a.state.get("passed") for a in ob), len(ob)
+
+    def assign(self, annotator: AnnotatorInfo) -> AssignmentInfo | None:
+        return assign_locked(self, annotator, lambda view: self.choose(view))
+
+    def choose(self, view: SchedulingView) -> Choice | None:
+        history = view.history
+        # adaptive collection (config `adaptive:`): once the ranking is decided nobody gets more work
+        adaptive = adaptive_plan(self, view, self.method, [q.id for q in self.questions()], _adaptive_outcome)
+        if adaptive is not None and adaptive.stopped:
+            return None
+        onboarding = self.config.onboarding
+        if onboarding.enabled:
+            ob_units = view.units(ONBOARDING_KIND)
+            passed, tries = self.onboarding_state(history)
+            if ob_units and not passed and tries < onboarding.tries:
+                seen = view.seen_units()
+                fresh = [u for u in ob_units if u.id not in seen] or ob_units
+                unit = least_loaded(fresh, lambda u: view.used(u.id), view.rng)
+                return self._choice(unit, view)
+            if ob_units and not passed and onboarding.on_fail == "block":
+                return None
+        if cap_reached(history, self.options.comparisons_per_unit, KIND):
+            return None
+        units = view.units(KIND)
+        seen = view.seen_units()
+        candidates = [u for u in units if u.id not in seen]
+        if not candidates:
+            return None
+        target = self.options.annotations_per_pair
+        group_used = group_load(units, view, _group)
+        mine = Counter(_group(a) for a in history if a.unit_kind == KIND)  # this annotator's per group
+        groups = {_group(u) for u in candidates}
+        groups = {g for g in groups if group_used.get(g, 0) < target}
+        if adaptive is not None:
+            # the bot pair from AdaptiveState.next_pair; decided pairs get no new units
+            group = adaptive.pick(
+                groups,
+                lambda g: (group_used.get(g, 0), mine.get(g, 0)),
+                view,
+                question_load=lambda q: sum(n for g, n in group_used.items() if g[0] == q),
+            )
+        else:
+            group = least_loaded(groups, lambda g: (group_used.get(g, 0), mine.get(g, 0)), view.rng)
+        if group is None:
+            return None
+        conv_used = conversation_load(units, view)
+        seen_convs = view.seen_conversations()
+        in_group = [u for u in candidates if _group(u) == group]
+        unit = least_loaded(
+            in_group,
+            lambda u: (
+                view.used(u.id),
+                max(conv_used.get(c, 0) for c in u.conversation_ids),
+                sum(conv_used.get(c, 0) for c in u.conversation_ids),
+                sum(c in seen_convs for c in u.conversation_ids),
+            ),
+            view.rng,
+        )
+        return self._choice(unit, view)
+
+    @staticmethod
+    def _choice(unit, view: SchedulingView) -> Choice:
+        order = list(unit.conversation_ids)
+        view.rng.shuffle(order)
+        return Choice(unit.id, shown_order=order, state={})
+
+    # -- page ----------------------------------------------------------------------------------------
+    def _sides(self, assignment: AssignmentInfo) -> list[dict[str, Any]]:
+        sid = self.study.study_id
+        p = assignment.payload
+        sides = []
+        for n, conv_id in enumerate(assignment.shown_order or assignment.conversation_ids, start=1):
+            idx = assignment.conversation_ids.index(conv_id)
+            conv = self.store.get_conversation(sid, conv_id)
+            speaker = p["eval_speakers"][idx]
+            sides.append({"n": n, "conversation": conv, "speaker": speaker, "turns": [t for t in conv.turns]})
+        return sides
+
+    def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
+        q = self.question(assignment.payload["question"])
+        notice = None
+        if assignment.unit_kind == ONBOARDING_KIND:
+            _passed, tries = self.onboarding_state(
+                work.annotator_assignments(self.store, self.study.study_id, annotator.id)
+            )
+            if tries:
+                notice = (
+                    f"That practice answer was not right. Read both conversations again: "
+                    f"practice try {tries + 1} of {self.config.onboarding.tries}."
+                )
+        return {
+            "notice": notice,
+            "sides": self._sides(assignment),
+            "question": q,
+            "choices": [q.choice.replace("{n}", str(n)) for n in (1, 2)],
+            "is_onboarding": assignment.unit_kind == ONBOARDING_KIND,
+            "min_words": self.config.annotation.min_justification_words
+            if self.config.annotation.require_justification
+            else 0,
+            "require_justification": self.config.annotation.require_justification,
+        }
+
+    def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
+        total = self.options.comparisons_per_unit
+        if assignment is not None and assignment.unit_kind == ONBOARDING_KIND:
+            return session_progress(
+                "Practice comparison",
+                0,
+                total,
+                detail=f"then {total} comparisons",
+                minutes_left=(total + 1) * MINUTES_PER_COMPARISON,
+            )
+        history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
+        done = sum(1 for a in history if a.unit_kind == KIND and a.status == "submitted")
+        return session_progress(
+            f"Comparison {min(done + 1, total)} of {total}",
+            done,
+            total,
+            minutes_left=(total - done) * MINUTES_PER_COMPARISON,
+        )
+
+    # -- answers -------------------------------------------------------------------------------------
+    def act(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str, data: dict[str, Any]) -> Outcome:
+        if action != "submit":
+            raise JudgmentError(f"unknown action '{action}'")
+        order = assignment.shown_order or assignment.conversation_ids
+        choice = data.get("choice")
+        if choice not in ("1", "2", 1, 2):
+            raise JudgmentError("Please choose one of the two speakers.")
+        idx = int(choice) - 1
+        justification = self.check_justification(
+            data.get("justification") if isinstance(data.get("justification"), str) else None
+        )
+        winner, loser = order[idx], order[1 - idx]
+        elapsed = _elapsed(data, assignment)
+        p = assignment.payload
+        bot_of = {c: p["speakers_to_eval"][i] for i, c in enumerate(assignment.conversation_ids)}
+        meta = {
+            "winner_bot": bot_of[winner],
+            "loser_bot": bot_of[loser],
+            "left": order[0],
+            "right": order[1],
+            "speakers_to_eval": p["speakers_to_eval"],
+        }
+        if assignment.unit_kind == ONBOARDING_KIND:
+            passed = winner == p["correct"]
+            self.add_judgment(
+                annotator,
+                assignment,
+                "onboarding",
+                {"winner": winner, "loser": loser},
+                request_id=data["request_id"],
+                justification=justification,
+                elapsed_s=elapsed,
+                meta={**meta, "onboarding": True, "passed": passed},
+            )
+            self.finish(assignment, {"passed": passed})
+            if not passed:
+                history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
+                ok, tries = self.onboarding_state(history)
+                if not ok and tries >= self.config.onboarding.tries:
+                    block = self.config.onboarding.on_fail == "block"
+                    self.flag(annotator.id, ["failed onboarding"], block=block, onboarding="failed")
+            return Outcome(done=True)
+        self.add_judgment(
+            annotator,
+            assignment,
+            p["question"],
+            {"winner": winner, "loser": loser},
+            request_id=data["request_id"],
+            justification=justification,
+            elapsed_s=elapsed,
+            meta=meta,
+        )
+        self.finish(assignment)
+        self.check_justifications(annotator.id)
+        return Outcome(done=True)
+
+    # -- admin ---------------------------------------------------------------------------------------
+    def admin_summary(self) -> AdminSummary:
+        sid = self.study.study_id
+        judgments = work.list_judgments(self.store, sid)
+        target = self.options.annotations_per_pair
+        rows: dict[tuple, dict[str, Any]] = {}
+
+        def row_of(question: str, a: str, b: str) -> dict[str, Any]:
+            """The progress row of one question and bot pair (made on first use)."""
+            return rows.setdefault(
+                (question, a, b),
+                {
+                    "question": question,
+                    "pair": f"{a} vs {b}",
+                    "judgments": 0,
+                    "target": target,
+                    "wins_first": 0,
+                    "excluded (flagged/blocked)": 0,
+                },
+            )
+
+        for q in self.questions():
+            for a, b in bot_pairs([x.name for x in self.config.bots if x.type != "degraded"], self.options.pairs):
+                row_of(q.id, a, b)
+        onboarding = {"passed": 0, "failed": 0}
+        for j in judgments:
+            if j.question == "onboarding":
+                onboarding["passed" if j.meta.get("passed") else "failed"] += 1
+                continue
+            a, b = pair_key(j.meta.get("winner_bot", "?"), j.meta.get("loser_bot", "?"))
+            row = row_of(j.question, a, b)
+            if j.annotator_status != "active":
+                row["excluded (flagged/blocked)"] += 1
+                continue
+            row["judgments"] += 1
+            if j.meta.get("winner_bot") == a:
+                row["wins_first"] += 1
+        headline = []
+        for (qid, a, b), row in rows.items():
+            n = row["judgments"]
+            if n:
+                headline.append(
+                    {"label": f"{a} beats {b} ({qid})", "value": f"{100 * row['wins_first'] / n:.0f}% (n={n})"}
+                )
+        for row in rows.values():
+            row["wins of first bot"] = row.pop("wins_first")
+        notes = [f"Onboarding: {onboarding['passed']} passed, {onboarding['failed']} failed."]
+        note = adaptive_note(self)
+        if note:
+            notes.append(note)
+        if self.config.onboarding.enabled and not work.count_units(self.store, sid, ONBOARDING_KIND):
+            notes.append(
+                "Onboarding is enabled but no onboarding units exist (set protocol.onboarding_weak_bot "
+                "and generate that bot's self-chats)."
+            )
+        return AdminSummary(progress=list(rows.values()), headline=headline, notes=notes)
+
+
+def _adaptive_outcome(j: work.ScoredJudgment) -> tuple[str, str, str] | None:
+    """(a, b, winner) of a stored comparison for the adaptive state; None for onboarding."""
+    if j.question == "onboarding" or j.meta.get("onboarding"):
+        return None
+    winner, loser = j.meta.get("winner_bot"), j.meta.get("loser_bot")
+    if not winner or not loser:
+        return None
+    return winner, loser, winner
+
+
+def _elapsed(data: dict[str, Any], assignment: AssignmentInfo) -> float | None:
+    raw = data.get("elapsed_ms")
+    try:
+        ms = float(raw) if raw not in (None, "") else None
+    except (TypeError, ValueError):
+        ms = None
+    if ms is not None and 0 <= ms < 24 * 3600 * 1000:
+        return ms / 1000.0
+    if assignment.started_at is not None:
+        return (work.utcnow() - assignment.started_at).total_seconds()
+    return None

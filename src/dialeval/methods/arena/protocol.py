@@ -1,0 +1,499 @@
+"""The live arena battle (Chatbot Arena, Chiang et al. 2024; FastChat issue #3210).
+
+The annotator chats with two anonymous bots at once, shown side by side as Model A and Model B
+(the sides drawn at random per battle and stored). Both bots answer every message, streamed as
+they come (the live-chat engine, protocols/live.py). The annotator votes A / B / tie / both bad:
+
+- ``vote: per-turn``: after each round of replies. With ``continue_with: chosen`` the preferred
+  reply continues both conversations (as PW-Turn does; a tie or "both bad" continues with one of
+  the two drawn at random, stored); with ``own`` each bot keeps its own history.
+- ``vote: end``: once, after one to ``turns`` messages.
+
+A vote can be changed for ``change_seconds`` (10 s) after it is cast. Until then it is held in the
+assignment's state (so a refresh shows it); it becomes a judgment -- final -- once the window is
+over, at the next request of that assignment (a page load, the next message, "Next battle"), or
+earlier when the annotator moves on (sends the next message or finishes the battle). The server
+refuses a change after the window.
+
+A bot that names itself (its configured name or a listed alias, case-insensitive, as a whole word)
+in any reply of the battle makes the battle's later votes non-anonymous: they are stored with
+``"anonymous": false`` and left out of the leaderboard (analysis.py counts them).
+
+Judgment (question ``battle``, the contract of records.py shared with the Arena importer):
+``{"model_a", "model_b", "winner": "model_a"|"model_b"|"tie"|"tie (bothbad)", "turn", "anonymous",
+"revealed"}``; meta ``battle`` names the battle (and turn), ``changes`` counts changed votes.
+
+Units: one per bot pair, given to ``battles_per_pair`` annotators (each annotator at most once);
+with ``adaptive.enabled`` the pair comes from the anytime-valid scheduler (protocols/scheduling.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from functools import cache
+from typing import Any
+
+from ...bots.base import Bot, BotContext, ChatMessage
+from ...errors import DialevalError, JudgmentError
+from ...protocols.base import AdminSummary, Outcome, Protocol, session_progress, submitted_count
+from ...protocols.live import (
+    BOT,
+    HUMAN,
+    LiveProtocol,
+    _to_thread,
+    awaiting_bot,
+    bot_context,
+    bot_turn_count,
+    now_ts,
+    page_elapsed,
+    running_generation,
+    start_generation,
+)
+from ...protocols.scheduling import (
+    Choice,
+    adaptive_note,
+    adaptive_plan,
+    assign_locked,
+    bot_pairs,
+    least_loaded,
+    pair_key,
+)
+from ...records import Conversation, Turn, Unit
+from ...store import work
+
+KIND = "arena-battle"
+QUESTION = "battle"
+WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
+WINNER_LABELS = {
+    "model_a": "Model A is better",
+    "model_b": "Model B is better",
+    "tie": "Tie",
+    "tie (bothbad)": "Both are bad",
+}
+SIDE_LABELS = ("Model A", "Model B")
+MINUTES_PER_ROUND = 0.75  # a message written, two replies read, one vote (assumption, see planning)
+
+
+@cache
+def _name_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w]){re.escape(name.strip())}(?![\w])", re.IGNORECASE)
+
+
+def reveals(text: str, names: list[str]) -> bool:
+    """True when `text` contains one of `names` as a whole word, ignoring case.
+
+    >>> reveals("Hi, I am ELIZA.", ["eliza"]), reveals("elizabeth", ["eliza"]), reveals("x", [""])
+    (True, False, False)
+    """
+    return any(n.strip() and _name_pattern(n).search(text) for n in names)
+
+
+def side_history(turns: list[Turn], bot: str, own: bool) -> list[ChatMessage]:
+    """The conversation as `bot` sees it: its own replies (`own`) or the continuing ones."""
+    out = []
+    for t in turns:
+        if t.speaker == HUMAN:
+            out.append(ChatMessage(role="user", text=t.text))
+            continue
+        text = t.text
+        if own:
+            text = next((c["text"] for c in t.candidates or [] if c.get("bot") == bot), t.text)
+        out.append(ChatMessage(role="assistant", text=text))
+    return out
+
+
+class ArenaProtocol(LiveProtocol, Protocol):
+    method = "arena"
+    template = "arena.html"
+    title = "Arena battle: chat with two anonymous bots and vote"
+    fixed_opener = False  # the annotator opens the battle with a message of their own
+    work_kinds = (KIND,)
+
+    def __init__(self, study):
+        super().__init__(study)
+        if len(self.pairs()) == 0:  # e.g. a study made by `dialeval import arena`: analysed, not served
+            raise DialevalError(
+                f"arena study '{study.config.name}' has no two bots to chat with (imported battles are "
+                "analysed with dialeval report, not served)"
+            )
+
+    # -- units and scheduling ----------------------------------------------------------------------
+    def pairs(self) -> list[tuple[str, str]]:
+        names = [b.name for b in self.config.bots if b.type != "imported"]
+        return bot_pairs(names, self.options.pairs)
+
+    def prepare(self) -> int:
+        units = [Unit(id=f"arena-{a}-{b}", kind=KIND, payload={"bots": [a, b]}) for a, b in self.pairs()]
+        return work.add_units(self.store, self.study.study_id, self.method, units)
+
+    def votes_per_battle(self) -> int:
+        return self.options.turns if self.options.vote == "per-turn" else 1
+
+    def assign(self, annotator):
+        target = self.options.battles_per_pair
+        cap = self.config.annotation.units_per_annotator
+
+        def choose(view) -> Choice | None:
+            adaptive = adaptive_plan(
+                self, view, self.method, [QUESTION], adaptive_outcome, judgments_per_unit=self.votes_per_battle()
+            )
+            if adaptive is not None and adaptive.stopped:
+                return None  # the ranking is decided (or the budget spent)
+            if len(view.history) >= cap:
+                return None
+            seen = view.seen_units()
+            open_units = [u for u in view.units(KIND) if u.id not in seen and view.used(u.id) < target]
+            if adaptive is not None:
+                by_group = {(QUESTION, *pair_key(*u.payload["bots"])): u for u in open_units}
+                group = adaptive.pick(by_group, lambda g: view.used(by_group[g].id), view)
+                unit = by_group[group] if group is not None else None
+            else:
+                unit = least_loaded(open_units, lambda u: view.used(u.id), view.rng)
+            if unit is None:
+                return None
+            sides = list(unit.payload["bots"])
+            view.rng.shuffle(sides)  # which bot is Model A: random per battle, stored
+            return Choice(unit.id, shown_order=sides, state={"sides": sides})
+
+        return assign_locked(self, annotator, choose)
+
+    # -- the live conversation ---------------------------------------------------------------------
+    def sides(self, assignment, state) -> list[str]:
+        return list(state.get("sides") or assignment.shown_order or assignment.payload["bots"])
+
+    def current_conversation_id(self, assignment, state) -> str:
+        return f"live-{assignment.id}"
+
+    def conversation(self, annotator, assignment, state) -> Conversation:
+        sides = self.sides(assignment, state)
+        return self.create_conversation(
+            self.current_conversation_id(assignment, state),
+            annotator,
+            sides,
+            {"method": self.method, "sides": sides, "unit": assignment.unit_external_id, "vote": self.options.vote},
+        )
+
+    def chat_bots(self, assignment, state) -> list[str]:
+        return self.sides(assignment, state)  # slot 0 = Model A, slot 1 = Model B
+
+    def replies_pending(self, state) -> bool:
+        return bool(state.get("pending"))
+
+    def can_send(self, conv, state) -> str | None:
+        if state.get("pending") and not state.get("vote"):
+            return "First vote on the two replies."
+        if state.get("vote") and self.options.vote == "end":
+            return "You have voted; this battle is over."
+        if awaiting_bot(conv):
+            return "Wait for both answers."
+        if bot_turn_count(conv) >= self.options.turns:
+            return "This battle is complete: vote now."
+        return None
+
+    def names_of(self, bot: str) -> list[str]:
+        return [bot, *self.options.aliases.get(bot, [])]
+
+    def store_replies(self, annotator, assignment, conv, state, names, texts) -> None:
+        turn = bot_turn_count(conv) + 1
+        cands = [{"bot": n, "text": t} for n, t in zip(names, texts)]
+        revealed = sorted(
+            set(state.get("revealed") or []) | {n for n, t in zip(names, texts) if reveals(t, self.names_of(n))}
+        )
+        state["revealed"] = revealed
+        if self.options.vote == "per-turn":
+            state["pending"] = {"turn": turn, "turns": len(conv.turns), "candidates": cands, "shown_at": now_ts()}
+        else:  # end: the round goes straight into the conversation; one vote at the end
+            self.append_turn(
+                conv, Turn(BOT, texts[0], bot=names[0], candidates=cands, meta={"turn": turn, "sides": names})
+            )
+            state["shown_at"] = now_ts()
+        self.save_state(assignment, state)
+
+    async def _start(self, annotator, assignment, conv: Conversation, state: dict[str, Any]) -> dict[str, Any]:
+        # As LiveProtocol._start, but each bot may see a history of its own (continue_with: own):
+        # one generation, one slot per side, each slot's bot wrapped with its side's history.
+        names = self.chat_bots(assignment, state)
+        own = self.options.continue_with == "own"
+        bots = [_WithHistory(self.study.bot(n), side_history(conv.turns, n, own)) for n in names]
+        key = self.generation_key(conv)
+        snapshot = Conversation(
+            id=conv.id, bots=conv.bots, turns=list(conv.turns), source=conv.source, meta=dict(conv.meta)
+        )
+
+        async def on_complete(texts: list[str]) -> None:
+            await _to_thread(self._complete, annotator, assignment, snapshot, names, texts)
+
+        async def on_error(message: str) -> None:
+            await _to_thread(self._failed, annotator, assignment, snapshot, names, message)
+
+        if running_generation(key) is None:
+            state = dict(state)
+            state.pop("bot_error", None)
+            state["generating"] = {"at": now_ts(), "turns": len(conv.turns)}
+            await _to_thread(self.save_state, assignment, state)
+        gen, started = start_generation(
+            key,
+            bots,
+            [],
+            bot_context(conv, self.config.seed),
+            on_complete,
+            on_error,
+            max_chars=self.config.limits.bot_reply_chars,
+        )
+        return {"started": started, "slots": gen.slots, "cursor": 0, "generation": key}
+
+    # -- votes -------------------------------------------------------------------------------------
+    def window_left(self, vote: dict[str, Any]) -> float:
+        return max(0.0, float(vote["at"]) + self.options.change_seconds - now_ts())
+
+    def finalize(
+        self, annotator, assignment, state: dict[str, Any], *, force: bool = False, request_id: str | None = None
+    ) -> bool:
+        """Make the held vote a judgment when its change window is over (or `force`: the annotator
+        moved on). The judgment's request id is the vote's, or `request_id` of the request that made
+        it final ("next": a repeated click on a finished battle is then recognised as a repeat).
+        True when the battle is now complete (the assignment is submitted)."""
+        vote = state.get("vote")
+        if not vote or (not force and self.window_left(vote) > 0):
+            return False
+        conv = self.conversation(annotator, assignment, state)
+        sides = self.sides(assignment, state)
+        turn = int(vote["turn"])
+        per_turn = self.options.vote == "per-turn"
+        self.add_judgment(
+            annotator,
+            assignment,
+            QUESTION,
+            {
+                "model_a": sides[0],
+                "model_b": sides[1],
+                "winner": vote["winner"],
+                "turn": turn,
+                "anonymous": not vote.get("revealed"),
+                "revealed": list(vote.get("revealed") or []),
+            },
+            request_id=request_id or vote["request_id"],
+            conversation=conv.id,
+            elapsed_s=vote.get("elapsed_s"),
+            shown_order=sides,
+            meta={
+                "battle": f"{conv.id}/{turn}" if per_turn else conv.id,
+                "changes": int(vote.get("changes", 0)),
+                "vote": self.options.vote,
+            },
+        )
+        pending = state.pop("pending", None)
+        if per_turn and pending and len(conv.turns) == pending["turns"]:
+            cands = pending["candidates"]
+            chosen = {"model_a": 0, "model_b": 1}.get(vote["winner"])
+            if chosen is None:
+                chosen = int(vote.get("tie_pick", 0))  # a tie continues with the reply drawn at the vote
+            self.append_turn(
+                conv,
+                Turn(
+                    BOT,
+                    cands[chosen]["text"],
+                    bot=cands[chosen]["bot"],
+                    candidates=cands,
+                    chosen=chosen,
+                    meta={"turn": turn, "vote": vote["winner"], "sides": sides},
+                ),
+            )
+        state.pop("vote", None)
+        if not per_turn or bot_turn_count(conv) >= self.options.turns:
+            self.finish_live(annotator, conv)
+            self.finish(assignment, {**state, "ended": "complete"})
+            return True
+        self.save_state(assignment, state)
+        return False
+
+    def act_vote(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+        request_id = data.get("request_id")
+        state = self.fresh_state(assignment)
+        held = state.get("vote")
+        if held and held.get("request_id") == request_id:
+            return Outcome()  # a double submit of the vote just held
+        if request_id and work.judgment_exists(self.store, annotator.id, request_id):
+            return Outcome(done=assignment.status != "assigned")  # already final
+        winner = data.get("winner")
+        if winner not in WINNERS:
+            raise JudgmentError("Choose Model A, Model B, Tie or Both are bad.")
+        if held:
+            if self.window_left(held) <= 0:
+                done = self.finalize(annotator, assignment, state)
+                raise JudgmentError(
+                    f"Your vote is final: a vote can be changed for {self.options.change_seconds:g} s only."
+                    + (" This battle is complete." if done else "")
+                )
+            held.update(winner=winner, request_id=request_id, changes=int(held.get("changes", 0)) + 1)
+            self.save_state(assignment, state)
+            return Outcome(data={"vote": winner, "changed": True})
+        conv = self.conversation(annotator, assignment, state)
+        if self.options.vote == "per-turn":
+            pending = state.get("pending")
+            if not pending:
+                raise JudgmentError("There are no replies to vote on now; reload the page.")
+            turn = int(pending["turn"])
+            shown = pending
+        else:
+            if awaiting_bot(conv) or bot_turn_count(conv) == 0:
+                raise JudgmentError("Chat with the two models first, then vote.")
+            turn = bot_turn_count(conv)
+            shown = state
+        state["vote"] = {
+            "winner": winner,
+            "turn": turn,
+            "at": now_ts(),
+            "request_id": request_id,
+            "changes": 0,
+            "revealed": list(state.get("revealed") or []),
+            "elapsed_s": page_elapsed(data, shown),
+            "tie_pick": self.study.fresh_rng().randrange(2),
+        }
+        self.save_state(assignment, state)
+        return Outcome(data={"vote": winner})
+
+    def act_next(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+        """The annotator ends the change window themselves ("Next battle" / "Next message")."""
+        state = self.fresh_state(assignment)
+        if not state.get("vote"):
+            return Outcome(done=assignment.status != "assigned")  # already final: a repeated click
+        done = self.finalize(annotator, assignment, state, force=True, request_id=data.get("request_id"))
+        return Outcome(done=done)
+
+    # -- the page ----------------------------------------------------------------------------------
+    def render(self, annotator, assignment) -> dict[str, Any]:
+        state = self.fresh_state(assignment)
+        if self.finalize(annotator, assignment, state):
+            return {"stage": "complete", "rounds": [], "sides": SIDE_LABELS, "winner_labels": WINNER_LABELS}
+        conv = self.conversation(annotator, assignment, state)
+        rounds = _rounds(conv)
+        pending, vote = state.get("pending"), state.get("vote")
+        if pending and pending.get("turns") != len(conv.turns):
+            pending = None
+        if pending:
+            rounds[-1]["replies"] = [c["text"] for c in pending["candidates"]]
+        done_turns = bot_turn_count(conv) + (1 if pending else 0)
+        per_turn = self.options.vote == "per-turn"
+        if vote:
+            stage = "voted"
+        elif pending:
+            stage = "vote"
+        elif awaiting_bot(conv):
+            stage = "waiting"
+        elif bot_turn_count(conv) >= self.options.turns:
+            stage = "vote"  # end mode: every message written
+        else:
+            stage = "chat"
+        return {
+            "stage": stage,
+            "rounds": rounds,
+            "sides": SIDE_LABELS,
+            "winner_labels": WINNER_LABELS,
+            "vote": vote,
+            "vote_turn": (pending or {}).get("turn") if per_turn else done_turns,
+            "seconds_left": int(self.window_left(vote) + 0.999) if vote else None,
+            "change_seconds": self.options.change_seconds,
+            "per_turn": per_turn,
+            "can_vote_now": not per_turn and stage == "chat" and bot_turn_count(conv) > 0,
+            "more_messages": done_turns < self.options.turns,
+            "turns": self.options.turns,
+            "turn_number": done_turns + 1,
+            "bot_error": self.chat_error(conv, state),
+        }
+
+    def progress(self, annotator, assignment) -> dict[str, Any] | None:
+        if assignment is None:
+            return None
+        turns = self.options.turns
+        total = min(self.config.annotation.units_per_annotator, max(1, len(self.pairs())))
+        conv = self.load_conversation(self.current_conversation_id(assignment, assignment.state))
+        done = bot_turn_count(conv) if conv else 0
+        k = min(submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1, total)
+        return session_progress(
+            f"Battle {k} of {total}",
+            (k - 1) * turns + done,
+            total * turns,
+            detail=f"Message {min(done + 1, turns)} of {turns}",
+            minutes_left=((turns - done) + (total - k) * turns) * MINUTES_PER_ROUND,
+        )
+
+    # -- actions -----------------------------------------------------------------------------------
+    async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
+        if action == "send":
+            # the next message ends the change window of the vote before it
+            state = await _to_thread(self.fresh_state, assignment)
+            if state.get("vote") and self.options.vote == "per-turn":
+                await _to_thread(self.finalize, annotator, assignment, state, force=True)
+        elif action in ("reply", "watch"):
+            state = await _to_thread(self.fresh_state, assignment)
+            if state.get("vote") and self.window_left(state["vote"]) <= 0:
+                await _to_thread(self.finalize, annotator, assignment, state)
+        outcome = await self.live_act(annotator, assignment, action, data)
+        if outcome is not None:
+            return outcome
+        if action == "vote":
+            return await _to_thread(self.act_vote, annotator, assignment, data)
+        if action == "next":
+            return await _to_thread(self.act_next, annotator, assignment, data)
+        raise JudgmentError(f"unknown action '{action}'")
+
+    # -- admin -------------------------------------------------------------------------------------
+    def admin_summary(self) -> AdminSummary:
+        summary = AdminSummary()
+        with self.store.session() as s:
+            load = work.unit_load(s, self.study.study_id, KIND)
+        for u in work.list_units(self.store, self.study.study_id, KIND):
+            a, b = u.payload["bots"]
+            done = load.get(u.id, {}).get("submitted", 0)
+            summary.progress.append({"pair": f"{a} vs {b}", "done": done, "target": self.options.battles_per_pair})
+        votes = [
+            j.value
+            for j in work.list_judgments(self.store, self.study.study_id)
+            if j.question == QUESTION and isinstance(j.value, dict) and j.annotator_status == "active"
+        ]
+        hidden = sum(1 for v in votes if v.get("anonymous") is False)
+        summary.headline.append({"label": "votes", "value": str(len(votes))})
+        summary.headline.append({"label": "non-anonymous votes (a bot named itself; not ranked)", "value": str(hidden)})
+        note = adaptive_note(self)
+        if note:
+            summary.notes.append(note)
+        return summary
+
+
+class _WithHistory(Bot):
+    """A bot that answers `history` whatever the generation passes (one side's own history)."""
+
+    def __init__(self, bot: Bot, history: list[ChatMessage]):
+        super().__init__(bot.name)
+        self.bot, self.history = bot, history
+
+    async def reply(self, history: list[ChatMessage], context: BotContext | None = None) -> str:
+        return await self.bot.reply(list(self.history), context)
+
+    async def stream(self, history: list[ChatMessage], context: BotContext | None = None) -> AsyncIterator[str]:
+        async for chunk in self.bot.stream(list(self.history), context):
+            yield chunk
+
+
+def _rounds(conv: Conversation) -> list[dict[str, Any]]:
+    """The battle as rounds: the annotator's message and the two replies (Model A, Model B)."""
+    rounds: list[dict[str, Any]] = []
+    for t in conv.turns:
+        if t.speaker == HUMAN:
+            rounds.append({"message": t.text, "replies": None, "vote": None})
+        elif rounds:
+            cands = t.candidates or [{"text": t.text}]
+            rounds[-1]["replies"] = [c["text"] for c in cands]
+            rounds[-1]["vote"] = t.meta.get("vote")
+    return rounds
+
+
+def adaptive_outcome(j: work.ScoredJudgment) -> tuple[str, str, str | None] | None:
+    """(a, b, winner or None for a tie) of one vote for the adaptive state; None when not ranked."""
+    v = j.value if isinstance(j.value, dict) else {}
+    if j.question != QUESTION or v.get("anonymous") is False or not v.get("model_a") or not v.get("model_b"):
+        return None
+    winner = {"model_a": v["model_a"], "model_b": v["model_b"]}.get(str(v.get("winner")))
+    return v["model_a"], v["model_b"], winner

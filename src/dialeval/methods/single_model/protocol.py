@@ -1,0 +1,249 @@
+"""SM-Turn + SM-Dialog (paper 000 §3.1.4): live chat with one bot, rated per turn and at the end.
+
+Same setting as PW-Turn (persona, fixed "Hi!", `bot_turns` bot turns). After each bot message the
+annotator ticks which qualities it has (engaging, human-like, interesting) or "none of these":
+question "turn", value {"turn": i, "engaging": bool, "humanlike": bool, "interesting": bool}.
+At the end three 1-5 Likert ratings: question "dialog", value {"engaging": 1..5, ...}.
+
+Units: one per bot, each given to `conversations_per_bot` annotators, least-used bot first (all
+bots run in the same period); one conversation per annotator per bot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import JudgmentError
+from ...personas import sample_persona
+from ...protocols.base import AdminSummary, Outcome, Protocol, session_progress, submitted_count
+from ...protocols.live import BOT, LiveProtocol, _to_thread, awaiting_bot, bot_turn_count, now_ts, page_elapsed
+from ...protocols.scheduling import Choice, assign_locked, least_loaded
+from ...records import SM_QUALITIES, Turn, Unit
+from ...store import work
+from .questions import SINGLE_MODEL_DIALOG_QUESTIONS, SINGLE_MODEL_TURN_QUALITIES
+
+KIND = "sm-chat"
+MINUTES_PER_MESSAGE = 0.75  # writing a message and ticking its qualities (header estimate)
+LIKERT = (1, 2, 3, 4, 5)
+
+
+class SingleModelProtocol(LiveProtocol, Protocol):
+    method = "single-model"
+    template = "single_model.html"
+    title = "Single-model per-turn and per-dialogue ratings (SM-Turn, SM-Dialog)"
+
+    work_kinds = ("sm-chat",)  # a complete session: session_quota() of these
+
+    def bots(self) -> list[str]:
+        return [b.name for b in self.config.bots if b.type != "imported"]
+
+    def prepare(self) -> int:
+        units = [Unit(id=f"single-{b}", kind=KIND, payload={"bot": b}) for b in self.bots()]
+        return work.add_units(self.store, self.study.study_id, self.method, units)
+
+    def assign(self, annotator):
+        target = self.options.conversations_per_bot
+        cap = self.config.annotation.units_per_annotator
+
+        def choose(view) -> Choice | None:
+            if len(view.history) >= cap:
+                return None
+            seen = view.seen_units()
+            open_units = [u for u in view.units(KIND) if u.id not in seen and view.used(u.id) < target]
+            unit = least_loaded(open_units, lambda u: view.used(u.id), view.rng)
+            if unit is None:
+                return None
+            persona = sample_persona(view.rng, 2)
+            return Choice(
+                unit.id,
+                shown_order=[unit.payload["bot"]],
+                state={"persona": persona, "bot_persona": sample_persona(view.rng, 2, exclude=set(persona))},
+            )
+
+        return assign_locked(self, annotator, choose)
+
+    # -- live conversation ------------------------------------------------------------------------
+    def current_conversation_id(self, assignment, state) -> str:
+        return f"live-{assignment.id}"
+
+    def conversation(self, annotator, assignment, state):
+        return self.create_conversation(
+            self.current_conversation_id(assignment, state),
+            annotator,
+            [assignment.payload["bot"]],
+            {
+                "method": self.method,
+                "persona": state.get("persona", []),
+                "bot_persona": state.get("bot_persona", []),
+                "unit": assignment.unit_external_id,
+            },
+        )
+
+    def chat_bots(self, assignment, state) -> list[str]:
+        return [assignment.payload["bot"]]
+
+    def stage(self, conv, state) -> str:
+        n = bot_turn_count(conv)
+        if awaiting_bot(conv):
+            return "waiting"
+        if n > 0 and n not in state.get("rated", []):
+            return "check"
+        if n >= self.options.bot_turns:
+            return "final"
+        return "chat"
+
+    def can_send(self, conv, state) -> str | None:
+        stage = self.stage(conv, state)
+        if stage == "check":
+            return "First tick the qualities of your partner's last message (or 'none of these')."
+        if stage == "waiting":
+            return "Wait for your partner's answer."
+        if stage == "final":
+            return "The conversation is complete; please rate it."
+        return None
+
+    def store_replies(self, annotator, assignment, conv, state, names, texts) -> None:
+        self.append_turn(conv, Turn(BOT, texts[0], bot=names[0], meta={"turn": bot_turn_count(conv) + 1}))
+        state["shown_at"] = now_ts()
+        self.save_state(assignment, state)
+
+    # -- page ----------------------------------------------------------------------------------------
+    def render(self, annotator, assignment) -> dict[str, Any]:
+        state = self.fresh_state(assignment)
+        conv = self.conversation(annotator, assignment, state)
+        return {
+            "stage": self.stage(conv, state),
+            "turns": conv.turns,
+            "persona": state.get("persona", []),
+            "ratings": state.get("ratings", {}),
+            "qualities": SINGLE_MODEL_TURN_QUALITIES,
+            "dialog_questions": SINGLE_MODEL_DIALOG_QUESTIONS,
+            "likert": LIKERT,
+            "slots": 1,
+            "bot_error": self.chat_error(conv, state),
+            "turn_number": bot_turn_count(conv),
+            "bot_turns": self.options.bot_turns,
+        }
+
+    def progress(self, annotator, assignment) -> dict[str, Any] | None:
+        if assignment is None:
+            return None
+        conv = self.load_conversation(self.current_conversation_id(assignment, assignment.state))
+        done = bot_turn_count(conv) if conv else 0
+        turns = self.options.bot_turns
+        total = min(self.config.annotation.units_per_annotator, max(1, len(self.bots())))
+        k = min(submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1, total)
+        left = (turns - done) + (total - k) * turns
+        stage = self.stage(conv, assignment.state) if conv else "chat"
+        current = done if stage in ("check", "final") else done + 1  # the message being rated, or the next one
+        detail = "rate the conversation" if stage == "final" else f"Partner message {min(current, turns)} of {turns}"
+        return session_progress(
+            f"Conversation {k} of {total}",
+            (k - 1) * turns + done,
+            total * turns,
+            detail=detail,
+            minutes_left=left * MINUTES_PER_MESSAGE + (total - k + 1),
+        )
+
+    # -- actions ----------------------------------------------------------------------------------------
+    async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
+        outcome = await self.live_act(annotator, assignment, action, data)
+        if outcome is not None:
+            return outcome
+        if action == "rate":
+            return await _to_thread(self.act_rate, annotator, assignment, data)
+        if action == "final":
+            return await _to_thread(self.act_final, annotator, assignment, data)
+        raise JudgmentError(f"unknown action '{action}'")
+
+    def act_rate(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+        state = self.fresh_state(assignment)
+        conv = self.conversation(annotator, assignment, state)
+        n = bot_turn_count(conv)
+        try:
+            turn = int(data.get("turn") or 0)
+        except (TypeError, ValueError):
+            raise JudgmentError("The form names no turn; reload the page.") from None
+        if turn in state.get("rated", []):
+            return Outcome()  # a repeated submit
+        if turn != n or n == 0 or awaiting_bot(conv):
+            raise JudgmentError("This rating is for another message; reload the page.")
+        checked = data.get("quality") or []
+        checked = [checked] if isinstance(checked, str) else list(checked)
+        none = data.get("none") in ("1", "on", "true", "yes")
+        unknown = [c for c in checked if c not in SM_QUALITIES]
+        if unknown:
+            raise JudgmentError(f"Unknown quality {unknown[0]!r}.")
+        if not checked and not none:
+            raise JudgmentError("Tick at least one quality, or 'none of these'.")
+        if checked and none:
+            raise JudgmentError("'None of these' cannot be ticked together with a quality.")
+        value = {"turn": turn, **{q: q in checked for q in SM_QUALITIES}}
+        self.add_judgment(
+            annotator,
+            assignment,
+            "turn",
+            value,
+            request_id=data.get("request_id"),
+            conversation=conv.id,
+            elapsed_s=page_elapsed(data, state),
+            shown_order=[assignment.payload["bot"]],
+        )
+        state["rated"] = sorted(set(state.get("rated", [])) | {turn})
+        state.setdefault("ratings", {})[str(turn)] = [q for q in SM_QUALITIES if value[q]]
+        state["shown_at"] = now_ts()
+        self.save_state(assignment, state)
+        return Outcome()
+
+    def act_final(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+        state = self.fresh_state(assignment)
+        conv = self.conversation(annotator, assignment, state)
+        if self.stage(conv, state) != "final":
+            raise JudgmentError("The conversation is not finished yet.")
+        value = {}
+        for q in SM_QUALITIES:
+            raw = data.get(q)
+            try:
+                v = int(raw)
+            except (TypeError, ValueError):
+                raise JudgmentError(f"Answer every question ({SINGLE_MODEL_DIALOG_QUESTIONS[q]}).") from None
+            if v not in LIKERT:
+                raise JudgmentError("Each rating must be between 1 and 5.")
+            value[q] = v
+        self.add_judgment(
+            annotator,
+            assignment,
+            "dialog",
+            value,
+            request_id=data.get("request_id"),
+            conversation=conv.id,
+            elapsed_s=page_elapsed(data, state),
+            shown_order=[assignment.payload["bot"]],
+        )
+        self.finish_live(annotator, conv)
+        self.finish(assignment, {**state, "ended": "complete"})
+        return Outcome(done=True)
+
+    def admin_summary(self) -> AdminSummary:
+        summary = AdminSummary()
+        target = self.options.conversations_per_bot
+        with self.store.session() as s:
+            load = work.unit_load(s, self.study.study_id, KIND)
+        units = work.list_units(self.store, self.study.study_id, KIND)
+        unit_bot = {u.id: u.payload["bot"] for u in units}
+        for u in units:
+            summary.progress.append(
+                {"bot": u.payload["bot"], "done": load.get(u.id, {}).get("submitted", 0), "target": target}
+            )
+        dialogs: dict[str, list[float]] = {}
+        for j in work.list_judgments(self.store, self.study.study_id, question="dialog"):
+            if j.annotator_status == "active" and isinstance(j.value, dict) and j.unit_id in unit_bot:
+                dialogs.setdefault(unit_bot[j.unit_id], []).append(sum(j.value.values()) / len(j.value))
+        for bot, scores in sorted(dialogs.items()):
+            summary.headline.append(
+                {
+                    "label": f"{bot}: mean SM-Dialog rating",
+                    "value": f"{sum(scores) / len(scores):.2f} (n={len(scores)})",
+                }
+            )
+        return summary

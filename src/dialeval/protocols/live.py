@@ -1,0 +1,511 @@
+"""The live chat engine shared by PW-Turn, SM-Turn/SM-Dialog and Direct Assessment.
+
+An annotator chats with one bot (or, in PW-Turn, with two bots answering the same history). The
+engine keeps three promises:
+
+- nothing typed is lost: the annotator's message is stored (Store.append_turn) *before* any bot is
+  asked, and a bot's reply is stored as soon as it is complete;
+- a bot error never ends the conversation: it is shown with a Retry button, and a retry asks the
+  bot again for exactly the same history;
+- a refreshed page resumes exactly where the annotator was: the page is rebuilt from the stored
+  turns and the assignment's `state` (stage, pending candidates, pending checkboxes).
+
+Bot replies come from a :class:`Generation`: an asyncio task that runs independently of the HTTP
+request that started it (closing the tab does not cancel it), records its chunks, and stores the
+result when every bot has answered. The page follows a generation by long-polling the ``watch``
+action, which returns the chunks since a cursor as soon as there are any, so the reply appears
+as it is produced (bots that stream give several chunks; the others one):
+
+    {"event": "start", "slots": 2}
+    {"event": "chunk", "slot": 0, "text": "Hel"}
+    {"event": "error", "message": "bot 'x' server: ...", "retry": true}
+    {"event": "done"}
+
+Bots are built once per process by ``StudyContext.bot`` (bots.registry.build_bot) and reused.
+:class:`LiveProtocol` holds what the three methods share: the conversation of an assignment, the
+``send`` / ``reply`` / ``watch`` actions, message rate limiting (``rate_limited_actions``) and the
+worker message filters when a conversation ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..bots.base import Bot, BotContext, ChatMessage
+from ..errors import BotError, JudgmentError, StoreError
+from ..records import Conversation, Turn
+from ..textclean import clean_text
+from .base import Outcome
+
+if TYPE_CHECKING:
+    from ..config import StudyConfig
+    from .base import AssignmentInfo, StudyContext
+
+log = logging.getLogger(__name__)
+
+HUMAN = "human"
+BOT = "bot"
+MAX_MESSAGE_CHARS = 2000
+WATCH_TIMEOUT_S = 20.0
+# A generation that another worker process started is assumed lost after this long.
+STALE_GENERATION_S = 180.0
+
+
+# -- conversations as the bots see them ------------------------------------------------------
+
+
+def history_for(turns: Sequence[Turn]) -> list[ChatMessage]:
+    """The live conversation from the bot's side: the annotator is 'user', the bot 'assistant'.
+
+    In PW-Turn a bot turn's `text` is the chosen candidate, so both bots see the same history.
+    """
+    return [ChatMessage(role="user" if t.speaker == HUMAN else "assistant", text=t.text) for t in turns]
+
+
+def bot_context(conversation: Conversation, seed: int) -> BotContext:
+    return BotContext(
+        persona=list(conversation.meta.get("bot_persona") or []), conversation_id=conversation.id, seed=seed
+    )
+
+
+def human_messages(conversation: Conversation, skip_fixed: bool = True) -> list[str]:
+    """The annotator's own messages; the fixed opener ("Hi!") left out when `skip_fixed`."""
+    return [t.text for t in conversation.turns if t.speaker == HUMAN and not (skip_fixed and t.meta.get("fixed"))]
+
+
+def bot_turn_count(conversation: Conversation) -> int:
+    return sum(1 for t in conversation.turns if t.speaker == BOT)
+
+
+def awaiting_bot(conversation: Conversation) -> bool:
+    """True when the last stored turn is the annotator's: a bot still owes an answer."""
+    return bool(conversation.turns) and conversation.turns[-1].speaker == HUMAN
+
+
+def clean_message(text: Any, max_chars: int = MAX_MESSAGE_CHARS) -> str:
+    """An annotator's message, trimmed; JudgmentError when empty or too long."""
+    if not isinstance(text, str) or not text.strip():
+        raise JudgmentError("Write a message first.")
+    text = text.strip()
+    if len(text) > max_chars:
+        raise JudgmentError(f"A message can have at most {max_chars} characters.")
+    return text
+
+
+def watch_timeout(value: Any) -> float:
+    """The long-poll wait a `watch` asks for, in seconds: absent, null or "" = WATCH_TIMEOUT_S, a
+    number (or a numeric string, as a form sends it) ≥ 0 is capped at WATCH_TIMEOUT_S; anything else
+    (an object, a list, true, NaN, a negative number) is the client's error (400), never a 500.
+
+    >>> watch_timeout(None), watch_timeout(2), watch_timeout("0.5"), watch_timeout(600)
+    (20.0, 2.0, 0.5, 20.0)
+    """
+    if value is None or value == "":
+        return WATCH_TIMEOUT_S
+    number = math.nan
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except ValueError:
+            pass
+    if not number >= 0:  # NaN fails too
+        raise JudgmentError("timeout must be a number of seconds.")
+    return min(WATCH_TIMEOUT_S, number)
+
+
+def now_ts() -> float:
+    return time.time()
+
+
+def iso_now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+# -- generations: bot replies that outlive the request that asked for them -----------------------
+
+OnComplete = Callable[[list[str]], Awaitable[None]]
+
+
+@dataclass
+class Generation:
+    """One round of bot replies (one slot per bot), followed by any number of watchers."""
+
+    key: str
+    slots: int
+    texts: list[str] = field(default_factory=list)
+    error: str | None = None
+    done: bool = False
+    task: asyncio.Task | None = None
+    log: list[dict[str, Any]] = field(default_factory=list)
+    _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    def __post_init__(self) -> None:
+        self.texts = [""] * self.slots
+
+    async def emit(self, event: dict[str, Any]) -> None:
+        async with self._changed:
+            self.log.append(event)
+            self._changed.notify_all()
+
+    async def wait_events(self, cursor: int, timeout: float = WATCH_TIMEOUT_S) -> tuple[list[dict], int, bool]:
+        """Events after `cursor` (waiting up to `timeout` for the first), the new cursor, finished?"""
+        async with self._changed:
+            if cursor >= len(self.log) and not self.done:
+                try:
+                    await asyncio.wait_for(self._changed.wait(), timeout)
+                except TimeoutError:
+                    pass
+            events = self.log[cursor:]
+            return events, len(self.log), self.done
+
+
+_generations: dict[str, Generation] = {}
+
+
+KEEP_FINISHED_S = 60.0  # a finished generation stays readable this long, so no watcher misses a chunk
+
+
+def running_generation(key: str) -> Generation | None:
+    gen = _generations.get(key)
+    return gen if gen is not None and not gen.done else None
+
+
+def find_generation(key: str) -> Generation | None:
+    """The generation of that key, running or finished less than KEEP_FINISHED_S ago."""
+    return _generations.get(key)
+
+
+def start_generation(
+    key: str,
+    bots: Sequence[Bot],
+    history: list[ChatMessage],
+    context: BotContext,
+    on_complete: OnComplete,
+    on_error: Callable[[str], Awaitable[None]] | None = None,
+    max_chars: int | None = None,
+) -> tuple[Generation, bool]:
+    """Ask every bot of `bots` for its reply to `history`, concurrently, in a task of its own.
+
+    Returns (generation, started). A generation already running under `key` is returned instead of
+    starting a second one (a page reloaded while the bot was typing joins it). When every bot has
+    answered, `on_complete(texts)` stores the replies; a BotError (or any failure) ends the
+    generation with `error` set, `on_error(message)` is called and nothing is stored.
+    """
+    existing = running_generation(key)
+    if existing is not None:
+        return existing, False
+    gen = Generation(key=key, slots=len(bots))
+    _generations[key] = gen
+
+    async def one(slot: int, bot: Bot) -> None:
+        async for chunk in bot.stream(list(history), context):
+            if chunk:
+                gen.texts[slot] += chunk
+                await gen.emit({"event": "chunk", "slot": slot, "text": chunk})
+
+    async def run() -> None:
+        await gen.emit({"event": "start", "slots": gen.slots})
+        try:
+            await asyncio.gather(*(one(i, b) for i, b in enumerate(bots)))
+            # control characters out and the length bounded before a reply is stored (textclean.py)
+            texts = [clean_text(t).strip() for t in gen.texts]
+            if max_chars is not None:
+                texts = [t if len(t) <= max_chars else t[:max_chars].rstrip() + " …" for t in texts]
+            for bot, text in zip(bots, texts):
+                if not text:
+                    raise BotError(bot.name, "malformed", "the reply was empty")
+            await on_complete(texts)
+            await gen.emit({"event": "done"})
+        except Exception as exc:  # a failing bot must never lose the conversation
+            if not isinstance(exc, BotError):
+                log.exception("live generation %s failed", key)
+            gen.error = str(exc) if isinstance(exc, BotError) else f"the reply could not be made ({exc})"
+            if on_error is not None:
+                try:
+                    await on_error(gen.error)
+                except Exception:
+                    log.exception("recording the bot error of %s failed", key)
+            await gen.emit({"event": "error", "message": gen.error, "retry": True})
+        finally:
+            async with gen._changed:
+                gen.done = True
+                gen._changed.notify_all()
+
+            def forget() -> None:
+                if _generations.get(key) is gen:
+                    del _generations[key]
+
+            asyncio.get_running_loop().call_later(KEEP_FINISHED_S, forget)
+
+    gen.task = asyncio.get_running_loop().create_task(run())
+    return gen, True
+
+
+# -- the part of a protocol shared by the live methods -----------------------------------------------
+
+
+def _to_thread(fn, *args, **kwargs):
+    return asyncio.to_thread(fn, *args, **kwargs)
+
+
+class LiveProtocol:
+    """Mixin for protocols.base.Protocol subclasses whose units are live chats.
+
+    Subclasses implement:
+      - ``chat_bots(assignment, state) -> list[str]``: the bot(s) that answer now, in shown order;
+      - ``can_send(conversation, state) -> str | None``: why the annotator may not write now, or None;
+      - ``store_replies(annotator, assignment, conversation, bots, texts)``: keep the replies
+        (append the bot turn, or hold PW-Turn candidates in the state);
+      - ``current_conversation_id(assignment, state) -> str``.
+    A conversation's id is ``live-<assignment id>[-<k>]``, its meta names the annotator.
+    """
+
+    rate_limited_actions: ClassVar[frozenset[str]] = frozenset({"send", "reply"})
+    fixed_opener: ClassVar[bool] = True  # PW-Turn and SM start with options.first_message
+
+    if TYPE_CHECKING:  # for the type checker only: what protocols.base.Protocol and the subclass provide
+        study: StudyContext
+
+        @property
+        def store(self) -> Any: ...
+        @property
+        def config(self) -> StudyConfig: ...
+        @property
+        def options(self) -> Any: ...
+        def save_state(self, assignment: AssignmentInfo, state: dict[str, Any]) -> None: ...
+        def check_live_messages(self, annotator_id: int) -> list[str]: ...
+        def chat_bots(self, assignment, state) -> list[str]: ...
+        def can_send(self, conv, state) -> str | None: ...
+        def store_replies(self, annotator, assignment, conv, state, names, texts) -> None: ...
+        def current_conversation_id(self, assignment, state) -> str: ...
+
+    # -- conversations --------------------------------------------------------------------------
+    def fresh_state(self, assignment) -> dict[str, Any]:
+        from ..store import work
+
+        fresh = work.get_assignment(self.store, assignment.id)
+        state = dict(fresh.state) if fresh is not None else dict(assignment.state)
+        assignment.state = state
+        return state
+
+    def load_conversation(self, conversation_id: str) -> Conversation | None:
+        try:
+            return self.store.get_conversation(self.study.study_id, conversation_id)
+        except StoreError:
+            return None
+
+    def create_conversation(
+        self, conversation_id: str, annotator, bots: list[str], meta: dict[str, Any]
+    ) -> Conversation:
+        """The live conversation, made on first use (with the fixed opener when the method has one)."""
+        existing = self.load_conversation(conversation_id)
+        if existing is not None:
+            return existing
+        turns = []
+        if self.fixed_opener:
+            turns.append(Turn(HUMAN, self.options.first_message, meta={"fixed": True}))
+        conv = Conversation(
+            id=conversation_id,
+            bots=list(bots),
+            turns=turns,
+            source="live",
+            meta={"annotator_id": annotator.id, "annotator": annotator.external_id, "started_at": iso_now(), **meta},
+        )
+        self.store.save_conversation(self.study.study_id, conv)
+        return self.load_conversation(conversation_id) or conv
+
+    def append_turn(self, conversation: Conversation, turn: Turn) -> int:
+        idx = self.store.append_turn(self.study.study_id, conversation.id, turn)
+        conversation.turns.append(turn)
+        return idx
+
+    def generation_key(self, conversation: Conversation) -> str:
+        return f"{self.study.study_id}:{conversation.id}:{len(conversation.turns)}"
+
+    # -- actions shared by the live methods --------------------------------------------------------
+    async def act_send(self, annotator, assignment, data: dict[str, Any]) -> dict[str, Any]:
+        """Store the annotator's message, then ask the bot(s). Idempotent per request_id."""
+        text = clean_message(data.get("text"), self.config.limits.message_chars)
+        request_id = data.get("request_id")
+        state = await _to_thread(self.fresh_state, assignment)
+        conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
+        if conv is None:
+            raise JudgmentError("The conversation has not started yet; reload the page.")
+        if any(t.speaker == HUMAN and t.meta.get("request_id") == request_id for t in conv.turns):
+            return await self.act_reply(annotator, assignment, data)  # a repeated send: follow its reply
+        why_not = self.can_send(conv, state)
+        if why_not:
+            raise JudgmentError(why_not)
+        turn = Turn(HUMAN, text, meta={"request_id": request_id, "at": iso_now()})
+        await _to_thread(self.append_turn, conv, turn)  # stored before any bot is asked
+        return await self._start(annotator, assignment, conv, state)
+
+    async def act_reply(self, annotator, assignment, data: dict[str, Any]) -> dict[str, Any]:
+        """Ask the bot(s) for the stored history: the first answer after a page load, or a Retry."""
+        state = await _to_thread(self.fresh_state, assignment)
+        conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
+        if conv is None or not awaiting_bot(conv) or self.replies_pending(state):
+            return {"finished": True}
+        return await self._start(annotator, assignment, conv, state)
+
+    async def act_watch(self, annotator, assignment, data: dict[str, Any]) -> dict[str, Any]:
+        """Long-poll: the events of the running generation after `cursor`."""
+        timeout = watch_timeout(data.get("timeout"))
+        try:
+            cursor = max(0, int(data.get("cursor") or 0))
+        except (TypeError, ValueError):
+            cursor = 0
+        timeout = watch_timeout(data.get("timeout"))
+        state = await _to_thread(self.fresh_state, assignment)
+        conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
+        if conv is None:
+            return {"events": [], "cursor": 0, "finished": True}
+        key = data.get("generation")
+        if not (isinstance(key, str) and key.startswith(f"{self.study.study_id}:{conv.id}:")):
+            key = self.generation_key(conv)
+        gen = find_generation(key)
+        if gen is not None:
+            events, cursor, finished = await gen.wait_events(cursor, timeout)
+            return {"events": events, "cursor": cursor, "finished": finished}
+        # Not running here: finished (stored), failed (error in the state), or run by another worker.
+        if not awaiting_bot(conv) or self.replies_pending(state):
+            return {"events": [{"event": "done"}], "cursor": cursor, "finished": True}
+        error = state.get("bot_error")
+        if error and error.get("turns") == len(conv.turns):
+            return {
+                "events": [{"event": "error", "message": error["message"], "retry": True}],
+                "cursor": cursor,
+                "finished": True,
+            }
+        started = (state.get("generating") or {}).get("at", 0)
+        if now_ts() - started > STALE_GENERATION_S:
+            return {"events": [{"event": "idle"}], "cursor": cursor, "finished": True}
+        await asyncio.sleep(0.5)
+        return {"events": [], "cursor": cursor, "finished": False}
+
+    async def event_stream(self, annotator, assignment, generation: str | None, cursor: int):
+        """The events of a generation after `cursor`, as they happen: (event, new cursor) pairs.
+
+        Server-Sent Events read this (web/routes_live.py ``/events``): a chunk reaches the page as soon as
+        the bot produced it. Ends after "done" or "error"; yields (None, cursor) as a keep-alive.
+        """
+        while True:
+            data = {"generation": generation or "", "cursor": str(cursor), "timeout": "15"}
+            res = await self.act_watch(annotator, assignment, data)
+            for i, event in enumerate(res["events"]):
+                yield event, cursor + i + 1  # each event's id: a reconnect resumes right after it
+            cursor = res["cursor"]
+            if res["finished"]:
+                if not any(e.get("event") in ("done", "error", "idle") for e in res["events"]):
+                    yield {"event": "done"}, cursor
+                return
+            if not res["events"]:
+                yield None, cursor
+
+    async def _start(self, annotator, assignment, conv: Conversation, state: dict[str, Any]) -> dict[str, Any]:
+        names = self.chat_bots(assignment, state)
+        bots = [self.study.bot(n) for n in names]
+        key = self.generation_key(conv)
+        history = history_for(conv.turns)
+        context = bot_context(conv, self.config.seed)
+        snapshot = Conversation(
+            id=conv.id, bots=conv.bots, turns=list(conv.turns), source=conv.source, meta=dict(conv.meta)
+        )
+
+        async def on_complete(texts: list[str]) -> None:
+            await _to_thread(self._complete, annotator, assignment, snapshot, names, texts)
+
+        async def on_error(message: str) -> None:
+            await _to_thread(self._failed, annotator, assignment, snapshot, names, message)
+
+        if running_generation(key) is None:
+            state = dict(state)
+            state.pop("bot_error", None)
+            state["generating"] = {"at": now_ts(), "turns": len(conv.turns)}
+            await _to_thread(self.save_state, assignment, state)
+        gen, started = start_generation(
+            key, bots, history, context, on_complete, on_error, max_chars=self.config.limits.bot_reply_chars
+        )
+        return {"started": started, "slots": gen.slots, "cursor": 0, "generation": key}
+
+    def _complete(self, annotator, assignment, conv: Conversation, names: list[str], texts: list[str]) -> None:
+        state = self.fresh_state(assignment)
+        current = self.load_conversation(conv.id)
+        if current is None or len(current.turns) != len(conv.turns):
+            return  # answered meanwhile (another worker); keep what is stored
+        state.pop("generating", None)
+        state.pop("bot_error", None)
+        self.store_replies(annotator, assignment, current, state, names, texts)
+
+    def _failed(self, annotator, assignment, conv: Conversation, names: list[str], message: str) -> None:
+        state = self.fresh_state(assignment)
+        state.pop("generating", None)
+        state["bot_error"] = {"message": message, "turns": len(conv.turns), "at": iso_now()}
+        self.save_state(assignment, state)
+        self.store.log_event(
+            self.study.study_id,
+            "bot-error",
+            {"conversation": conv.id, "bots": names, "turns": len(conv.turns), "message": message},
+            annotator_id=annotator.id,
+        )
+
+    def replies_pending(self, state: dict[str, Any]) -> bool:
+        """True when replies were made and wait for the annotator (PW-Turn candidates)."""
+        return False
+
+    # -- page pieces ----------------------------------------------------------------------------------
+    def chat_error(self, conv: Conversation | None, state: dict[str, Any]) -> str | None:
+        error = state.get("bot_error")
+        if conv is not None and error and error.get("turns") == len(conv.turns) and awaiting_bot(conv):
+            return error.get("message")
+        return None
+
+    def finish_live(self, annotator, conversation: Conversation) -> list[str]:
+        """The conversation is over: record when, and run the worker message filters."""
+        self.store.log_event(
+            self.study.study_id,
+            "live-conversation-ended",
+            {"conversation": conversation.id, "turns": len(conversation.turns)},
+            annotator_id=annotator.id,
+        )
+        return self.check_live_messages(annotator.id)
+
+    async def live_act(self, annotator, assignment, action: str, data: dict[str, Any]):
+        """Dispatch the shared live actions; None when `action` is not one of them."""
+        if action == "send":
+            return Outcome(data=await self.act_send(annotator, assignment, data))
+        if action == "reply":
+            return Outcome(data=await self.act_reply(annotator, assignment, data))
+        if action == "watch":
+            return Outcome(data=await self.act_watch(annotator, assignment, data))
+        return None
+
+
+def elapsed_since(state: dict[str, Any], key: str = "shown_at") -> float | None:
+    t = state.get(key)
+    return round(now_ts() - float(t), 3) if t else None
+
+
+MAX_PAGE_ELAPSED_MS = 6 * 3600 * 1000  # longer than any step: a page left open overnight is not work time
+
+
+def page_elapsed(data: dict[str, Any], state: dict[str, Any] | None = None, key: str = "shown_at") -> float | None:
+    """Seconds the annotator spent on this step, as the page measured it (`elapsed_ms`: from the moment
+    the form was shown to its submit, as the ACUTE and Spot The Bot pages send); else the server's
+    clock since the step was shown. The page's measure leaves out network and bot latency, and it is
+    what a simulated annotator reports instead of sleeping."""
+    raw = data.get("elapsed_ms")
+    try:
+        ms = float(raw) if raw is not None and raw != "" else None
+    except (TypeError, ValueError):
+        ms = None
+    if ms is not None and 0 <= ms <= MAX_PAGE_ELAPSED_MS:
+        return round(ms / 1000.0, 3)
+    return elapsed_since(state or {}, key)

@@ -1,0 +1,154 @@
+"""The checks every route shares, as FastAPI dependencies: the served study, the signed-in
+annotator, the posted form with its CSRF token and Origin checked, the study's protocol, and the
+ownership of an assignment.
+
+FastAPI runs a route's dependencies in the order its parameters are declared (each at most once
+per request), so a route lists them in the order its checks apply: study (404), session (403),
+form (413/400, then Origin and CSRF: 403), protocol (503), assignment (404/403).
+Plain ``def`` dependencies read the database and run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from ..protocols.base import AssignmentInfo, Protocol
+from ..store import work
+from ..textclean import clean_value
+from .csrf import CSRF_FIELD, CSRF_HEADER, csrf_valid, same_origin
+from .error_pages import WebError
+from .served import ServedStudy
+from .session import AnnotatorSession, find_session
+
+MAX_BODY = 64 * 1024
+ACTION_NAME = re.compile(r"[a-z][a-z0-9_\-]{0,39}")
+NOT_AVAILABLE = "This study's pages are not available."
+
+
+async def served_study(request: Request, slug: str) -> ServedStudy:
+    """The study served under /s/<slug>/ (404 when there is none)."""
+    served = request.app.state.studies.get(slug)
+    if served is None:
+        raise WebError(404, "There is no such study here.")
+    return served
+
+
+Served = Annotated[ServedStudy, Depends(served_study)]
+
+
+def annotator_session(request: Request, served: Served) -> AnnotatorSession:
+    """The annotator signed in to this study (403 when the browser has no valid session)."""
+    found = find_session(request, served)
+    if found is None:
+        raise WebError(403, "Your session was not found. Please open the study link again.")
+    return found
+
+
+Session = Annotated[AnnotatorSession, Depends(annotator_session)]
+
+
+async def read_form(request: Request) -> dict[str, Any]:
+    """The posted form or JSON object as a dict (str values, lists for repeated keys)."""
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        raise WebError(413, "The submitted data is too large.")
+    ctype = request.headers.get("content-type", "")
+    if ctype.startswith("application/json"):
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError:
+            raise WebError(400, "The request body is not valid JSON.") from None
+        if not isinstance(data, dict):
+            raise WebError(400, "The request body must be a JSON object.")
+        return data
+    form = await request.form()
+    fields: dict[str, Any] = {}
+    for key in form:
+        values = [v for v in form.getlist(key) if isinstance(v, str)]
+        fields[key] = values if len(values) > 1 else (values[0] if values else "")
+    return fields
+
+
+async def posted_form(request: Request) -> dict[str, Any]:
+    """The posted form or JSON, every text without NUL and other control characters (textclean.py)."""
+    return clean_value(await read_form(request))
+
+
+PostedForm = Annotated[dict[str, Any], Depends(posted_form)]
+
+
+async def same_site_form(request: Request, served: Served) -> dict[str, Any]:
+    """The form of a visitor not signed in yet: refused when the browser says another site sent it."""
+    if not same_origin(request):
+        raise WebError(403, "This form was sent from another site and was refused.")
+    return await posted_form(request)
+
+
+SameSiteForm = Annotated[dict[str, Any], Depends(same_site_form)]
+
+
+async def checked_form(request: Request, served: Served, session: Session) -> dict[str, Any]:
+    """The signed-in annotator's form: from this site (Origin) and with their CSRF token."""
+    data = await posted_form(request)
+    if not same_origin(request):
+        raise WebError(403, "This form was sent from another site and was refused.")
+    token = request.headers.get(CSRF_HEADER) or data.get(CSRF_FIELD)
+    if not isinstance(token, str) or not csrf_valid(served.secret, session.identity.nonce, token):
+        raise WebError(403, "The form's security token is missing or out of date. Reload the page and try again.")
+    return data
+
+
+CheckedForm = Annotated[dict[str, Any], Depends(checked_form)]
+
+
+def protocol_of(served: ServedStudy) -> Protocol:
+    """The study's protocol; 503 when its pages could not be opened (served.error says why)."""
+    if served.protocol is None:
+        raise WebError(503, served.error or NOT_AVAILABLE)
+    return served.protocol
+
+
+async def served_protocol(served: Served) -> Protocol:
+    return protocol_of(served)
+
+
+StudyProtocol = Annotated[Protocol, Depends(served_protocol)]
+
+
+async def live_protocol(served: Served) -> Any:
+    """The protocol of a live-chat study (one with an ``event_stream``); 404 for the others."""
+    protocol = served.protocol
+    if protocol is None or not hasattr(protocol, "event_stream"):
+        raise WebError(404, "This page has no live replies.")
+    return protocol
+
+
+LiveChat = Annotated[Any, Depends(live_protocol)]
+
+
+async def action_name(action: str) -> str:
+    """The {action} of a task post: a short lower-case name (the protocol decides what it means)."""
+    if not ACTION_NAME.fullmatch(action):
+        raise WebError(404, "Unknown action.")
+    return action
+
+
+ActionName = Annotated[str, Depends(action_name)]
+
+
+async def owned_assignment(assignment_id: int, served: Served, session: Session) -> AssignmentInfo:
+    """Assignment {assignment_id} of this study (404), given to this annotator (403 otherwise)."""
+    assignment = await run_in_threadpool(work.get_assignment, served.ctx.store, assignment_id)
+    if assignment is None or assignment.study_id != served.ctx.study_id:
+        raise WebError(404, "There is no such task.")
+    if assignment.annotator_id != session.annotator.id:
+        raise WebError(403, "This task belongs to somebody else.")
+    return assignment
+
+
+OwnedAssignment = Annotated[AssignmentInfo, Depends(owned_assignment)]

@@ -1,0 +1,269 @@
+"""The signed-in annotator's pages: consent, instructions, the method's task page, its actions,
+and the done page (completion code, Prolific redirect, MTurk submit).
+
+What is method-specific comes from the study's Protocol (protocols/base.py documents the
+contract); identity, CSRF, Origin, ownership, double submits and rate limits are done here once
+for every method.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from ..protocols.base import Outcome
+from ..store import work
+from ..store.work import AnnotatorInfo
+from . import entry as entry_mod
+from .csrf import csrf_token
+from .deps import ActionName, CheckedForm, OwnedAssignment, Served, Session, StudyProtocol, protocol_of
+from .error_pages import WebError
+from .pages import render, wants_json
+from .served import ServedStudy, call
+from .session import AnnotatorSession, url_for
+
+router = APIRouter()
+
+REQUEST_ID = re.compile(r"[A-Za-z0-9_\-]{8,100}")
+
+
+def page_context(served: ServedStudy, session: AnnotatorSession) -> dict[str, Any]:
+    return {
+        "study": served.ctx,
+        "annotator": session.annotator,
+        "csrf": csrf_token(served.secret, session.identity.nonce),
+    }
+
+
+def not_ready(request: Request, served: ServedStudy, annotator: AnnotatorInfo) -> Response | None:
+    """A redirect to consent or instructions when the annotator has not been through them."""
+    if not annotator.meta.get("consented_at"):
+        return RedirectResponse(url_for(request, served, "consent"), status_code=303)
+    if not annotator.meta.get("instructed_at"):
+        return RedirectResponse(url_for(request, served, "instructions"), status_code=303)
+    return None
+
+
+async def current_assignment(served: ServedStudy, annotator: AnnotatorInfo, *, assign: bool = True):
+    """(assignment or None, notice): the annotator's own unfinished assignment (also one that expired
+    while nobody else took its unit), else new work from the protocol when `assign`."""
+    protocol = protocol_of(served)
+    assignment, notice = await run_in_threadpool(
+        work.resume_assignment, served.ctx.store, served.ctx.study_id, annotator.id, protocol.expiry()
+    )
+    if assignment is None and assign:
+        assignment = await call(protocol.assign, annotator)
+    return assignment, notice
+
+
+def outcome_response(request: Request, served: ServedStudy, outcome: Outcome) -> Response:
+    target = outcome.redirect or served.ctx.url("task")
+    if target.startswith(f"/s/{served.slug}/"):
+        target = url_for(request, served, target.removeprefix(f"/s/{served.slug}/"))
+    if wants_json(request):
+        return JSONResponse({"ok": True, "done": outcome.done, "redirect": target, **(outcome.data or {})})
+    return RedirectResponse(target, status_code=303)
+
+
+@router.get("/s/{slug}/consent", response_class=HTMLResponse)
+async def consent(request: Request, served: Served, session: Session):
+    return render(request, "consent.html", **page_context(served, session))
+
+
+@router.post("/s/{slug}/consent")
+async def consent_post(request: Request, served: Served, session: Session, data: CheckedForm):
+    if data.get("agree") != "yes":
+        raise WebError(400, "Please tick the box to agree before you continue, or close this page to leave.")
+    await run_in_threadpool(
+        work.update_annotator_meta, served.ctx.store, session.annotator.id, consented_at=work.utcnow().isoformat()
+    )
+    return RedirectResponse(url_for(request, served, "instructions"), status_code=303)
+
+
+@router.get("/s/{slug}/instructions", response_class=HTMLResponse)
+async def instructions(request: Request, served: Served, session: Session):
+    if not session.annotator.meta.get("consented_at"):
+        return RedirectResponse(url_for(request, served, "consent"), status_code=303)
+    return render(request, "instructions.html", **page_context(served, session))
+
+
+@router.post("/s/{slug}/instructions")
+async def instructions_post(request: Request, served: Served, session: Session, data: CheckedForm):
+    await run_in_threadpool(
+        work.update_annotator_meta, served.ctx.store, session.annotator.id, instructed_at=work.utcnow().isoformat()
+    )
+    return RedirectResponse(url_for(request, served, "task"), status_code=303)
+
+
+@router.get("/s/{slug}/task", response_class=HTMLResponse)
+async def task(request: Request, served: Served, session: Session):
+    annotator = session.annotator
+    redirect = not_ready(request, served, annotator)
+    if redirect is not None:
+        return redirect
+    if annotator.status == "blocked":
+        return RedirectResponse(url_for(request, served, "done"), status_code=303)
+    protocol = protocol_of(served)
+    assignment, notice = await current_assignment(served, annotator)
+    if assignment is None:
+        return RedirectResponse(url_for(request, served, "done" + ("?reassigned=1" if notice else "")), status_code=303)
+    context = await call(protocol.render, annotator, assignment)
+    progress = await call(protocol.progress, annotator, assignment)
+    page = {
+        "assignment": assignment,
+        "progress": progress,
+        "notice": notice,
+        "show_howto": True,
+        "action_url": lambda action: url_for(request, served, f"a/{assignment.id}/{action}"),
+        "new_request_id": lambda: uuid.uuid4().hex,
+        **page_context(served, session),
+    }
+    page.update({k: v for k, v in context.items() if k != "notice" or v})
+    return render(request, protocol.template, **page)
+
+
+@router.post("/s/{slug}/a/{assignment_id}/{action}")
+async def act(
+    request: Request,
+    served: Served,
+    session: Session,
+    data: CheckedForm,
+    protocol: StudyProtocol,
+    action: ActionName,
+    assignment: OwnedAssignment,
+):
+    """Every form and fetch() of a task page: checked here, then handed to ``protocol.act``."""
+    annotator = session.annotator
+    request_id = data.get("request_id")
+    if not isinstance(request_id, str) or not REQUEST_ID.fullmatch(request_id):
+        raise WebError(400, "The form has no valid request id; reload the page and try again.")
+    if assignment.status == "expired" and await run_in_threadpool(
+        work.revive_assignment, served.ctx.store, served.ctx.study_id, assignment.id, protocol.expiry()
+    ):
+        assignment.status = "assigned"  # a late answer on a task nobody else took still counts
+    if not assignment.is_open:
+        if await run_in_threadpool(work.judgment_exists, served.ctx.store, annotator.id, request_id):
+            return outcome_response(request, served, Outcome(done=True, data={"repeat": True}))
+        raise WebError(
+            409,
+            "This task is already finished or has expired. Continue with the next one.",
+            headers={"X-Dialeval-Next": url_for(request, served, "task")},
+        )
+    if annotator.status == "blocked":
+        raise WebError(403, "You cannot continue with this study.")
+    allowed, wait_s = (
+        await run_in_threadpool(served.limiter.check, f"{annotator.id}:{action}")
+        if action in protocol.rate_limited_actions
+        else (True, 0.0)
+    )
+    if not allowed:
+        wait = max(1, round(wait_s))
+        raise WebError(
+            429,
+            f"You are sending messages too fast; wait {wait} s and try again.",
+            headers={"Retry-After": str(wait)},
+        )
+    outcome = await call(protocol.act, annotator, assignment, action, data)
+    if not isinstance(outcome, Outcome):
+        outcome = Outcome()
+    return outcome_response(request, served, outcome)
+
+
+def completion_code(served: ServedStudy, annotator: AnnotatorInfo) -> str:
+    return served.ctx.config.recruitment.completion_code or served.signer.completion_code(annotator.id)
+
+
+def return_link(served: ServedStudy, annotator: AnnotatorInfo) -> dict[str, str] | None:
+    """Where an annotator who cannot go on returns the study (the failed-practice page)."""
+    rec = served.ctx.config.recruitment
+    if rec.return_url:
+        return {"url": rec.return_url, "label": "Return the study"}
+    if annotator.platform == "prolific":
+        return {"url": entry_mod.PROLIFIC_SUBMISSIONS, "label": "Return the study on Prolific"}
+    return None
+
+
+@router.get("/s/{slug}/done", response_class=HTMLResponse)
+async def done(request: Request, served: Served, session: Session):
+    """The completion page: a code, the Prolific redirect or the MTurk submit only for a complete
+    session (protocols' `completion`); otherwise back to the task, or why nothing is left."""
+    annotator = session.annotator
+    page: dict[str, Any] = {
+        "study": served.ctx,
+        "annotator": annotator,
+        "code": None,
+        "mturk": None,
+        "csrf": "",
+        "state": None,
+        "return_link": return_link(served, annotator),
+        "sid": None,
+    }
+    if annotator.status == "blocked":
+        return render(request, "done.html", **{**page, "state": "failed", "blocked": True})
+    redirect = not_ready(request, served, annotator)
+    if redirect is not None:
+        return redirect
+    protocol = protocol_of(served)
+    notice = "reassigned" if request.query_params.get("reassigned") else None
+    if not annotator.meta.get("completed_at"):
+        assignment, resumed = await current_assignment(served, annotator, assign=False)
+        if assignment is not None:  # unfinished work: back to it
+            return RedirectResponse(url_for(request, served, "task"), status_code=303)
+        if resumed:
+            notice = "reassigned"
+        completion = await run_in_threadpool(protocol.completion, annotator, False)
+        if completion.done < completion.quota:
+            more, _ = await current_assignment(served, annotator)  # is there more work for them?
+            if more is not None:
+                return RedirectResponse(url_for(request, served, "task"), status_code=303)
+        if completion.state != "complete":
+            await run_in_threadpool(
+                served.ctx.store.log_event,
+                served.ctx.study_id,
+                "nothing-left",
+                {"done": completion.done},
+                annotator.id,
+            )
+            return render(request, "done.html", **{**page, "state": "nothing-left", "blocked": False, "notice": notice})
+        mturk_id = annotator.meta.get("mturk_assignment_id")
+        await run_in_threadpool(
+            work.update_annotator_meta,
+            served.ctx.store,
+            annotator.id,
+            completed_at=work.utcnow().isoformat(),
+            completion={
+                "state": "complete",
+                "done": completion.done,
+                "quota": completion.quota,
+                "reason": completion.reason,
+            },
+            **({"completed_mturk_assignment": mturk_id} if mturk_id else {}),
+        )
+        reread = await run_in_threadpool(work.get_annotator, served.ctx.store, annotator.id)
+        annotator = reread or annotator
+    rec = served.ctx.config.recruitment
+    code = completion_code(served, annotator)
+    if annotator.platform == "prolific" and rec.completion_code:
+        return RedirectResponse(entry_mod.prolific_done_url(rec.completion_code), status_code=303)
+    mturk = None
+    if annotator.platform == "mturk":
+        current = annotator.meta.get("mturk_assignment_id", "")
+        finished_with = annotator.meta.get("completed_mturk_assignment") or current
+        if current and current != finished_with:
+            # the same worker in a new HIT of this study: their session is already paid for there
+            return render(
+                request,
+                "done.html",
+                **{**page, "state": "already-done", "blocked": False, "finished_with": finished_with},
+            )
+        mturk = {"url": entry_mod.mturk_submit_url(annotator.meta), "assignment_id": current}
+    return render(
+        request,
+        "done.html",
+        **{**page, "state": "complete", "blocked": False, "code": code, "mturk": mturk, "notice": notice},
+    )

@@ -1,0 +1,107 @@
+"""The annotator's session: the signed identity cookie, or the same value carried by the page.
+
+Browsers that keep no cookie in a cross-site iframe (MTurk) get the signed value as a token in
+every link, form action and redirect (?sid=) and fetch() header; `url_for` adds it where needed.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from fastapi import Request
+from fastapi.responses import Response
+
+from ..store import work
+from ..store.work import AnnotatorInfo
+from .auth import COOKIE_MAX_AGE, IDENTITY_COOKIE, SESSION_HEADER, SESSION_PARAM, Identity
+from .served import ServedStudy
+
+
+@dataclass
+class AnnotatorSession:
+    """Who is asking: the signed identity (its nonce keys the CSRF token) and the annotator's row."""
+
+    identity: Identity
+    annotator: AnnotatorInfo
+
+
+def session_values(request: Request) -> list[tuple[str, bool]]:
+    """The signed session: the cookie, then the token carried by the page (header or ?sid=) for
+    browsers that keep no cookie in a cross-site iframe. [(value, came from the token)]."""
+    out = []
+    cookie = request.cookies.get(IDENTITY_COOKIE)
+    if cookie:
+        out.append((cookie, False))
+    token = request.headers.get(SESSION_HEADER) or request.query_params.get(SESSION_PARAM)
+    if token and token != cookie:
+        out.append((token, True))
+    return out
+
+
+def find_session(request: Request, served: ServedStudy) -> AnnotatorSession | None:
+    """The annotator this request is signed in as (blocking: reads the database), or None."""
+    for value, from_token in session_values(request):
+        ident = served.signer.read_identity(value)
+        if ident is None:
+            continue
+        annotator = work.get_annotator(served.ctx.store, ident.annotator_id)
+        if annotator is None or annotator.study_id != served.ctx.study_id:
+            continue
+        bound = annotator.meta.get("session_nonce")
+        if bound and bound != ident.nonce:  # the id was moved to another browser: this one is signed out
+            continue
+        if from_token:
+            request.state.session_token = value  # carried on in every link and redirect (see url_for)
+        return AnnotatorSession(ident, annotator)
+    return None
+
+
+def url_for(request: Request, served: ServedStudy, path: str) -> str:
+    """A study URL; with ?sid= when this browser is identified by the page's token, not a cookie."""
+    url = served.ctx.url(path)
+    token = getattr(request.state, "session_token", None)
+    if token:
+        url += ("&" if "?" in url else "?") + urlencode({SESSION_PARAM: token})
+    return url
+
+
+def partition_last_cookie(response: Response) -> None:
+    """Add the CHIPS `Partitioned` attribute to the cookie just set (Python < 3.14's http.cookies,
+    which Starlette uses, cannot write it), so the cookie is kept in a cross-site iframe where
+    third-party cookies are blocked."""
+    for i in range(len(response.raw_headers) - 1, -1, -1):
+        name, value = response.raw_headers[i]
+        if name == b"set-cookie":
+            if b"partitioned" not in value.lower():
+                response.raw_headers[i] = (name, value + b"; Partitioned")
+            return
+
+
+def set_identity(
+    response: Response, request: Request, served: ServedStudy, annotator_id: int, nonce: str | None = None
+) -> str:
+    """Sign the annotator in: the cookie (partitioned, SameSite=None over https, so it also works in
+    MTurk's cross-site iframe) and the same signed value as a token; binds the annotator's platform
+    id to this browser session. Returns the token. Blocking (writes the database)."""
+    nonce = nonce or secrets.token_urlsafe(16)
+    value = served.signer.identity_cookie(annotator_id, nonce)
+    work.update_annotator_meta(served.ctx.store, annotator_id, session_nonce=nonce)
+    secure = request.url.scheme == "https"
+    response.set_cookie(
+        IDENTITY_COOKIE,
+        value,
+        max_age=COOKIE_MAX_AGE,
+        path=f"/s/{served.slug}",
+        httponly=True,
+        secure=secure,
+        samesite="none" if secure else "lax",
+    )
+    if secure:
+        partition_last_cookie(response)
+    # The token rides in the URLs only where a cookie may be dropped: in a frame (browsers that do
+    # not send Sec-Fetch-Dest are treated alike); a top-level tab keeps its cookie.
+    if request.headers.get("sec-fetch-dest", "iframe") in ("iframe", "frame", "embed", "object"):
+        request.state.session_token = value
+    return value

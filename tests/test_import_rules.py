@@ -1,0 +1,242 @@
+"""The house rules on imports (docs/architecture.md, "Rules of the house"), checked on the source.
+
+Every module under src/dialeval is parsed with `ast`; nothing is imported. Each `import` and
+`from ... import` of a dialeval module counts, at module level, inside a function or under
+`if TYPE_CHECKING:` alike: a lazy or type-only import is still a dependency.
+
+The graph's nodes ("units") are dialeval's top-level modules and subpackages (`config`, `store`,
+`web`, ...), with one refinement for the method registry: `methods` is the registry itself
+(`dialeval/methods/*.py`), and each method package `dialeval/methods/<pkg>/` is a unit of its own,
+`methods.<pkg>`. The registry finds the packages through entry points (no import statement), so
+`config -> methods` (the registry) and `methods.<pkg> -> protocols -> config` form no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "dialeval"
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str  # importing module, e.g. dialeval.web.deps
+    target: str  # imported dialeval module, e.g. dialeval.store.work
+    where: str  # src-relative path:line
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.source} imports {self.target}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES: dict[str, Path] = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+TREES: dict[str, ast.Module] = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in MODULES.items()}
+
+
+def resolve(name: str, node: ast.ImportFrom) -> list[str]:
+    """The absolute module names `from ... import` in module `name` refers to (a submodule when an
+    imported name is one, else the module itself)."""
+    if node.level:
+        package = name.split(".") if MODULES[name].name == "__init__.py" else name.split(".")[:-1]
+        base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+    else:
+        base = node.module or ""
+    return [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+
+
+def imports(name: str) -> Iterator[tuple[str, int]]:
+    """(imported module, line) for every import statement of module `name`, dialeval or not."""
+    for node in ast.walk(TREES[name]):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            for target in resolve(name, node):
+                yield target, node.lineno
+
+
+def where(name: str, line: int) -> str:
+    return f"{MODULES[name].relative_to(SRC)}:{line}"
+
+
+EDGES: list[Edge] = [
+    Edge(name, target, where(name, line))
+    for name in MODULES
+    for target, line in imports(name)
+    if target == "dialeval" or target.startswith("dialeval.")
+]
+
+
+def unit(module: str) -> str:
+    """The graph node of a module: `config`, `store`, `methods` (the registry), `methods.<pkg>`;
+    `dialeval` for the package's own __init__ (the version)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "dialeval"
+    if parts[1] == "methods" and len(parts) > 2 and (PACKAGE / "methods" / parts[2]).is_dir():
+        return f"methods.{parts[2]}"
+    return parts[1]
+
+
+def edges_from(prefix: str) -> list[Edge]:
+    return [e for e in EDGES if e.source == prefix or e.source.startswith(prefix + ".")]
+
+
+def in_unit(module: str, name: str) -> bool:
+    return module == f"dialeval.{name}" or module.startswith(f"dialeval.{name}.")
+
+
+def method_packages() -> list[str]:
+    return sorted(unit(m) for m in MODULES if unit(m).startswith("methods.") and MODULES[m].name == "__init__.py")
+
+
+# -- the checker sees what it should (so no rule below passes vacuously) ------------------------------
+
+
+def test_the_graph_is_read_from_the_source():
+    assert len(MODULES) > 100
+    pairs = {(unit(e.source), unit(e.target)) for e in EDGES}
+    # a top-level import, a relative one from a subpackage, a lazy one inside a function
+    assert ("web", "protocols") in pairs and ("protocols", "store") in pairs and ("cli", "web") in pairs
+    assert unit("dialeval.methods.spec") == "methods" and unit("dialeval.protocols.live") == "protocols"
+
+
+# -- the rules -----------------------------------------------------------------------------------------
+
+
+def test_stats_imports_nothing_of_dialeval():
+    """stats/ is plain numerics (numpy, scipy): usable and testable without the rest of the project."""
+    assert [str(e) for e in edges_from("dialeval.stats")] == []
+
+
+def test_nothing_imports_the_cli():
+    """cli.py is the outermost layer: it calls everything, nothing calls it."""
+    assert [str(e) for e in EDGES if e.target == "dialeval.cli" and e.source != "dialeval.cli"] == []
+
+
+def test_records_imports_only_leaf_modules():
+    """records.py is the pivot every layer exchanges data through: it may use only modules that
+    themselves import nothing of dialeval (today it uses none)."""
+    leaves = {m for m in MODULES if not edges_from(m)}
+    wrong = [str(e) for e in edges_from("dialeval.records") if e.target not in leaves]
+    assert wrong == []
+
+
+# Above the store nobody writes SQL: web/, protocols/ and the method packages call store/work.py
+# (every query the app needs) and the Store API. Checked: no sqlalchemy import at all, no call of
+# `select(...)`/`text(...)`/`.execute(...)`, no string that starts like an SQL statement.
+NO_SQL_UNITS = ("web", "protocols", "methods")
+SQL_STATEMENT = re.compile(r"^\s*(SELECT|INSERT\s+INTO|UPDATE|DELETE\s+FROM|CREATE\s+TABLE|ALTER\s+TABLE)\s", re.I)
+
+
+def sql_uses(name: str) -> Iterator[str]:
+    for target, line in imports(name):
+        if target == "sqlalchemy" or target.startswith("sqlalchemy."):
+            yield f"{where(name, line)}: imports {target}"
+    for node in ast.walk(TREES[name]):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id in ("select", "text")) or (
+                isinstance(func, ast.Attribute) and func.attr == "execute"
+            ):
+                yield f"{where(name, node.lineno)}: calls {ast.unparse(func)}(...)"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_STATEMENT.match(node.value):
+            yield f"{where(name, node.lineno)}: SQL text {node.value[:40]!r}"
+
+
+@pytest.mark.parametrize("layer", NO_SQL_UNITS)
+def test_no_sql_above_the_store(layer):
+    modules = [m for m in MODULES if in_unit(m, layer)]
+    assert modules or layer == "methods"
+    assert [use for m in modules for use in sql_uses(m)] == []
+
+
+def test_the_sql_check_finds_sql():
+    """The check above recognises what it forbids (here, in the store, where SQL belongs)."""
+    assert any(True for use in sql_uses("dialeval.store.work") if "imports sqlalchemy" in use)
+
+
+# protocols/ and analysis/ are the frameworks method packages plug into; they never import a method
+# package. Each may read the registry (`dialeval.methods`, to find a method's Protocol or analysis by
+# id) in exactly one place, its dispatch module:
+REGISTRY_LOOKUPS = {
+    "protocols": "dialeval.protocols",  # protocols/__init__.py: get_protocol(method id)
+    "analysis": "dialeval.analysis",  # analysis/__init__.py: analyze(dataset) by the data set's method
+}
+
+
+@pytest.mark.parametrize("layer", ["protocols", "analysis", "stats"])
+def test_frameworks_do_not_import_methods(layer):
+    wrong = []
+    for e in edges_from(f"dialeval.{layer}"):
+        if unit(e.target).startswith("methods."):
+            wrong.append(f"{e} (a method package)")
+        elif unit(e.target) == "methods" and e.source != REGISTRY_LOOKUPS.get(layer):
+            wrong.append(f"{e} (the registry, outside {REGISTRY_LOOKUPS.get(layer, 'any lookup place')})")
+    assert wrong == []
+
+
+def test_method_packages_stay_below_the_pages():
+    """A method package plugs into protocols/ and analysis/ (and stats/, records, the store through
+    the protocol framework): it never imports the web app or the CLI, which drive it."""
+    wrong = [
+        str(e)
+        for pkg in method_packages()
+        for e in edges_from(f"dialeval.{pkg}")
+        if unit(e.target) in ("web", "cli") or e.target == "dialeval.cli"
+    ]
+    assert wrong == []
+
+
+def test_no_import_cycle_between_units():
+    """The units form a layered graph: no unit reaches itself through imports."""
+    graph: dict[str, dict[str, Edge]] = {}
+    for e in EDGES:
+        a, b = unit(e.source), unit(e.target)
+        if a != b:
+            graph.setdefault(a, {}).setdefault(b, e)
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle:\n  " + "\n  ".join(
+        str(graph[a][b]) for a, b in zip(cycle, cycle[1:] + cycle[:1], strict=True)
+    )
+
+
+def find_cycle(graph: dict[str, dict[str, Edge]]) -> list[str] | None:
+    """One cycle of units (depth-first search), or None when the graph is acyclic."""
+    state: dict[str, str] = {}  # "open" while on the search path, "done" after
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = "open"
+        path.append(node)
+        for nxt in graph.get(node, {}):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt) :]
+            if nxt not in state and (found := visit(nxt, path)):
+                return found
+        path.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node, [])):
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_cycles():
+    e = Edge("a", "b", "x:1")
+    assert find_cycle({"a": {"b": e}, "b": {"c": e}, "c": {"a": e}}) == ["a", "b", "c"]
+    assert find_cycle({"a": {"b": e}, "b": {"c": e}, "a2": {"c": e}}) is None
