@@ -1,0 +1,307 @@
+"""Judge-guided anytime-valid test of one bot pair's human win rate (sequential active PPI).
+
+Setting: a pool of N units (conversation pairs) of bots a and b. An LLM judge scored every unit,
+f_u ∈ [0, 1] (its P(a wins): 1, 0, or ½ when its two side orders disagreed), and gave an
+uncertainty v_u (expected squared error, e.g. ``adaptive.judge_uncertainty``). At each human step
+t a unit U_t is drawn from a fixed, known distribution q over the pool (with replacement) and a
+person labels it, Y_t ∈ {0, ½, 1}. The target is θ = mean over the pool of E[Y | u], what uniform
+human sampling estimates.
+
+**Pseudo-outcome** (importance-sampled prediction-powered inference; Zrnic & Candès 2024, "Active
+statistical inference", ICML): with w_u = 1/(N q_u) and F̄ = mean_u f_u,
+
+    Z_t(λ) = λ F̄ + (Y_t − λ f_{U_t}) w_{U_t},
+
+E[Z_t(λ)] = λ F̄ + Σ_u q_u (E[Y|u] − λ f_u)/(N q_u) = θ for every λ and *whatever the judge*: a wrong
+judge costs variance, never validity. λ = 0 is plain importance-weighted human sampling; λ = 1 trusts
+the judge fully as a control variate. Z is bounded, Z(λ) ∈ [L(λ), U(λ)] with
+L(λ) = min_u (λF̄ − λ f_u w_u), U(λ) = max_u (λF̄ + (1 − λ f_u) w_u), and q_u ∝ sqrt(v_u) (the
+variance-minimising allocation of Zrnic & Candès when v is right) mixed with the uniform rule keeps
+w ≤ 1/mix, so the bounds stay moderate.
+
+**Power tuning.** `GuidedPairTest` picks λ_t from the steps before t only (predictable): the
+plug-in minimiser of Var Z(λ), −Cov(a, b)/Var(b) with a = Y w, b = F̄ − f w, clipped to [0, 1]
+(PPI++, Angelopoulos, Duchi & Zrnic 2023), starting at λ = 1. Each Z_t(λ_t) still has conditional
+mean θ, so the betting martingale below stays a martingale. Measured (tests, benchmark): with a
+useless judge, fixed λ = 1 doubles the variance of Z (Var Y + Var f); tuning brings it back to about
+the human-only test.
+
+**Test** (betting; Waudby-Smith & Ramdas 2024, "Estimating means of bounded random variables by
+betting", JRSS-B 86(1)): for H0: θ = m, with X_t = Z_t − m,
+
+    K_t = (1/J) Σ_j ½ (K⁺_{j,t} + K⁻_{j,t}),   K^±_{j,t} = Π_{i≤t} (1 ± β^±_{j,i} X_i),
+
+β^±_{j,i} ≥ 0 predictable. Under H0 each product is a nonnegative martingale with mean 1, so the
+average is too, and Ville's inequality gives P(∃t: K_t ≥ 1/α) ≤ α. The bets are the shrunk aGRAPA
+rule that `sequential.SequentialPairTest` uses, β = ±S/(Q + 2c v₀) (S, Q the sums of X and X² so
+far; v₀ = E_q[(w/2)²] the second moment of X if the judge missed every unit by ½, so that with
+uniform q and a constant judge it is exactly the beta-binomial mixture's plug-in bet), averaged over
+the same concentrations c = 20, 5, 1.25, 0.3125, and truncated so every factor is ≥ 0.1 for every
+Z in [L(λ_t), U(λ_t)]. The always-valid p-value is min(1, 1/max_{s≤t} K_s).
+
+**Confidence sequence.** The same wealth for every θ on a grid; CS_t = grid points θ with
+K_s(θ) < 1/α at every s ≤ t (the intersection over time), reported as [min, max] of the points
+kept, widened by one grid step and clipped to [0, 1]. Coverage of the true θ at all t at once is
+≥ 1 − α (for each θ, Ville).
+
+Why not the ``confseq`` package (Howard & Waudby-Smith): on PyPI it ships only a C++ source
+distribution needing Boost to build, too heavy for a pure-Python install; the rule above is a few
+lines of numpy.
+
+This module imports nothing from dialeval (numpy and scipy only).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.stats import norm
+
+__all__ = ["GuidedPairTest", "GuidedPool", "guided_probabilities"]
+
+_SHRINK = (40.0, 10.0, 2.5, 0.625)  # 2c for c = 20, 5, 1.25, 0.3125 (sequential.mixture_components)
+_FLOOR = 0.1  # every betting factor stays ≥ this for every possible Z
+_TUNE_AFTER = 10  # steps before the plug-in λ replaces λ = 1
+
+
+def guided_probabilities(uncertainty: ArrayLike, mix: float = 0.5) -> np.ndarray:
+    """Sampling distribution over the pool: q_u ∝ sqrt(v_u) (Zrnic & Candès 2024), mixed with the
+    uniform distribution (share `mix`, which caps every weight 1/(N q_u) at 1/mix); sums to 1.
+    All v = 0 (or mix = 1) gives the uniform distribution."""
+    v = np.asarray(uncertainty, dtype=float)
+    if v.ndim != 1 or len(v) == 0:
+        raise ValueError(f"uncertainty must be a non-empty 1-d array, got shape {v.shape}")
+    if not np.all(np.isfinite(v)) or np.any(v < 0):
+        raise ValueError("uncertainty must be finite and ≥ 0")
+    if not 0.0 <= mix <= 1.0:
+        raise ValueError(f"mix must be in [0, 1], got {mix}")
+    n = len(v)
+    uniform = np.full(n, 1.0 / n)
+    s = np.sqrt(v)
+    if s.sum() <= 0:
+        return uniform
+    q = (1.0 - mix) * s / s.sum() + mix * uniform
+    if np.any(q <= 0):
+        raise ValueError("mix = 0 with some uncertainty 0 gives those units probability 0 (not allowed)")
+    return q / q.sum()
+
+
+def _check_y(y: float) -> float:
+    y = float(y)
+    if not 0.0 <= y <= 1.0:
+        raise ValueError(f"the human score y must be in [0, 1], got {y}")
+    return y
+
+
+@dataclass(frozen=True)
+class GuidedPool:
+    """The judge's scores f_u of one pair's N units and the distribution q_u units are drawn from."""
+
+    judge_scores: np.ndarray
+    probabilities: np.ndarray
+    _cdf: np.ndarray = field(init=False, repr=False, compare=False)
+    _w: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        f = np.asarray(self.judge_scores, dtype=float)
+        q = np.asarray(self.probabilities, dtype=float)
+        if f.ndim != 1 or len(f) == 0:
+            raise ValueError(f"judge_scores must be a non-empty 1-d array, got shape {f.shape}")
+        if q.shape != f.shape:
+            raise ValueError(f"{len(f)} judge scores but probabilities of shape {q.shape}: lengths must match")
+        if not np.all(np.isfinite(f)) or np.any((f < 0) | (f > 1)):
+            raise ValueError("judge scores must be in [0, 1]")
+        if not np.all(np.isfinite(q)) or np.any(q <= 0):
+            raise ValueError("every probability must be > 0 (a unit with q = 0 would break unbiasedness)")
+        if abs(q.sum() - 1.0) > 1e-8:
+            raise ValueError(f"probabilities must sum to 1, got {q.sum():.10g}")
+        object.__setattr__(self, "judge_scores", f)
+        object.__setattr__(self, "probabilities", q)
+        cdf = np.cumsum(q)
+        cdf[-1] = 1.0
+        object.__setattr__(self, "_cdf", cdf)
+        object.__setattr__(self, "_w", 1.0 / (len(f) * q))
+
+    @property
+    def size(self) -> int:
+        return len(self.judge_scores)
+
+    @property
+    def mean_judge(self) -> float:
+        """F̄, the judge's mean score over the pool."""
+        return float(self.judge_scores.mean())
+
+    def weight(self, unit: int) -> float:
+        """1/(N q_u)."""
+        return float(self._w[self._unit(unit)])
+
+    def _unit(self, unit: int) -> int:
+        u = int(unit)
+        if not 0 <= u < self.size:
+            raise ValueError(f"unit index {unit} outside the pool of {self.size}")
+        return u
+
+    def pseudo_outcome(self, unit: int, y: float, lam: float = 1.0) -> float:
+        """Z(λ) = λF̄ + (y − λ f_u)/(N q_u); its mean over draws from q is θ for every λ."""
+        u = self._unit(unit)
+        return float(lam * self.mean_judge + (_check_y(y) - lam * self.judge_scores[u]) * self._w[u])
+
+    def bounds(self, lam: float = 1.0) -> tuple[float, float]:
+        """(L, U): the range of Z(λ) over every unit and every y ∈ [0, 1]."""
+        base = lam * self.mean_judge - lam * self.judge_scores * self._w
+        return float(base.min()), float((base + self._w).max())
+
+    def second_moment_scale(self) -> float:
+        """v₀ = Σ_u q_u (w_u/2)²: E[(Z − θ)²] if the judge missed every unit by ½ (the bets' prior scale)."""
+        return float(np.sum(self.probabilities * (self._w / 2.0) ** 2))
+
+    def draw(self, rng: np.random.Generator) -> int:
+        """One unit index drawn from q."""
+        return int(min(np.searchsorted(self._cdf, rng.random(), side="right"), self.size - 1))
+
+    def to_dict(self) -> dict[str, list[float]]:
+        return {"judge_scores": self.judge_scores.tolist(), "probabilities": self.probabilities.tolist()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> GuidedPool:
+        return cls(np.asarray(d["judge_scores"], dtype=float), np.asarray(d["probabilities"], dtype=float))
+
+
+class GuidedPairTest:
+    """Anytime-valid two-sided test of H0: θ = `null` (default ½) from judge-guided human steps fed in
+    draw order (`update(unit, y)`), tested at alpha / n_pairs (Bonferroni, as `SequentialPairTest`).
+
+    `tune` (default True) picks the PPI weight λ_t predictably (see the module docstring); False keeps
+    λ = 1. `grid` is the number of θ values the confidence sequence tracks (0: no `interval`, for
+    fast simulation). Steps after the decision still update the estimate and the interval.
+    """
+
+    def __init__(
+        self,
+        pool: GuidedPool,
+        alpha: float,
+        null: float = 0.5,
+        n_pairs: int = 1,
+        tune: bool = True,
+        grid: int = 201,
+    ) -> None:
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if not 0.0 <= null <= 1.0:
+            raise ValueError(f"null must be in [0, 1], got {null}")
+        self.pool = pool
+        self.alpha = float(alpha)
+        self.null = float(null)
+        self.n_pairs = max(int(n_pairs), 1)
+        self.tune = bool(tune)
+        self.level = self.alpha / self.n_pairs
+        self._log_thr = math.log(1.0 / self.level)
+        # row 0 is the null; rows 1.. the interval's grid
+        self._grid = np.linspace(0.0, 1.0, int(grid)) if grid else np.empty(0)
+        self._m = np.concatenate([[self.null], self._grid])[:, None]  # (G, 1)
+        G, J = len(self._m), len(_SHRINK)
+        self._prior = np.asarray(_SHRINK)[None, :] * pool.second_moment_scale()  # (1, J)
+        self._S = np.zeros((G, 1))
+        self._Q = np.zeros((G, 1))
+        self._logk = np.zeros((2, G, J))  # log K⁺, log K⁻
+        self._alive = np.ones(len(self._grid), dtype=bool)  # grid points never rejected so far
+        self._ab = np.zeros(5)  # Σa, Σb, Σab, Σb², Σa² for the plug-in λ
+        self._zsum = self._z2sum = 0.0
+        self.n = 0
+        self.lam = 1.0  # the λ the next step will use
+        self.max_log_e = 0.0
+        self.decided = False
+        self.winner_is_first: bool | None = None
+        self.stopped_at: int | None = None
+
+    def _next_lambda(self) -> float:
+        if not self.tune or self.n < _TUNE_AFTER:
+            return 1.0
+        sa, sb, sab, sbb, _ = self._ab / self.n
+        var_b = sbb - sb * sb
+        if var_b <= 1e-12:
+            return 1.0
+        return float(np.clip(-(sab - sa * sb) / var_b, 0.0, 1.0))
+
+    def update(self, unit: int, y: float) -> None:
+        """One labelled step: the unit drawn (index into the pool) and the person's score of a."""
+        pool = self.pool
+        u = pool._unit(unit)
+        y = _check_y(y)
+        lam = self.lam
+        lo, hi = pool.bounds(lam)
+        z = pool.pseudo_outcome(u, y, lam)
+        # bets from the past only, truncated so 1 ± β (Z − m) ≥ _FLOOR for every Z in [lo, hi]
+        m = self._m
+        raw = self._S / (self._Q + self._prior)  # (G, J)
+        cap_up = (1.0 - _FLOOR) / np.maximum(m - lo, 1e-12)
+        cap_dn = (1.0 - _FLOOR) / np.maximum(hi - m, 1e-12)
+        bet_up = np.minimum(np.maximum(raw, 0.0), cap_up)
+        bet_dn = np.minimum(np.maximum(-raw, 0.0), cap_dn)
+        x = z - m
+        self._logk[0] += np.log1p(bet_up * x)
+        self._logk[1] += np.log1p(-bet_dn * x)
+        self._S += x
+        self._Q += x * x
+        w = pool._w[u]
+        a, b = y * w, pool.mean_judge - pool.judge_scores[u] * w
+        self._ab += (a, b, a * b, b * b, a * a)
+        self._zsum += z
+        self._z2sum += z * z
+        self.n += 1
+        self.lam = self._next_lambda()
+        log_e = self._log_e()  # (G,)
+        if len(self._grid):
+            self._alive &= log_e[1:] < self._log_thr
+        self.max_log_e = max(self.max_log_e, float(log_e[0]))
+        if not self.decided and self.max_log_e >= self._log_thr:
+            self.decided = True
+            self.stopped_at = self.n
+            self.winner_is_first = bool(self._logk[0, 0].max() >= self._logk[1, 0].max())
+
+    def _log_e(self) -> np.ndarray:
+        """log K_t for every row (null, then the grid): log of the mean over bettors and sides."""
+        flat = self._logk.transpose(1, 0, 2).reshape(self._logk.shape[1], -1)
+        top = flat.max(axis=1)
+        return top + np.log(np.exp(flat - top[:, None]).mean(axis=1))
+
+    @property
+    def estimate(self) -> float:
+        """Running mean of Z_t (unbiased for θ; NaN before the first step)."""
+        return self._zsum / self.n if self.n else float("nan")
+
+    @property
+    def e_value(self) -> float:
+        """K_t for the null now."""
+        return float(math.exp(self._log_e()[0]))
+
+    @property
+    def p_value(self) -> float:
+        """Always-valid p-value min(1, 1/max_{s≤t} K_s)."""
+        return min(1.0, math.exp(-self.max_log_e))
+
+    def interval(self) -> tuple[float, float]:
+        """Anytime-valid (1 − alpha/n_pairs) confidence sequence for θ: the grid points never rejected
+        so far, as [min − step, max + step] clipped to [0, 1]. If every point was rejected (possible
+        only with probability ≤ level when θ is constant), the running estimate as a point."""
+        if not len(self._grid):
+            raise ValueError("this test was built with grid=0: no confidence sequence")
+        kept = self._grid[self._alive]
+        if not len(kept):
+            e = float(np.clip(self.estimate, 0.0, 1.0))
+            return e, e
+        step = 1.0 / (len(self._grid) - 1) if len(self._grid) > 1 else 1.0
+        return float(max(kept.min() - step, 0.0)), float(min(kept.max() + step, 1.0))
+
+    def fixed_n_interval(self, alpha: float = 0.05) -> tuple[float, float]:
+        """Classical mean(Z) ± z_{1−α/2} sd(Z)/sqrt(n): valid only at a sample size fixed in advance
+        (shown beside the confidence sequence, which is valid at every n)."""
+        if self.n < 2:
+            return 0.0, 1.0
+        mean = self._zsum / self.n
+        var = max(self._z2sum / self.n - mean * mean, 0.0) * self.n / (self.n - 1)
+        half = float(norm.ppf(1.0 - alpha / 2.0)) * math.sqrt(var / self.n)
+        return float(mean - half), float(mean + half)
