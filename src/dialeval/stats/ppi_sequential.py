@@ -29,15 +29,20 @@ the human-only test.
 **Test** (betting; Waudby-Smith & Ramdas 2024, "Estimating means of bounded random variables by
 betting", JRSS-B 86(1)): for H0: θ = m, with X_t = Z_t − m,
 
-    K_t = (1/J) Σ_j ½ (K⁺_{j,t} + K⁻_{j,t}),   K^±_{j,t} = Π_{i≤t} (1 ± β^±_{j,i} X_i),
+    K_t = (1/J) Σ_j K_{j,t},   K_{j,t} = Π_{i≤t} (1 + β_{j,i} X_i),
 
-β^±_{j,i} ≥ 0 predictable. Under H0 each product is a nonnegative martingale with mean 1, so the
-average is too, and Ville's inequality gives P(∃t: K_t ≥ 1/α) ≤ α. The bets are the shrunk aGRAPA
-rule that `sequential.SequentialPairTest` uses, β = ±S/(Q + 2c v₀) (S, Q the sums of X and X² so
-far; v₀ = E_q[(w/2)²] the second moment of X if the judge missed every unit by ½, so that with
-uniform q and a constant judge it is exactly the beta-binomial mixture's plug-in bet), averaged over
+β_{j,i} *signed* and predictable. Under H0 each product is a nonnegative martingale with mean 1, so
+the average is too, and Ville's inequality gives P(∃t: K_t ≥ 1/α) ≤ α. The bets are the shrunk
+aGRAPA rule that `sequential.SequentialPairTest` uses, β = S/(Q + 2c v₀) (S, Q the sums of X and X²
+so far; v₀ = E_q[(w/2)²] the second moment of X if the judge missed every unit by ½), averaged over
 the same concentrations c = 20, 5, 1.25, 0.3125, and truncated so every factor is ≥ 0.1 for every
-Z in [L(λ_t), U(λ_t)]. The always-valid p-value is min(1, 1/max_{s≤t} K_s).
+Z in [L(λ_t), U(λ_t)]. With uniform q and a constant judge (Z = Y, X = ±½) this is exactly the
+beta-binomial mixture of `SequentialPairTest` (tested; apart from the
+truncation, which that rule's bet reaches only after six straight wins). A signed bet is two-sided by itself, since
+it follows the sign of the evidence; the hedge ½(K⁺ + K⁻) over two one-sided bettors (β ≥ 0 and
+β ≤ 0) is also valid but costs up to a factor 2 of wealth: measured on a simulated pool (θ ≈ 0.67,
+200 runs) it needed 13–35% more human steps to decide than the signed bet, so the signed bet is
+used. The always-valid p-value is min(1, 1/max_{s≤t} K_s).
 
 **Confidence sequence.** The same wealth for every θ on a grid; CS_t = grid points θ with
 K_s(θ) < 1/α at every s ≤ t (the intersection over time), reported as [min, max] of the points
@@ -206,7 +211,7 @@ class GuidedPairTest:
         self._prior = np.asarray(_SHRINK)[None, :] * pool.second_moment_scale()  # (1, J)
         self._S = np.zeros((G, 1))
         self._Q = np.zeros((G, 1))
-        self._logk = np.zeros((2, G, J))  # log K⁺, log K⁻
+        self._logk = np.zeros((G, J))  # log wealth of each bettor
         self._alive = np.ones(len(self._grid), dtype=bool)  # grid points never rejected so far
         self._ab = np.zeros(5)  # Σa, Σb, Σab, Σb², Σa² for the plug-in λ
         self._zsum = self._z2sum = 0.0
@@ -234,16 +239,13 @@ class GuidedPairTest:
         lam = self.lam
         lo, hi = pool.bounds(lam)
         z = pool.pseudo_outcome(u, y, lam)
-        # bets from the past only, truncated so 1 ± β (Z − m) ≥ _FLOOR for every Z in [lo, hi]
+        # signed bets from the past only, truncated so 1 + β (Z − m) ≥ _FLOOR for every Z in [lo, hi]
         m = self._m
         raw = self._S / (self._Q + self._prior)  # (G, J)
         cap_up = (1.0 - _FLOOR) / np.maximum(m - lo, 1e-12)
         cap_dn = (1.0 - _FLOOR) / np.maximum(hi - m, 1e-12)
-        bet_up = np.minimum(np.maximum(raw, 0.0), cap_up)
-        bet_dn = np.minimum(np.maximum(-raw, 0.0), cap_dn)
         x = z - m
-        self._logk[0] += np.log1p(bet_up * x)
-        self._logk[1] += np.log1p(-bet_dn * x)
+        self._logk += np.log1p(np.clip(raw, -cap_dn, cap_up) * x)
         self._S += x
         self._Q += x * x
         w = pool._w[u]
@@ -260,13 +262,12 @@ class GuidedPairTest:
         if not self.decided and self.max_log_e >= self._log_thr:
             self.decided = True
             self.stopped_at = self.n
-            self.winner_is_first = bool(self._logk[0, 0].max() >= self._logk[1, 0].max())
+            self.winner_is_first = bool(self._S[0, 0] > 0)  # the bets went with the sign of Σ(Z − null)
 
     def _log_e(self) -> np.ndarray:
-        """log K_t for every row (null, then the grid): log of the mean over bettors and sides."""
-        flat = self._logk.transpose(1, 0, 2).reshape(self._logk.shape[1], -1)
-        top = flat.max(axis=1)
-        return top + np.log(np.exp(flat - top[:, None]).mean(axis=1))
+        """log K_t for every row (null, then the grid): log of the mean wealth over the bettors."""
+        top = self._logk.max(axis=1)
+        return top + np.log(np.exp(self._logk - top[:, None]).mean(axis=1))
 
     @property
     def estimate(self) -> float:
