@@ -38,22 +38,24 @@ the average is too, and Ville's inequality gives P(∃t: K_t ≥ 1/α) ≤ α. T
 aGRAPA rule that `sequential.SequentialPairTest` uses, β = S/(Q + 2c v₀) (S, Q the sums of X and X²
 so far; v₀ = E_q[(w/2)²] the second moment of X if the judge missed every unit by ½), averaged over
 the same concentrations c = 20, 5, 1.25, 0.3125, and truncated so every factor is ≥ 0.1 for every
-Z in [L(λ_t), U(λ_t)]. With uniform q and a constant judge (Z = Y, X = ±½) this is exactly the
-beta-binomial mixture of `SequentialPairTest` (tested; apart from the
-truncation, which that rule's bet reaches only after six straight wins). A signed bet is two-sided by itself, since
-it follows the sign of the evidence; the hedge ½(K⁺ + K⁻) over two one-sided bettors (β ≥ 0 and
+Z in [L(λ_t), U(λ_t)]. With uniform q and a constant judge (Z = Y, X ∈ {−½, 0, ½}) this is exactly
+the beta-binomial mixture of `SequentialPairTest` (tested; apart from the truncation, which that
+rule's bet reaches only after six straight wins). A signed bet is two-sided by itself, since it
+follows the sign of the evidence; the hedge ½(K⁺ + K⁻) over two one-sided bettors (β ≥ 0 and
 β ≤ 0) is also valid but costs up to a factor 2 of wealth: measured on a simulated pool (θ ≈ 0.67,
-200 runs) it needed 13–35% more human steps to decide than the signed bet, so the signed bet is
-used. The always-valid p-value is min(1, 1/max_{s≤t} K_s).
+200 runs, λ tuned) it needed 13–27% more human steps to decide than the signed bet, so the signed
+bet is used. The always-valid p-value is min(1, 1/max_{s≤t} K_s).
 
 **Confidence sequence.** The same wealth for every θ on a grid; CS_t = grid points θ with
 K_s(θ) < 1/α at every s ≤ t (the intersection over time), reported as [min, max] of the points
-kept, widened by one grid step and clipped to [0, 1]. Coverage of the true θ at all t at once is
-≥ 1 − α (for each θ, Ville).
+kept, widened by one grid step and clipped to [0, 1]. For θ on the grid, coverage at all t at
+once is ≥ 1 − α (Ville, for each θ). Between grid points the one-step widening is an approximation
+(with predictable bets the set of kept θ need not be an interval); tests/stats/test_ppi_sequential.py
+measures the coverage (97% of 200 runs, 101 grid points).
 
-Why not the ``confseq`` package (Howard & Waudby-Smith): on PyPI it ships only a C++ source
-distribution needing Boost to build, too heavy for a pure-Python install; the rule above is a few
-lines of numpy.
+Why not the ``confseq`` package (Howard & Waudby-Smith): for this machine's Python pip finds only
+its source distribution (0.0.11), a C++ extension built with CMake, pybind11 and Boost ≥ 1.70 (its
+CMakeLists.txt), too heavy for a pure-Python install; the rule above is a few lines of numpy.
 
 This module imports nothing from dialeval (numpy and scipy only).
 """
