@@ -169,7 +169,8 @@ class GuidedPool:
 
     def draw(self, rng: np.random.Generator) -> int:
         """One unit index drawn from q."""
-        return int(min(np.searchsorted(self._cdf, rng.random(), side="right"), self.size - 1))
+        k = int(np.searchsorted(self._cdf, rng.random(), side="right"))
+        return min(k, self.size - 1)  # guards a draw of exactly 1.0 after rounding
 
     def to_dict(self) -> dict[str, list[float]]:
         return {"judge_scores": self.judge_scores.tolist(), "probabilities": self.probabilities.tolist()}
@@ -186,6 +187,17 @@ class GuidedPairTest:
     `tune` (default True) picks the PPI weight λ_t predictably (see the module docstring); False keeps
     λ = 1. `grid` is the number of θ values the confidence sequence tracks (0: no `interval`, for
     fast simulation). Steps after the decision still update the estimate and the interval.
+
+    Four units; the judge is unsure only about the last one, which people give to a (θ = 0.75):
+
+    >>> pool = GuidedPool(np.array([1.0, 1.0, 0.0, 0.5]), guided_probabilities([0.05, 0.05, 0.05, 1.0]))
+    >>> human = [1.0, 1.0, 0.0, 1.0]
+    >>> t, rng = GuidedPairTest(pool, alpha=0.05), np.random.default_rng(0)
+    >>> while not t.decided:
+    ...     u = pool.draw(rng)
+    ...     t.update(u, human[u])
+    >>> t.winner_is_first, t.stopped_at, round(t.estimate, 3), [round(x, 2) for x in t.interval()]
+    (True, 19, 0.787, [0.51, 1.0])
     """
 
     def __init__(
