@@ -1,9 +1,9 @@
-"""Judge-guided choice of the units people label (adaptive.judge_guided_selection)."""
+"""Judge-guided choice of the units people label (guided.judge_guided_selection, guided.judge_uncertainty)."""
 
 import numpy as np
 import pytest
 
-from dialeval.adaptive import judge_guided_selection, judge_uncertainty
+from dialeval.guided import judge_guided_selection, judge_uncertainty
 from dialeval.stats.ppi import ppi_mean_active
 
 

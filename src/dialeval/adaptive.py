@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from .config import AdaptiveConfig
+from .guided import GuidedTicketTest
 from .methods import load_part
 from .stats import active, sequential
 from .stats.sequential import DEFAULT_PRIOR, SequentialPairTest, bonferroni_alpha
@@ -54,8 +55,6 @@ __all__ = [
     "AdaptiveState",
     "adaptive_config",
     "is_filtered",
-    "judge_guided_selection",
-    "judge_uncertainty",
     "rule_description",
     "selection_description",
     "stopping_section",
@@ -80,7 +79,9 @@ class AdaptiveState:
     families: int = 1  # questions of the study sharing one alpha (Bonferroni over questions x pairs)
     block: int = 10  # most judgments of one annotator on one pair counted as one factor
     session: int | None = None  # judgments in one annotator's session: their blocks close when it is full
-    tests: dict[tuple[str, str], SequentialPairTest] = field(default_factory=dict, init=False)
+    # judge-guided pairs (guided.py): sorted (a, b) -> PairPool; their test is a GuidedTicketTest
+    guided: dict[tuple[str, str], Any] | None = None
+    tests: dict[tuple[str, str], Any] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         if len(set(self.bots)) != len(self.bots):
@@ -106,6 +107,10 @@ class AdaptiveState:
         self._keys = list(dict.fromkeys(keys))
         m = len(self._keys) * max(int(self.families), 1)
         for a, b in self._keys:
+            pool = (self.guided or {}).get((min(a, b), max(a, b)))
+            if pool is not None:
+                self.tests[(a, b)] = GuidedTicketTest(a, b, pool, alpha=self.config.alpha, n_pairs=m)
+                continue
             self.tests[(a, b)] = SequentialPairTest(
                 a, b, alpha=self.config.alpha, prior=self.prior, n_pairs=m, block=self.block
             )
@@ -125,6 +130,7 @@ class AdaptiveState:
         families: int = 1,
         final: bool = False,
         session: int | None = None,
+        guided: dict[tuple[str, str], Any] | None = None,
     ) -> AdaptiveState:
         """State after replaying `outcomes` = [(a, b, winner)] or [(a, b, winner, annotator)] in the
         order they were judged. `winner` is a or b (or 'a'/'b'), or a tie/None. With an annotator id
@@ -135,7 +141,8 @@ class AdaptiveState:
         ``adaptive.transitive``). `families`: questions sharing the study's alpha. `final`: the
         collection is over, so close every open annotator block (reports; never the scheduler).
         `session`: judgments one annotator gives in a session (ACUTE: comparisons_per_unit); their
-        blocks close as soon as they have given that many."""
+        blocks close as soon as they have given that many. `guided`: the judge-guided pools of this
+        question (guided.py); outcomes may then carry a fifth item, the judgment's ticket."""
         config = config or AdaptiveConfig()
         st = cls(
             list(bots),
@@ -146,6 +153,7 @@ class AdaptiveState:
             int(families),
             int(getattr(config, "annotator_block", 10)),
             session,
+            guided,
         )
         for outcome in outcomes:
             st.update(*outcome)
@@ -153,8 +161,11 @@ class AdaptiveState:
             st.close_all()
         return st
 
-    def update(self, a: str, b: str, winner: str | None, annotator: str | None = None) -> None:
-        """Add one judgment (who won a vs b; `annotator`: who judged, None = independent)."""
+    def update(
+        self, a: str, b: str, winner: str | None, annotator: str | None = None, ticket: dict | None = None
+    ) -> None:
+        """Add one judgment (who won a vs b; `annotator`: who judged, None = independent; `ticket`: the
+        judge-guided ticket it answers, guided.py)."""
         if a == b or a not in self._index or b not in self._index:
             return
         key = self._key(a, b)
@@ -165,6 +176,9 @@ class AdaptiveState:
             winner = a
         elif winner in ("b", "model_b", "right"):
             winner = b
+        if isinstance(test, GuidedTicketTest):
+            test.update(winner, annotator, ticket)
+            return
         test.update(winner, annotator)
         if annotator is not None:
             self._judged.setdefault(annotator, set()).add(key)
@@ -249,8 +263,9 @@ class AdaptiveState:
         implied (order known by transitivity only), rule."""
         closure = active.transitive_closure(self._beats())
         m = len(self._keys) * max(int(self.families), 1)
+        test = "judge-guided betting test (guided.py)" if self.guided else sequential.rule_text(self.prior)
         rule = (
-            f"anytime-valid test: {sequential.rule_text(self.prior)}, "
+            f"anytime-valid test: {test}, "
             f"alpha {self.config.alpha:g} / {m} (Bonferroni over {len(self._keys)} pairs"
             + (f" x {self.families} questions" if self.families > 1 else "")
             + ")"
@@ -290,7 +305,31 @@ class AdaptiveState:
                 }
             )
             rows[-1]["ci_empty"] = t.interval_empty  # see SequentialPairTest.interval
+            if isinstance(t, GuidedTicketTest):
+                rows[-1].update(_guided_row(t))
         return rows
+
+
+def _guided_row(t: GuidedTicketTest) -> dict[str, Any]:
+    """A judge-guided pair's extra columns: the people's raw win rate is over units drawn by the judge's
+    doubt, so the pool-weighted estimate replaces it, beside its anytime-valid and fixed-n intervals."""
+    lo, hi = t.interval if t.tested_n else (None, None)
+    fixed = t.fixed_n_interval() if t.tested_n > 1 else (None, None)
+    return {
+        "judge_guided": True,
+        "raw_win_rate_a": None if t.n == 0 else t.wins_a / t.n,
+        "win_rate_a": None if not t.tested_n else t.win_rate_a,
+        "ci_low": lo,
+        "ci_high": hi,
+        "fixed_n_ci": list(fixed),
+        "tested_n": t.tested_n,
+        "untested": t.untested,
+        "unticketed": t.unticketed,
+        "skipped_tickets": t.skipped,
+        "pool_units": len(t.pool.units),
+        "judge_labelled_units": t.pool.judged,
+        "test_level": "judgment",
+    }
 
 
 # -- a study's state: shared by the scheduler (protocols/scheduling.py) and the reports (analysis/) --
@@ -349,7 +388,12 @@ def study_families(config: Any) -> int:
 
 
 def study_state(
-    outcomes: Iterable[tuple], method: str, config: Any, bots: Sequence[str] | None = None, final: bool = False
+    outcomes: Iterable[tuple],
+    method: str,
+    config: Any,
+    bots: Sequence[str] | None = None,
+    final: bool = False,
+    guided: dict[tuple[str, str], Any] | None = None,
 ) -> AdaptiveState:
     """AdaptiveState of one question of a study from its judgments [(a, b, winner)] or
     [(a, b, winner, annotator)] in judgment order. The scheduler and the report both build it here,
@@ -365,6 +409,7 @@ def study_state(
         families=study_families(config),
         final=final,
         session=study_session(method, config),
+        guided=guided,
     )
 
 
@@ -385,6 +430,19 @@ def rule_description(state: AdaptiveState, *, enabled: bool = True) -> str:
     """The stopping rule in words, with its parameters and the literature (for reports)."""
     cfg = state.config
     m = len(state.tests)
+    if state.guided:
+        test = (
+            "anytime-valid sequential test of H0: P(a beats b) = 0.5 for each bot pair, judge-guided: "
+            "people label units drawn by the judge's doubt, each answer enters as an importance-weighted "
+            "correction of the judge's mean score (Zrnic & Candes 2024), and a betting martingale with "
+            "predictable bets tests its mean (Waudby-Smith & Ramdas 2024, JRSS-B 86(1)); always-valid "
+            f"p-value = running minimum of 1/K_n; each of m = {m} pairs tested at alpha/m = "
+            f"{cfg.alpha:g}/{m * state.families} = {state.level:.4g} (Bonferroni over the pairs"
+            + (f" of all {state.families} questions" if state.families > 1 else "")
+            + f": study-wise error <= {cfg.alpha:g} however often it is checked); answers enter in the "
+            "order their units were drawn, each counted as independent (no annotator blocks)"
+        )
+        return _with_stopping(state, test, enabled)
     test = (
         f"anytime-valid sequential test of H0: P(a beats b) = 0.5 for each bot pair: beta-binomial "
         f"{sequential.rule_text(state.prior).removeprefix('beta-binomial ')}, always-valid "
@@ -397,6 +455,12 @@ def rule_description(state: AdaptiveState, *, enabled: bool = True) -> str:
         f"factor per annotator block of at most {state.block} judgments (a test at the annotator level, "
         f"valid when annotators differ; Waudby-Smith & Ramdas 2023, JRSS-B 86(1))"
     )
+    return _with_stopping(state, test, enabled)
+
+
+def _with_stopping(state: AdaptiveState, test: str, enabled: bool) -> str:
+    """The test's description followed by when a pair and the study stop."""
+    cfg = state.config
     if not state.stopping:
         return f"no stopping (adaptive.stopping = none); p-values reported only. The test: {test}."
     stop = (
@@ -408,7 +472,7 @@ def rule_description(state: AdaptiveState, *, enabled: bool = True) -> str:
         )
         + "; the study stops when the order of every pair is known"
         + (f" or after {cfg.max_judgments} judgments" if cfg.max_judgments else "")
-        + ". Ties count for no one."
+        + (". A tie counts as half a win." if state.guided else ". Ties count for no one.")
     )
     text = test[0].upper() + test[1:] + stop
     if not enabled:
@@ -445,6 +509,7 @@ def stopping_section(
     config: Any,
     bots: Sequence[str] | None = None,
     unfiltered: Iterable[tuple] | None = None,
+    guided: dict[tuple[str, str], Any] | None = None,
 ) -> dict[str, Any]:
     """The report's `stopping` entry: {rule, selection, enabled, used_for_stopping, alpha, prior,
     m, per_pair_alpha, judgments, decided, ranking, pairs: stopping_table()}.
@@ -453,7 +518,8 @@ def stopping_section(
     (optional) adds the judgments of annotators filtered out later: a pair decided with them but
     no longer without them gets ``reopened_by_filtering: true`` and ``decided_before_filtering``
     (and is listed under the section's ``reopened_by_filtering``), so filtering after the fact
-    never silently turns a decided pair back into an open one."""
+    never silently turns a decided pair back into an open one. `guided`: the question's judge-guided
+    pools (guided.py; outcomes then carry the ticket as fifth item)."""
     cfg = adaptive_config(config)
     outcomes = list(outcomes)
     names = list(bots) if bots is not None else study_bots(method, config)
@@ -467,7 +533,7 @@ def stopping_section(
             "selection": selection_description(cfg, enabled=cfg.enabled),
             "pairs": [],
         }
-    st = study_state(outcomes, method, config, bots=names, final=True)
+    st = study_state(outcomes, method, config, bots=names, final=True, guided=guided)
     table = st.stopping_table()
     reopened = []
     if unfiltered is not None:
@@ -475,7 +541,7 @@ def stopping_section(
         if len(unfiltered) != len(outcomes):
             everyone = {
                 (r["a"], r["b"]): r
-                for r in study_state(unfiltered, method, config, bots=names, final=True).stopping_table()
+                for r in study_state(unfiltered, method, config, bots=names, final=True, guided=guided).stopping_table()
             }
             for row in table:
                 other = everyone.get((row["a"], row["b"]))
@@ -497,39 +563,27 @@ def stopping_section(
         "decided": st.done,
         "ranking": st.ranking(),
         "reopened_by_filtering": reopened,
+        "judge_guided": _guided_summary(cfg, guided),
         "pairs": table,
     }
 
 
-# -- judge-guided selection of the units people label (issue 13; stats/ppi.py) ----------------------
-
-
-def judge_uncertainty(first_order: Sequence[float], second_order: Sequence[float], floor: float = 0.05) -> np.ndarray:
-    """Expected squared error of a judge asked in both side orders, per unit: `first_order` is its
-    score of the first item shown first, `second_order` its score of the same item shown second (1 win,
-    ½ tie, 0 loss; NaN = no answer). When the two orders disagree the judge is guessing, so the unit
-    is worth a person's time; `floor` keeps some chance for units where it was consistent (it can be
-    consistently wrong). A missing order counts as the most uncertain."""
-    s1 = np.asarray(first_order, dtype=float)
-    s2 = np.asarray(second_order, dtype=float)
-    gap = np.where(np.isnan(s1) | np.isnan(s2), 1.0, np.abs(s1 - s2))
-    return floor + (1.0 - floor) * gap**2
-
-
-def judge_guided_selection(
-    unit_ids: Sequence[Any], uncertainty: Sequence[float], budget: int, seed: int | None = 0, mix: float = 0.2
-) -> dict[Any, float]:
-    """Which units to send to people, given the judge's uncertainty on each: {unit id: π} for the chosen
-    ones (Poisson sampling with π ∝ sqrt(uncertainty), about `budget` units; stats.ppi.active_probabilities).
-
-    The scheduler restricts its candidate units to these and keeps π with each (e.g. in the unit's or the
-    assignment's meta): the analysis weights each human label by 1/π (stats.ppi.ppi_mean_active), which
-    keeps the judge-corrected estimate unbiased whatever the judge. Deterministic for a given `seed`."""
-    from .stats.ppi import active_probabilities
-
-    ids = list(unit_ids)
-    if len(ids) != len(uncertainty):
-        raise ValueError(f"{len(ids)} units but {len(uncertainty)} uncertainties")
-    pi = active_probabilities(uncertainty, budget, mix=mix)
-    take = np.random.default_rng(seed).random(len(ids)) < pi
-    return {ids[k]: float(pi[k]) for k in np.flatnonzero(take)}
+def _guided_summary(cfg: AdaptiveConfig, guided: dict[tuple[str, str], Any] | None) -> dict[str, Any] | None:
+    """How the judge steered collection (None when it did not): the judge, the mix, and per pair how
+    many of its units the judge had labelled when the pools were frozen."""
+    if not guided:
+        return None
+    return {
+        "judge": cfg.judge,
+        "mix": cfg.judge_mix,
+        "rule": (
+            "units drawn with probability proportional to the square root of the judge's uncertainty "
+            f"(its two side orders disagreeing), mixed {cfg.judge_mix:g} with uniform; each labelled draw "
+            "enters the pair's test as the judge's mean score over the pair's units plus the person's "
+            "correction weighted by 1/(units x draw probability) (importance-sampled prediction-powered "
+            "inference, Zrnic & Candes 2024), tested for a win rate of 1/2 by a betting martingale "
+            "(Waudby-Smith & Ramdas 2024, JRSS-B 86(1)); win rates are these pool-weighted estimates with "
+            "anytime-valid confidence sequences, not the raw share of the drawn units"
+        ),
+        "pairs": [{"a": p.a, "b": p.b, "units": len(p.units), "judge_labelled": p.judged} for p in guided.values()],
+    }

@@ -118,6 +118,13 @@ class AdaptiveConfig(_Strict):
     max_judgments: int | None = Field(None, ge=1)
     # judgments of one annotator on one pair that form one factor of the annotator-level test
     annotator_block: int = Field(10, ge=1, le=1000)
+    # judge-guided collection (adaptive.py, protocols/guided.py): the name of a judge under `judges:`
+    # whose labels, run beforehand with `dialeval judge`, decide which units people see (the units
+    # it is unsure about more often) and enter each pair's prediction-powered anytime-valid test
+    judge: str | None = None
+    # share of plain uniform sampling mixed into the judge-guided draw (keeps every unit's chance of
+    # being seen away from 0, so a wrongly confident judge cannot blow up the test's weights)
+    judge_mix: float = Field(0.5, gt=0, le=1)
 
 
 def protocol_options(method: str) -> type[BaseModel]:
@@ -171,6 +178,18 @@ class StudyConfig(_Strict):
                 raise ValueError(
                     f"a {self.method} study compares bots in pairs: list at least two bots under "
                     f"bots (it has {len(compared)}: {', '.join(compared) or 'none'})"
+                )
+        if self.adaptive.judge is not None:
+            if self.adaptive.judge not in judges:
+                listed = ", ".join(judges) or "none"
+                raise ValueError(
+                    f"adaptive.judge names '{self.adaptive.judge}', which is not a judge of this study "
+                    f"(judges: {listed}); add it under judges: and run `dialeval judge` before collecting"
+                )
+            if not methods.get(self.method).judge_guided:
+                raise ValueError(
+                    f"adaptive.judge needs units that exist before collection, which a judge can label "
+                    f"first; method '{self.method}' makes its units during collection"
                 )
         presets = methods.get(self.method).question_presets
         for q in self.questions:

@@ -43,6 +43,11 @@ JUDGE_PLATFORM = "judge"
 _LEGACY_JUDGE_PLATFORMS = ("llm-judge",)  # arena imports made before the two were unified
 
 
+def judge_annotator_id(judge_name: str) -> str:
+    """The annotator id under which `dialeval judge --bot NAME` stores a judge's answers."""
+    return f"judge-{judge_name}"
+
+
 def is_judge_annotator(annotator: Annotator) -> bool:
     """True for the annotator of an LLM judge (never a person)."""
     return annotator.platform == JUDGE_PLATFORM or annotator.platform in _LEGACY_JUDGE_PLATFORMS

@@ -148,17 +148,30 @@ def _justifications(df: pd.DataFrame, bot_col: str) -> dict:
     return {"lengths": _jsonable(justification_lengths(d)), "top_terms": _jsonable(top_tfidf_terms(d))}
 
 
-def _stopping(dataset: Dataset, method: str, outcomes: list[tuple], unfiltered: list[tuple] | None = None) -> dict:
+def _stopping(
+    dataset: Dataset,
+    method: str,
+    outcomes: list[tuple],
+    unfiltered: list[tuple] | None = None,
+    question: str | None = None,
+) -> dict:
     """The report's `stopping` entry (adaptive.stopping_section): the anytime-valid stopping table of
     the study's `adaptive:` config, replayed from the kept judgments in the order they were made
-    (the scheduler's own view). With adaptive collection disabled it is labelled monitoring only."""
+    (the scheduler's own view). With adaptive collection disabled it is labelled monitoring only.
+    A judge-guided study (guided.py) is replayed with the pools its scheduler froze, per `question`."""
     from dialeval.adaptive import stopping_section
+    from dialeval.guided import PairPool
 
     config = dataset.meta.get("config") if isinstance(dataset.meta, dict) else None
     bots = None
     if not config or not config.get("bots"):
         bots = sorted({b for o in outcomes for b in (o[0], o[1])})
-    return stopping_section(outcomes, method, config or {}, bots=bots, unfiltered=unfiltered)
+    snapshot = dataset.meta.get("judge_guided") if isinstance(dataset.meta, dict) else None
+    guided = None
+    if snapshot:
+        pools = [PairPool.from_dict(d) for d in snapshot.get("pools", [])]
+        guided = {(p.a, p.b): p for p in pools if p.question == question} or None
+    return stopping_section(outcomes, method, config or {}, bots=bots, unfiltered=unfiltered, guided=guided)
 
 
 def _anytime_valid_p(section: dict) -> None:
@@ -175,6 +188,12 @@ def _anytime_valid_p(section: dict) -> None:
             continue
         m["p_fixed_n"] = m.get("p")
         m["p"] = row["p_always_valid"]
+        if row.get("judge_guided") and row.get("win_rate_a") is not None:
+            # units were drawn by the judge's doubt: the raw share is not the pair's win rate
+            first = row["win_rate_a"] if m["a"] == row["a"] else 1 - row["win_rate_a"]
+            m["win_rate_a_raw"] = m.get("win_rate_a")
+            m["win_rate_a"] = first
+            m["judge_guided"] = True
         m["e_value"] = row.get("e_value")
         m["stars"] = pw.stars(m["p"])
     section["p_values"] = (

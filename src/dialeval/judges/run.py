@@ -19,7 +19,7 @@ from typing import Any
 from ..asyncrun import run_blocking
 from ..bots.base import Bot, BotContext, ChatMessage
 from ..errors import BotError, DialevalError
-from ..records import JUDGE_PLATFORM, Annotator, Dataset, Judgment
+from ..records import JUDGE_PLATFORM, Annotator, Dataset, Judgment, judge_annotator_id
 from .parse import JudgeParseError
 from .tasks import JudgeAdapter, JudgeTask
 
@@ -27,10 +27,6 @@ FAILURE_QUESTION = "judge-failure"
 FATAL_KINDS = ("refused", "config", "client")  # the endpoint or its settings are wrong: stop, do not guess
 FLUSH_EVERY = 20  # answers written per transaction (a crash loses at most these)
 ANSWER_KEPT = 300  # characters of each raw answer kept with the judgment
-
-
-def judge_annotator_id(bot_name: str) -> str:
-    return f"judge-{bot_name}"
 
 
 def judge_meta(j: Judgment) -> dict[str, Any]:
@@ -301,6 +297,7 @@ def judge_study(
     opened = open_study(folder)
     try:
         judge, meta = build_judge_bot(opened.config, bot, bot_type, options)
+        _prepare_units(opened)
         dataset = opened.store.load_dataset(opened.id)
         config = opened.config.model_dump(mode="json")
         result = run_blocking(
@@ -322,10 +319,31 @@ def judge_study(
     if not result.tasks:
         raise DialevalError(
             f"{folder} has nothing a judge can answer yet: no units or conversations of this "
-            f"{dataset.method} study carry the material (generate conversations, serve the study once to make "
-            "its units, or import battles with their text)"
+            f"{dataset.method} study carry the material (generate conversations first, or import battles "
+            "with their text)"
         )
     return result
+
+
+def _prepare_units(opened: Any) -> None:
+    """Build the units the study's pages will serve (the idempotent step `serve` runs first), so a
+    judge can label them before anyone is served: judge-guided collection (adaptive.judge) needs its
+    labels before the first assignment. Live methods make their units during the chats."""
+    import inspect
+
+    from ..methods import get
+    from ..protocols import get_protocol
+    from ..protocols.base import StudyContext
+
+    spec = get(opened.config.method)
+    if spec.protocol is None or spec.live:
+        return
+    ctx = StudyContext(folder=opened.folder, config=opened.config, store=opened.store, study_id=opened.id, slug="judge")
+    prepare = get_protocol(opened.config.method)(ctx).prepare
+    if inspect.iscoroutinefunction(prepare):
+        run_blocking(prepare)
+    else:
+        prepare()
 
 
 def summary_lines(result: JudgeRunResult) -> list[str]:

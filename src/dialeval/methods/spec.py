@@ -65,6 +65,9 @@ class Method:
     limits: str = ""  # the report answer's "Limits:" paragraph
     answer_pairs: str | None = None  # "module:function": report dict -> the answer's pairs of systems
     excluded_bot_types: frozenset[str] = frozenset()  # bot types never compared (adaptive scheduler, report)
+    # units exist before collection, so a judge can label them first and adaptive.judge can steer
+    # which units people see (adaptive.py, protocols/guided.py)
+    judge_guided: bool = False
     session_option: str | None = None  # the protocol option giving an annotator's judgments per session
     order: int = 1000  # position in lists (help, demo, admin); entry points come in no useful order
 

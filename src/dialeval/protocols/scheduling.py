@@ -181,6 +181,8 @@ class AdaptivePlan:
     stopped: str | None
     counter: int
     seed: int
+    # judge-guided collection (protocols/guided.py): question -> {(a, b): PairPool}; None when off
+    pools: dict[str, dict[tuple[str, str], Any]] | None = None
 
     def open_groups(self) -> set[Group]:
         """(question, a, b) of the pairs whose order is still open."""
@@ -218,14 +220,22 @@ def adaptive_plan(
     questions: Sequence[str],
     outcome: Callable[[work.ScoredJudgment], tuple[str, str, str | None] | None],
     judgments_per_unit: int = 1,
+    guided: tuple[str, Callable, Callable] | None = None,
 ) -> AdaptivePlan | None:
     """None when the study does not use adaptive collection; else the plan (see AdaptivePlan).
-    Logs the event ``adaptive-stopped`` (with the stopping tables) the first time it stops."""
+    Logs the event ``adaptive-stopped`` (with the stopping tables) the first time it stops.
+    `guided`: (unit kind, group of a unit, did the pair's first bot win in a judge answer) for a
+    method whose units a judge can label first; used when the study sets ``adaptive.judge``."""
     config = protocol.config
     cfg = config.adaptive
     if not cfg.enabled:
         return None
-    states, n = _adaptive_states(protocol, view, method, tuple(questions), outcome)
+    pools = None
+    if cfg.judge is not None and guided is not None:
+        from .guided import frozen_pools
+
+        pools = frozen_pools(protocol, view, *guided)
+    states, n = _adaptive_states(protocol, view, method, tuple(questions), outcome, pools)
     stopped = None
     if states and all(st.done for st in states.values()):
         stopped = "decided"
@@ -239,6 +249,7 @@ def adaptive_plan(
         stopped=stopped,
         counter=work.count_assignments(view.session, view.study_id),
         seed=config.seed,
+        pools=pools,
     )
     if stopped and not work.list_events(view.session, view.study_id, ADAPTIVE_STOPPED):
         work.add_event(
@@ -278,6 +289,7 @@ def _adaptive_states(
     method: str,
     questions: tuple[str, ...],
     outcome: Callable[[work.ScoredJudgment], tuple[str, str, str | None] | None],
+    pools: dict[str, dict[tuple[str, str], Any]] | None = None,
 ) -> tuple[dict[str, Any], int]:
     """The AdaptiveState per question after every counted judgment, kept per process between
     assignments and fed only the judgments stored since (AdaptiveState.update), instead of
@@ -287,20 +299,22 @@ def _adaptive_states(
 
     statuses = work.annotator_status_mark(view.session, view.study_id)
     caches = protocol.store.__dict__.setdefault("_adaptive_cache", {})
-    key = (view.study_id, method, questions)
+    key = (view.study_id, method, questions, pools is not None)
     cache = caches.get(key)
     if cache is None or cache.statuses != statuses:
-        cache = _AdaptiveCache({q: study_state([], method, protocol.config) for q in questions}, 0, statuses)
+        states = {q: study_state([], method, protocol.config, guided=(pools or {}).get(q)) for q in questions}
+        cache = _AdaptiveCache(states, 0, statuses)
     for j in work.scheduling_judgments(view.session, view.study_id, after_id=cache.floor):
         if j.id in cache.fed:
             continue
         cache.fed.add(j.id)
-        if is_filtered(j.annotator_status, j.annotator_meta):
-            continue
+        if is_filtered(j.annotator_status, j.annotator_meta) or j.meta.get("judge"):
+            continue  # filtered annotators and LLM judges are not people's outcomes
         o = outcome(j)
         if o is None or j.question not in cache.states:
             continue
-        cache.states[j.question].update(*o[:3], j.annotator)  # the test counts per annotator
+        # the test counts per annotator; a judge-guided judgment carries its ticket
+        cache.states[j.question].update(*o[:3], j.annotator, j.meta.get("guided"))
         cache.judgments += 1
     if cache.fed:
         top = max(cache.fed)

@@ -2,7 +2,7 @@
 
 Setting: a pool of N units (conversation pairs) of bots a and b. An LLM judge scored every unit,
 f_u ∈ [0, 1] (its P(a wins): 1, 0, or ½ when its two side orders disagreed), and gave an
-uncertainty v_u (expected squared error, e.g. ``adaptive.judge_uncertainty``). At each human step
+uncertainty v_u (expected squared error, e.g. ``guided.judge_uncertainty``). At each human step
 t a unit U_t is drawn from a fixed, known distribution q over the pool (with replacement) and a
 person labels it, Y_t ∈ {0, ½, 1}. The target is θ = mean over the pool of E[Y | u], what uniform
 human sampling estimates.

@@ -636,8 +636,18 @@ class Store:
                     for u in unit_rows
                 ],
                 judgments=judgments,
-                meta={"study": study.name, "config": study.config},
+                meta={"study": study.name, "config": study.config, **_judge_guided(s, study_id)},
             )
+
+
+def _judge_guided(s, study_id: int) -> dict[str, Any]:
+    """{"judge_guided": the pools the scheduler froze (guided.py)} when the study has them, else {}."""
+    from .work import GUIDED_POOLS_EVENT
+
+    row = s.scalars(
+        select(EventRow).where(EventRow.study_id == study_id, EventRow.kind == GUIDED_POOLS_EVENT).order_by(EventRow.id)
+    ).first()
+    return {"judge_guided": dict(row.payload)} if row is not None else {}
 
 
 def _conversation_row(study_id: int, c: Conversation) -> ConversationRow:

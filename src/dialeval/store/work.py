@@ -844,3 +844,32 @@ def find_annotator(store, study_id: int, external_id: str) -> AnnotatorInfo | No
             select(AnnotatorRow).where(AnnotatorRow.study_id == study_id, AnnotatorRow.external_id == external_id)
         )
         return _annotator(row) if row is not None else None
+
+
+# -- judge-guided collection (protocols/guided.py) -----------------------------------------------------
+GUIDED_POOLS_EVENT = "judge-guided-pools"  # the pools the scheduler froze at the first assignment
+
+
+def annotator_unit_judgments(
+    session: Session, study_id: int, annotator_external_id: str
+) -> list[tuple[str, Any, dict]]:
+    """(unit external id, value, meta) of every judgment one annotator (e.g. a judge) gave on a unit."""
+    q = (
+        select(UnitRow.external_id, JudgmentRow.value, JudgmentRow.meta)
+        .join(JudgmentRow, JudgmentRow.unit_id == UnitRow.id)
+        .join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
+        .where(JudgmentRow.study_id == study_id, AnnotatorRow.external_id == annotator_external_id)
+        .order_by(JudgmentRow.id)
+    )
+    return [(ext, value, dict(meta or {})) for ext, value, meta in session.execute(q)]
+
+
+def assignment_states(session: Session, study_id: int, kind: str) -> list[tuple[str, dict]]:
+    """(status, state) of every assignment of the study on units of one kind, oldest first."""
+    q = (
+        select(AssignmentRow.status, AssignmentRow.state)
+        .join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
+        .where(AssignmentRow.study_id == study_id, UnitRow.kind == kind)
+        .order_by(AssignmentRow.id)
+    )
+    return [(status, dict(state or {})) for status, state in session.execute(q)]

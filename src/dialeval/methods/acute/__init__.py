@@ -56,5 +56,6 @@ METHOD = Method(
     answer_pairs="dialeval.report.answer:pairwise_pairs",
     excluded_bot_types=frozenset({"degraded"}),
     session_option="comparisons_per_unit",
+    judge_guided=True,
     judge="dialeval.methods.acute.judge:acute",
 )

@@ -91,6 +91,7 @@ def acute_frame(
                 "elapsed_s": j.elapsed_s,
                 "created_at": j.created_at,
                 "justification": j.justification,
+                "guided": (j.meta or {}).get("guided"),  # judge-guided ticket (guided.py), else None
             }
         )
     summary["unmapped_judgments"] = unmapped
@@ -176,7 +177,10 @@ def _unfiltered_outcomes(dataset: Dataset) -> dict[str, list[tuple]]:
     df, _, _ = acute_frame(everyone, None)
     if df.empty:
         return {}
-    return {q: list(zip(g["winner"], g["loser"], g["winner"], g["annotator"])) for q, g in df.groupby("question")}
+    return {
+        q: list(zip(g["winner"], g["loser"], g["winner"], g["annotator"], g["guided"]))
+        for q, g in df.groupby("question")
+    }
 
 
 def analyze_acute(
@@ -220,8 +224,8 @@ def analyze_acute(
     by_q = {q: _analyze_question(g, onboarding_s, n_boot, n_sim, seed) for q, g in df.groupby("question", sort=True)}
     everyone = _unfiltered_outcomes(dataset) if excluded["filtered_judgments"] else {}
     for q, g in df.groupby("question", sort=True):
-        outcomes = list(zip(g["winner"], g["loser"], g["winner"], g["annotator"]))
-        by_q[q]["stopping"] = _stopping(dataset, "acute", outcomes, everyone.get(q))
+        outcomes = list(zip(g["winner"], g["loser"], g["winner"], g["annotator"], g["guided"]))
+        by_q[q]["stopping"] = _stopping(dataset, "acute", outcomes, everyone.get(q), question=q)
         _anytime_valid_p(by_q[q])
     main = df["question"].value_counts().sort_index().idxmax()
     items = df.assign(item=[tuple(sorted((w, l_))) for w, l_ in zip(df["winner_conv"], df["loser_conv"])])

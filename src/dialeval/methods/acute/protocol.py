@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Any
 
 from ...errors import JudgmentError
+from ...protocols import guided
 from ...protocols.base import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, session_progress
 from ...protocols.scheduling import (
     Choice,
@@ -196,7 +197,14 @@ class AcuteProtocol(Protocol):
     def choose(self, view: SchedulingView) -> Choice | None:
         history = view.history
         # adaptive collection (config `adaptive:`): once the ranking is decided nobody gets more work
-        adaptive = adaptive_plan(self, view, self.method, [q.id for q in self.questions()], _adaptive_outcome)
+        adaptive = adaptive_plan(
+            self,
+            view,
+            self.method,
+            [q.id for q in self.questions()],
+            _adaptive_outcome,
+            guided=(KIND, _group, _judge_first_won),
+        )
         if adaptive is not None and adaptive.stopped:
             return None
         onboarding = self.config.onboarding
@@ -234,6 +242,15 @@ class AcuteProtocol(Protocol):
             group = least_loaded(groups, lambda g: (group_used.get(g, 0), mine.get(g, 0)), view.rng)
         if group is None:
             return None
+        if adaptive is not None and adaptive.pools is not None:
+            # the drawn pair first; when this annotator has seen every unit its next tickets ask for,
+            # another open pair (a ticket is never skipped: it waits for someone else)
+            others = sorted(adaptive.open_groups() & groups - {group}, key=lambda g: group_used.get(g, 0))
+            for g in (group, *others):
+                choice = self._ticket(adaptive, g, units, view)
+                if choice is not None:
+                    return choice
+            return None
         conv_used = conversation_load(units, view)
         seen_convs = view.seen_conversations()
         in_group = [u for u in candidates if _group(u) == group]
@@ -248,6 +265,16 @@ class AcuteProtocol(Protocol):
             view.rng,
         )
         return self._choice(unit, view)
+
+    @staticmethod
+    def _ticket(adaptive, group: tuple[str, str, str], units: list[UnitInfo], view: SchedulingView) -> Choice | None:
+        """Judge-guided collection: the pair's next free ticket this annotator may take (guided.py)."""
+        pool = adaptive.pools.get(group[0], {}).get(group[1:])
+        if pool is None:
+            return None
+        tickets = guided.ticket_status(view, KIND).get(group, {})
+        found = guided.next_ticket(pool, adaptive.seed, tickets, {u.external_id: u for u in units}, view.seen_units())
+        return None if found is None else guided.ticket_choice(group, *found, view)
 
     @staticmethod
     def _choice(unit, view: SchedulingView) -> Choice:
@@ -333,6 +360,8 @@ class AcuteProtocol(Protocol):
             "right": order[1],
             "speakers_to_eval": p["speakers_to_eval"],
         }
+        if (assignment.state or {}).get("guided"):  # the judge-guided ticket this answers (guided.py)
+            meta["guided"] = assignment.state["guided"]
         if assignment.unit_kind == ONBOARDING_KIND:
             passed = winner == p["correct"]
             self.add_judgment(
@@ -423,6 +452,15 @@ class AcuteProtocol(Protocol):
                 "and generate that bot's self-chats)."
             )
         return AdminSummary(progress=list(rows.values()), headline=headline, notes=notes)
+
+
+def _judge_first_won(unit: UnitInfo, value: Any) -> bool | None:
+    """In a judge's answer {"winner": conversation} on `unit`: did the first bot of its pair win?"""
+    winner = value.get("winner") if isinstance(value, dict) else None
+    if winner not in unit.conversation_ids:
+        return None
+    bot = unit.payload["speakers_to_eval"][unit.conversation_ids.index(winner)]
+    return bot == _group(unit)[1]
 
 
 def _adaptive_outcome(j: work.ScoredJudgment) -> tuple[str, str, str] | None:
