@@ -164,3 +164,21 @@ def test_without_judge_labels_the_draw_is_uniform_and_collection_still_runs(tmp_
     for p in pools:
         assert p.pool.probabilities == pytest.approx([1 / len(p.units)] * len(p.units))
     assert any("guided" in s for s in states)
+    # the admin page says the judge never labelled anything, so the draws were uniform
+    page = admin_page(folder)
+    assert "judge-guided by longer (0 of 108 units labelled when collection began: no labels" in page
+
+
+def admin_page(folder: Path) -> str:
+    from html import unescape
+
+    from fastapi.testclient import TestClient
+
+    from dialeval.web.app import create_app
+
+    app = create_app([folder])
+    slug, served = next(iter(app.state.studies.items()))
+    with TestClient(app) as client:
+        page = client.get(f"/s/{slug}/admin", params={"token": served.admin_token})
+        assert page.status_code == 200
+        return unescape(page.text)

@@ -335,6 +335,8 @@ def adaptive_note(protocol) -> str | None:
         f"Adaptive collection on (selection {cfg.selection}, anytime-valid stopping at alpha {cfg.alpha:g}, "
         f"Bonferroni over the bot pairs)"
     )
+    if cfg.judge is not None:
+        head += _guided_note(protocol)
     if not events:
         return head + ": still collecting."
     p = events[0]["payload"]
@@ -343,3 +345,19 @@ def adaptive_note(protocol) -> str | None:
         for q, v in (p.get("questions") or {}).items()
     )
     return f"{head}: stopped ({p.get('reason')}) after {p.get('judgments')} judgments. {rankings}".strip()
+
+
+def _guided_note(protocol) -> str:
+    """How far the judge had labelled the units when judge-guided collection froze its pools."""
+    cfg = protocol.config.adaptive
+    frozen = work.list_events(protocol.store, protocol.study.study_id, work.GUIDED_POOLS_EVENT)
+    if not frozen:
+        return (
+            f", judge-guided by {cfg.judge} (its labels are read at the first assignment: run "
+            f"`dialeval judge STUDY --bot {cfg.judge}` before anyone starts)"
+        )
+    pools = frozen[0]["payload"].get("pools", [])
+    units = sum(len(p["units"]) for p in pools)
+    judged = sum(int(p["judged"]) for p in pools)
+    note = f", judge-guided by {cfg.judge} ({judged} of {units} units labelled when collection began"
+    return note + (": no labels, so units are drawn uniformly)" if judged == 0 else ")")
