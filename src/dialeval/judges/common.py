@@ -13,7 +13,7 @@ from ..questions import Question
 from ..records import Conversation, Dataset, Judgment, Turn
 from . import parse as p
 from .prompts import lines
-from .tasks import JudgeTask
+from .tasks import SWAPPED, Answer, JudgeTask
 
 HUMAN = "human"
 ACUTE_UNIT = "acute"  # the unit kind of an ACUTE comparison (onboarding units are another kind)
@@ -61,6 +61,33 @@ def _agree(values: dict[str, Any]) -> Any | None:
     """The verdict of a swapped pair: the value both orders gave, else none."""
     a, b = values.get("AB"), values.get("BA")
     return a if a is not None and a == b else None
+
+
+def pairwise_task(
+    key: str,
+    question: str,
+    options: list[str],
+    prompt: Callable[[str], str],
+    parse: Callable[[str, str], Answer],
+    *,
+    unit_id: str | None = None,
+    conversation_id: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> JudgeTask:
+    """A question between two options, asked in both side orders; the verdict is the answer both
+    orders agree on (so a judge that picks by position casts none)."""
+    return JudgeTask(
+        key=key,
+        question=question,
+        prompt=prompt,
+        parse=parse,
+        orders=SWAPPED,
+        combine=_agree,
+        unit_id=unit_id,
+        conversation_id=conversation_id,
+        shown=_shown(options),
+        meta=meta or {},
+    )
 
 
 def _longer(len_a: int, len_b: int, chosen: int | None) -> bool | None:

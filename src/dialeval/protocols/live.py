@@ -40,9 +40,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..bots.base import Bot, BotContext, ChatMessage
 from ..errors import BotError, JudgmentError, StoreError
+from ..personas import sample_persona
 from ..records import Conversation, Turn
 from ..textclean import clean_text
-from .base import Outcome
+from .base import Outcome, session_progress, submitted_count
 
 if TYPE_CHECKING:
     from ..config import StudyConfig
@@ -118,6 +119,21 @@ def watch_timeout(value: Any) -> float:
     if not number >= 0:  # NaN fails too
         raise JudgmentError("timeout must be a number of seconds.")
     return min(WATCH_TIMEOUT_S, number)
+
+
+def form_turn(data: dict[str, Any]) -> int:
+    """The bot turn a posted rating or choice is for (0 when the form names none)."""
+    try:
+        return int(data.get("turn") or 0)
+    except (TypeError, ValueError):
+        raise JudgmentError("The form names no turn; reload the page.") from None
+
+
+def persona_state(rng) -> dict[str, list[str]]:
+    """The two personas of a persona chat (PW-Turn, SM): the annotator's, and a different one the bot
+    is given, drawn in that order at assignment."""
+    persona = sample_persona(rng, 2)
+    return {"persona": persona, "bot_persona": sample_persona(rng, 2, exclude=set(persona))}
 
 
 def now_ts() -> float:
@@ -263,8 +279,10 @@ class LiveProtocol:
       - ``can_send(conversation, state) -> str | None``: why the annotator may not write now, or None;
       - ``store_replies(annotator, assignment, conversation, bots, texts)``: keep the replies
         (append the bot turn, or hold PW-Turn candidates in the state);
-      - ``current_conversation_id(assignment, state) -> str``.
-    A conversation's id is ``live-<assignment id>[-<k>]``, its meta names the annotator.
+      - ``page_actions() -> {action: handler}``: the method's own form actions, unless it overrides
+        ``act``.
+    A conversation's id is ``live-<assignment id>`` (``current_conversation_id``; Direct Assessment,
+    with several chats per assignment, adds ``-<k>``), its meta names the annotator.
     """
 
     rate_limited_actions: ClassVar[frozenset[str]] = frozenset({"send", "reply"})
@@ -284,9 +302,14 @@ class LiveProtocol:
         def chat_bots(self, assignment, state) -> list[str]: ...
         def can_send(self, conv, state) -> str | None: ...
         def store_replies(self, annotator, assignment, conv, state, names, texts) -> None: ...
-        def current_conversation_id(self, assignment, state) -> str: ...
+        def finish(self, assignment: AssignmentInfo, state: dict[str, Any] | None = None) -> None: ...
+
+        method: ClassVar[str]
 
     # -- conversations --------------------------------------------------------------------------
+    def current_conversation_id(self, assignment, state) -> str:
+        return f"live-{assignment.id}"
+
     def fresh_state(self, assignment) -> dict[str, Any]:
         from ..store import work
 
@@ -320,6 +343,22 @@ class LiveProtocol:
         )
         self.store.save_conversation(self.study.study_id, conv)
         return self.load_conversation(conversation_id) or conv
+
+    def persona_conversation(self, annotator, assignment, state, bots: list[str], **meta: Any) -> Conversation:
+        """The assignment's chat in a persona setting (PW-Turn, SM): the personas drawn at assignment
+        (persona_state) are kept in the conversation's meta, with the method, `meta` and the unit."""
+        return self.create_conversation(
+            self.current_conversation_id(assignment, state),
+            annotator,
+            bots,
+            {
+                "method": self.method,
+                **meta,
+                "persona": state.get("persona", []),
+                "bot_persona": state.get("bot_persona", []),
+                "unit": assignment.unit_external_id,
+            },
+        )
 
     def append_turn(self, conversation: Conversation, turn: Turn) -> int:
         idx = self.store.append_turn(self.study.study_id, conversation.id, turn)
@@ -477,6 +516,32 @@ class LiveProtocol:
         )
         return self.check_live_messages(annotator.id)
 
+    def complete_chat(self, annotator, assignment, conversation: Conversation, state: dict[str, Any]) -> Outcome:
+        """The annotator has done all the conversation asks: end it and submit the assignment."""
+        self.finish_live(annotator, conversation)
+        self.finish(assignment, {**state, "ended": "complete"})
+        return Outcome(done=True)
+
+    def chat_position(self, annotator, assignment, kind: str, total: int, turns: int) -> ChatPosition:
+        """Where the annotator is in a session of `total` chats of `turns` bot turns (units of `kind`)."""
+        conv = self.load_conversation(self.current_conversation_id(assignment, assignment.state))
+        done = bot_turn_count(conv) if conv else 0
+        k = min(submitted_count(self.store, self.study.study_id, annotator.id, kind) + 1, total)
+        return ChatPosition(conv, done, k, total, turns)
+
+    def page_actions(self) -> dict[str, Callable[..., Outcome]]:
+        """The method's own actions besides the live ones, each run in a worker thread."""
+        return {}
+
+    async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
+        outcome = await self.live_act(annotator, assignment, action, data)
+        if outcome is not None:
+            return outcome
+        handler = self.page_actions().get(action)
+        if handler is None:
+            raise JudgmentError(f"unknown action '{action}'")
+        return await _to_thread(handler, annotator, assignment, data)
+
     async def live_act(self, annotator, assignment, action: str, data: dict[str, Any]):
         """Dispatch the shared live actions; None when `action` is not one of them."""
         if action == "send":
@@ -486,6 +551,31 @@ class LiveProtocol:
         if action == "watch":
             return Outcome(data=await self.act_watch(annotator, assignment, data))
         return None
+
+
+@dataclass(frozen=True)
+class ChatPosition:
+    """Where an annotator is in a session of live chats, for the progress header."""
+
+    conversation: Conversation | None
+    done: int  # bot turns of the current chat so far
+    k: int  # the current chat's number in the session, from 1
+    total: int  # chats in the session
+    turns: int  # bot turns per chat
+
+    @property
+    def left(self) -> int:
+        """Bot turns still to come in the session."""
+        return (self.turns - self.done) + (self.total - self.k) * self.turns
+
+    def progress(self, detail: str, minutes_left: float) -> dict[str, Any]:
+        return session_progress(
+            f"Conversation {self.k} of {self.total}",
+            (self.k - 1) * self.turns + self.done,
+            self.total * self.turns,
+            detail=detail,
+            minutes_left=minutes_left,
+        )
 
 
 def elapsed_since(state: dict[str, Any], key: str = "shown_at") -> float | None:

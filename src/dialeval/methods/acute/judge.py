@@ -7,7 +7,6 @@ from typing import Any
 
 from ...judges.common import (
     ACUTE_UNIT,
-    _agree,
     _eval_length,
     _eval_text,
     _first_is,
@@ -16,10 +15,10 @@ from ...judges.common import (
     _longer,
     _pair_choice,
     _question,
-    _shown,
+    pairwise_task,
 )
 from ...judges.prompts import compose
-from ...judges.tasks import SWAPPED, Answer, JudgeAdapter, JudgeTask, Label
+from ...judges.tasks import Answer, JudgeAdapter, JudgeTask, Label
 from ...records import Dataset
 from .questions import ACUTE_QUESTIONS
 
@@ -53,18 +52,7 @@ def acute_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTask]:
             k = _pair_choice(text, order)
             return Answer({"winner": ids[k], "loser": ids[1 - k]}, chose_first=k == _first_is(order))
 
-        tasks.append(
-            JudgeTask(
-                key=f"acute:{unit.id}",
-                question=question.id,
-                prompt=prompt,
-                parse=parse,
-                orders=SWAPPED,
-                combine=_agree,
-                unit_id=unit.id,
-                shown=_shown(ids),
-            )
-        )
+        tasks.append(pairwise_task(f"acute:{unit.id}", question.id, ids, prompt, parse, unit_id=unit.id))
     return _judged_first(tasks, dataset)
 
 

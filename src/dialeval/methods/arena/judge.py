@@ -7,13 +7,12 @@ from typing import Any
 
 from ...judges import parse as p
 from ...judges.common import (
-    _agree,
     _first_is,
     _longer,
-    _shown,
+    pairwise_task,
 )
 from ...judges.prompts import compose, lines
-from ...judges.tasks import SWAPPED, Answer, JudgeAdapter, JudgeTask, Label
+from ...judges.tasks import Answer, JudgeAdapter, JudgeTask, Label
 from ...records import Conversation, Dataset
 
 ARENA_QUESTION = "Which assistant's response is better?"
@@ -59,18 +58,7 @@ def arena_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTask]:
             k = first if said == "A" else 1 - first
             return Answer({**base, "winner": ("model_a", "model_b")[k]}, chose_first=k == first)
 
-        tasks.append(
-            JudgeTask(
-                key=f"arena:{battle}",
-                question="battle",
-                prompt=prompt,
-                parse=parse,
-                orders=SWAPPED,
-                combine=_agree,
-                shown=_shown(list(models)),
-                meta={"battle": battle},
-            )
-        )
+        tasks.append(pairwise_task(f"arena:{battle}", "battle", list(models), prompt, parse, meta={"battle": battle}))
     return tasks
 
 

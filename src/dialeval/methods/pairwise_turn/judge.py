@@ -7,7 +7,6 @@ from typing import Any
 
 from ...judges.common import (
     HUMAN,
-    _agree,
     _bot_turns,
     _first_is,
     _human_judgments,
@@ -15,10 +14,10 @@ from ...judges.common import (
     _longer,
     _pair_choice,
     _question,
-    _shown,
+    pairwise_task,
 )
 from ...judges.prompts import compose, lines
-from ...judges.tasks import SWAPPED, Answer, JudgeAdapter, JudgeTask, Label
+from ...judges.tasks import Answer, JudgeAdapter, JudgeTask, Label
 from ...records import Dataset
 from .questions import PAIRWISE_TURN_QUESTIONS
 
@@ -56,18 +55,8 @@ def pairwise_turn_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeT
                 k = _pair_choice(text, order)
                 return Answer({"turn": n, "chosen": bots[k], "other": bots[1 - k]}, chose_first=k == _first_is(order))
 
-            tasks.append(
-                JudgeTask(
-                    key=f"pw-turn:{conv.id}:{n}:{question.id}",
-                    question=question.id,
-                    prompt=prompt,
-                    parse=parse,
-                    orders=SWAPPED,
-                    combine=_agree,
-                    conversation_id=conv.id,
-                    shown=_shown(bots),
-                )
-            )
+            key = f"pw-turn:{conv.id}:{n}:{question.id}"
+            tasks.append(pairwise_task(key, question.id, bots, prompt, parse, conversation_id=conv.id))
     return _judged_first(tasks, dataset)
 
 

@@ -17,10 +17,18 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import JudgmentError
-from ...personas import sample_persona
 from ...protocols import onboarding_content as onb
-from ...protocols.base import AdminSummary, Outcome, Protocol, session_progress, submitted_count
-from ...protocols.live import BOT, LiveProtocol, _to_thread, awaiting_bot, bot_turn_count, now_ts, page_elapsed
+from ...protocols.base import AdminSummary, Outcome, Protocol, session_progress
+from ...protocols.live import (
+    BOT,
+    LiveProtocol,
+    awaiting_bot,
+    bot_turn_count,
+    form_turn,
+    now_ts,
+    page_elapsed,
+    persona_state,
+)
 from ...protocols.scheduling import (
     Choice,
     adaptive_note,
@@ -106,29 +114,14 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
                 unit = least_loaded(open_units, lambda u: view.used(u.id), view.rng)
             if unit is None:
                 return None
-            persona = sample_persona(view.rng, 2)
-            bot_persona = sample_persona(view.rng, 2, exclude=set(persona))
-            return Choice(unit.id, shown_order=None, state={"persona": persona, "bot_persona": bot_persona})
+            return Choice(unit.id, shown_order=None, state=persona_state(view.rng))
 
         return assign_locked(self, annotator, choose)
 
     # -- the live conversation ------------------------------------------------------------------------
-    def current_conversation_id(self, assignment, state) -> str:
-        return f"live-{assignment.id}"
-
     def conversation(self, annotator, assignment, state):
-        return self.create_conversation(
-            self.current_conversation_id(assignment, state),
-            annotator,
-            list(assignment.payload["bots"]),
-            {
-                "method": self.method,
-                "question": assignment.payload["question"],
-                "persona": state.get("persona", []),
-                "bot_persona": state.get("bot_persona", []),
-                "unit": assignment.unit_external_id,
-            },
-        )
+        bots = list(assignment.payload["bots"])
+        return self.persona_conversation(annotator, assignment, state, bots, question=assignment.payload["question"])
 
     def chat_bots(self, assignment, state) -> list[str]:
         bots = list(assignment.payload["bots"])
@@ -156,6 +149,12 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             "shown_at": now_ts(),
         }
         self.save_state(assignment, state)
+
+    def finish_live(self, annotator, conversation) -> list[str]:
+        # the justifications are checked once the conversation is over, after the message filters
+        flags = super().finish_live(annotator, conversation)
+        self.check_justifications(annotator.id)
+        return flags
 
     # -- onboarding ---------------------------------------------------------------------------------
     def onboarding_needed(self, annotator) -> bool:
@@ -283,39 +282,23 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
                 detail=f"{len(onb.STEPS)} turns to check",
                 minutes_left=2 + total * turns * MINUTES_PER_RESPONSE,
             )
-        conv = self.load_conversation(self.current_conversation_id(assignment, assignment.state))
-        done = bot_turn_count(conv) if conv else 0
-        k = min(submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1, total)
-        left = (turns - done) + (total - k) * turns
-        return session_progress(
-            f"Conversation {k} of {total}",
-            (k - 1) * turns + done,
-            total * turns,
-            detail=f"Response {min(done + 1, turns)} of {turns}",
-            minutes_left=left * MINUTES_PER_RESPONSE,
-        )
+        at = self.chat_position(annotator, assignment, KIND, total, turns)
+        return at.progress(f"Response {min(at.done + 1, turns)} of {turns}", at.left * MINUTES_PER_RESPONSE)
 
     # -- actions -------------------------------------------------------------------------------------
     async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
         if action in {"send", "reply", "watch"} and self.onboarding_needed(annotator):
             raise JudgmentError("Finish the practice conversation first.")
-        outcome = await self.live_act(annotator, assignment, action, data)
-        if outcome is not None:
-            return outcome
-        if action == "choose":
-            return await _to_thread(self.act_choose, annotator, assignment, data)
-        if action == "onboarding":
-            return await _to_thread(self.act_onboarding, annotator, assignment, data)
-        raise JudgmentError(f"unknown action '{action}'")
+        return await super().act(annotator, assignment, action, data)
+
+    def page_actions(self):
+        return {"choose": self.act_choose, "onboarding": self.act_onboarding}
 
     def act_choose(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
         state = self.fresh_state(assignment)
         conv = self.conversation(annotator, assignment, state)
         pending = state.get("pending")
-        try:
-            turn = int(data.get("turn") or 0)
-        except (TypeError, ValueError):
-            raise JudgmentError("The form names no turn; reload the page.") from None
+        turn = form_turn(data)
         if not pending:
             if bot_turn_count(conv) >= turn > 0:
                 return Outcome(done=assignment.status != "assigned")  # a repeated submit
@@ -358,10 +341,7 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             conv = current
         state.pop("pending", None)
         if bot_turn_count(conv) >= self.options.bot_turns:
-            self.finish_live(annotator, conv)
-            self.check_justifications(annotator.id)
-            self.finish(assignment, {**state, "ended": "complete"})
-            return Outcome(done=True)
+            return self.complete_chat(annotator, assignment, conv, state)
         self.save_state(assignment, state)
         return Outcome()
 

@@ -14,9 +14,17 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import JudgmentError
-from ...personas import sample_persona
-from ...protocols.base import AdminSummary, Outcome, Protocol, session_progress, submitted_count
-from ...protocols.live import BOT, LiveProtocol, _to_thread, awaiting_bot, bot_turn_count, now_ts, page_elapsed
+from ...protocols.base import AdminSummary, Outcome, Protocol
+from ...protocols.live import (
+    BOT,
+    LiveProtocol,
+    awaiting_bot,
+    bot_turn_count,
+    form_turn,
+    now_ts,
+    page_elapsed,
+    persona_state,
+)
 from ...protocols.scheduling import Choice, assign_locked, least_loaded
 from ...records import SM_QUALITIES, Turn, Unit
 from ...store import work
@@ -53,31 +61,13 @@ class SingleModelProtocol(LiveProtocol, Protocol):
             unit = least_loaded(open_units, lambda u: view.used(u.id), view.rng)
             if unit is None:
                 return None
-            persona = sample_persona(view.rng, 2)
-            return Choice(
-                unit.id,
-                shown_order=[unit.payload["bot"]],
-                state={"persona": persona, "bot_persona": sample_persona(view.rng, 2, exclude=set(persona))},
-            )
+            return Choice(unit.id, shown_order=[unit.payload["bot"]], state=persona_state(view.rng))
 
         return assign_locked(self, annotator, choose)
 
     # -- live conversation ------------------------------------------------------------------------
-    def current_conversation_id(self, assignment, state) -> str:
-        return f"live-{assignment.id}"
-
     def conversation(self, annotator, assignment, state):
-        return self.create_conversation(
-            self.current_conversation_id(assignment, state),
-            annotator,
-            [assignment.payload["bot"]],
-            {
-                "method": self.method,
-                "persona": state.get("persona", []),
-                "bot_persona": state.get("bot_persona", []),
-                "unit": assignment.unit_external_id,
-            },
-        )
+        return self.persona_conversation(annotator, assignment, state, [assignment.payload["bot"]])
 
     def chat_bots(self, assignment, state) -> list[str]:
         return [assignment.payload["bot"]]
@@ -128,42 +118,23 @@ class SingleModelProtocol(LiveProtocol, Protocol):
     def progress(self, annotator, assignment) -> dict[str, Any] | None:
         if assignment is None:
             return None
-        conv = self.load_conversation(self.current_conversation_id(assignment, assignment.state))
-        done = bot_turn_count(conv) if conv else 0
         turns = self.options.bot_turns
         total = min(self.config.annotation.units_per_annotator, max(1, len(self.bots())))
-        k = min(submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1, total)
-        left = (turns - done) + (total - k) * turns
-        stage = self.stage(conv, assignment.state) if conv else "chat"
-        current = done if stage in ("check", "final") else done + 1  # the message being rated, or the next one
+        at = self.chat_position(annotator, assignment, KIND, total, turns)
+        stage = self.stage(at.conversation, assignment.state) if at.conversation else "chat"
+        current = at.done if stage in ("check", "final") else at.done + 1  # the message being rated, or the next one
         detail = "rate the conversation" if stage == "final" else f"Partner message {min(current, turns)} of {turns}"
-        return session_progress(
-            f"Conversation {k} of {total}",
-            (k - 1) * turns + done,
-            total * turns,
-            detail=detail,
-            minutes_left=left * MINUTES_PER_MESSAGE + (total - k + 1),
-        )
+        return at.progress(detail, at.left * MINUTES_PER_MESSAGE + (total - at.k + 1))
 
     # -- actions ----------------------------------------------------------------------------------------
-    async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
-        outcome = await self.live_act(annotator, assignment, action, data)
-        if outcome is not None:
-            return outcome
-        if action == "rate":
-            return await _to_thread(self.act_rate, annotator, assignment, data)
-        if action == "final":
-            return await _to_thread(self.act_final, annotator, assignment, data)
-        raise JudgmentError(f"unknown action '{action}'")
+    def page_actions(self):
+        return {"rate": self.act_rate, "final": self.act_final}
 
     def act_rate(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
         state = self.fresh_state(assignment)
         conv = self.conversation(annotator, assignment, state)
         n = bot_turn_count(conv)
-        try:
-            turn = int(data.get("turn") or 0)
-        except (TypeError, ValueError):
-            raise JudgmentError("The form names no turn; reload the page.") from None
+        turn = form_turn(data)
         if turn in state.get("rated", []):
             return Outcome()  # a repeated submit
         if turn != n or n == 0 or awaiting_bot(conv):
@@ -220,9 +191,7 @@ class SingleModelProtocol(LiveProtocol, Protocol):
             elapsed_s=page_elapsed(data, state),
             shown_order=[assignment.payload["bot"]],
         )
-        self.finish_live(annotator, conv)
-        self.finish(assignment, {**state, "ended": "complete"})
-        return Outcome(done=True)
+        return self.complete_chat(annotator, assignment, conv, state)
 
     def admin_summary(self) -> AdminSummary:
         summary = AdminSummary()
