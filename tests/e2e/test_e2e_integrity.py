@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 import yaml
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
@@ -112,6 +113,16 @@ def start_flow(page, frame_selector: str = "#task"):
     return frame
 
 
+def wait_or_show(frame, selector: str) -> None:
+    """Wait for `selector` in the frame; on a timeout, fail with what the frame shows instead (this
+    wait timed out once under load and the log did not say which page the frame was on)."""
+    try:
+        frame.locator(selector).wait_for()
+    except PlaywrightTimeout:
+        shown = frame.locator("body").inner_text(timeout=5000)[:1500]
+        pytest.fail(f"waited 30 s for {selector!r}; the frame shows:\n{shown}")
+
+
 # -- 3. the whole ACUTE flow inside a cross-site iframe over TLS, third-party cookies blocked ----------
 @pytest.mark.parametrize("partitioned", [True, False], ids=["chips", "no-cookies-at-all"])
 def test_acute_in_cross_site_iframe_with_third_party_cookies_blocked(browser, tmp_path, tls_cert, partitioned):
@@ -151,7 +162,7 @@ def test_acute_in_cross_site_iframe_with_third_party_cookies_blocked(browser, tm
                 page.goto(f"https://localhost:{outer.port}/")
                 frame = start_flow(page)
                 for n in (1, 2):
-                    frame.locator(f"text=Comparison {n} of 2").wait_for()
+                    wait_or_show(frame, f"text=Comparison {n} of 2")
                     frame.locator("input[name=choice][value='1']").check()
                     frame.locator("#justification").fill("more engaging answers")
                     frame.locator("#submit").click()
