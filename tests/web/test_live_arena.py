@@ -112,6 +112,47 @@ def test_vote_is_final_after_the_window(tmp_path):
         assert work.get_assignment(server.store, c.assignment_id).status == "submitted"
 
 
+def test_a_vote_held_when_the_tab_closed_counts_once_the_window_is_over(tmp_path):
+    """The annotator votes and closes the tab inside the change window, never to return: the vote
+    becomes final when the next person is given work (before the scheduler could expire the
+    battle), and the battle counts."""
+    with LiveServer([arena_study(tmp_path, turns=1, change_seconds=0.5, battles_per_pair=2)]) as server:
+        gone = LiveClient(server)
+        gone.enter()
+        gone.task()
+        gone.say("hello there")
+        assert gone.act("vote", {"winner": "model_b"}).status_code == 200
+        assert battle_votes(server) == []  # held, changeable
+        time.sleep(0.7)  # the window passes; the closed tab sends nothing more
+        nxt = LiveClient(server)
+        nxt.enter()
+        nxt.task()
+        votes = battle_votes(server)
+        assert len(votes) == 1 and votes[0].value["winner"] == "model_b"
+        assert work.get_assignment(server.store, gone.assignment_id).status == "submitted"
+        # the closed tab's page, opened again later, shows the battle as done; nothing is stored twice
+        gone.task()
+        assert len(battle_votes(server)) == 1
+
+
+def test_a_turn_two_requests_both_add_is_stored_once(tmp_path):
+    """Two requests that finalise the same per-turn vote at once (a watch and a page load) add the
+    continuing reply once: the store appends a turn only at the index both expected."""
+    from dialeval.records import Turn
+
+    with LiveServer([arena_study(tmp_path, turns=2)]) as server:
+        c = LiveClient(server)
+        c.enter()
+        c.task()
+        c.say("hello there")
+        conv = f"live-{c.assignment_id}"  # a battle's conversation is named after its assignment
+        n = len(server.store.get_conversation(server.study_id, conv).turns)
+        first = server.store.append_turn(server.study_id, conv, Turn("bot", "one", bot="eliza"), at=n)
+        second = server.store.append_turn(server.study_id, conv, Turn("bot", "one", bot="eliza"), at=n)
+        assert (first, second) == (n, None)
+        assert len(server.store.get_conversation(server.study_id, conv).turns) == n + 1
+
+
 def test_a_bot_naming_itself_makes_the_vote_non_anonymous(tmp_path):
     with LiveServer([arena_study(tmp_path, turns=1, vote="end")]) as server:
         c = LiveClient(server)

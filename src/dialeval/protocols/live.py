@@ -360,9 +360,12 @@ class LiveProtocol:
             },
         )
 
-    def append_turn(self, conversation: Conversation, turn: Turn) -> int:
-        idx = self.store.append_turn(self.study.study_id, conversation.id, turn)
-        conversation.turns.append(turn)
+    def append_turn(self, conversation: Conversation, turn: Turn, at: int | None = None) -> int | None:
+        """Store `turn` at the end of the conversation (with `at`: only if it has exactly `at` turns,
+        so a turn two requests both add is added once; None when it was not added)."""
+        idx = self.store.append_turn(self.study.study_id, conversation.id, turn, at=at)
+        if idx is not None:
+            conversation.turns.append(turn)
         return idx
 
     def generation_key(self, conversation: Conversation) -> str:

@@ -265,8 +265,10 @@ class Store:
             return replace(conversation, turns=list(conversation.turns), bots=list(conversation.bots))
         return conversation
 
-    def append_turn(self, study_id: int, external_id: str, turn: Turn) -> int:
-        """Add a turn at the end of a (live) conversation; returns its index."""
+    def append_turn(self, study_id: int, external_id: str, turn: Turn, at: int | None = None) -> int | None:
+        """Add a turn at the end of a (live) conversation; returns its index. With `at`, only when
+        the conversation has exactly `at` turns (else None, nothing added): two requests that both
+        decide to add the same turn add it once."""
         self._conversations.pop((study_id, external_id), None)
         with self.locked(study_id) as s:
             conv_id = s.scalar(
@@ -279,6 +281,8 @@ class Store:
             idx = s.scalar(
                 select(func.coalesce(func.max(TurnRow.idx) + 1, 0)).where(TurnRow.conversation_id == conv_id)
             )
+            if at is not None and idx != at:
+                return None
             s.add(_turn_rows(conv_id, [turn], start=idx)[0])
             return int(idx)
 

@@ -457,6 +457,18 @@ def open_assignment(store, study_id: int, annotator_id: int, now: datetime | Non
         return None
 
 
+def open_assignments_holding(store, study_id: int, key: str) -> list[AssignmentInfo]:
+    """The study's unfinished assignments (expired by time or not) whose state holds `key`."""
+    with store.read() as s:
+        q = (
+            select(AssignmentRow, UnitRow)
+            .join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
+            .where(AssignmentRow.study_id == study_id, AssignmentRow.status == "assigned")
+            .order_by(AssignmentRow.id)
+        )
+        return [_assignment(a, u) for a, u in s.execute(q) if key in (a.state or {})]
+
+
 def update_state(store, assignment_id: int, state: dict, expires_at: datetime | None = None) -> None:
     with store.session() as s:
         row = s.get(AssignmentRow, assignment_id)

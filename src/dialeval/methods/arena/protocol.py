@@ -12,8 +12,9 @@ they come (the live-chat engine, protocols/live.py). The annotator votes A / B /
 A vote can be changed for ``change_seconds`` (10 s) after it is cast. Until then it is held in the
 assignment's state (so a refresh shows it); it becomes a judgment -- final -- once the window is
 over, at the next request of that assignment (a page load, the next message, "Next battle"), or
-earlier when the annotator moves on (sends the next message or finishes the battle). The server
-refuses a change after the window.
+earlier when the annotator moves on (sends the next message or finishes the battle), or when anyone
+is given work after the window (a tab closed inside it: `finalize_due_votes`). The server refuses a
+change after the window.
 
 A bot that names itself (its configured name or a listed alias, case-insensitive, as a whole word)
 in any reply of the battle makes the battle's later votes non-anonymous: they are stored with
@@ -131,6 +132,7 @@ class ArenaProtocol(LiveProtocol, Protocol):
         return self.options.turns if self.options.vote == "per-turn" else 1
 
     def assign(self, annotator):
+        self.finalize_due_votes()  # before the scheduler can expire an assignment holding one
         target = self.options.battles_per_pair
         cap = self.config.annotation.units_per_annotator
 
@@ -161,9 +163,6 @@ class ArenaProtocol(LiveProtocol, Protocol):
     # -- the live conversation ---------------------------------------------------------------------
     def sides(self, assignment, state) -> list[str]:
         return list(state.get("sides") or assignment.shown_order or assignment.payload["bots"])
-
-    def current_conversation_id(self, assignment, state) -> str:
-        return f"live-{assignment.id}"
 
     def conversation(self, annotator, assignment, state) -> Conversation:
         sides = self.sides(assignment, state)
@@ -299,6 +298,7 @@ class ArenaProtocol(LiveProtocol, Protocol):
                     chosen=chosen,
                     meta={"turn": turn, "vote": vote["winner"], "sides": sides},
                 ),
+                at=pending["turns"],  # two requests finalising the same vote at once add it once
             )
         state.pop("vote", None)
         if not per_turn or bot_turn_count(conv) >= self.options.turns:
@@ -307,6 +307,24 @@ class ArenaProtocol(LiveProtocol, Protocol):
             return True
         self.save_state(assignment, state)
         return False
+
+    def finalize_due_votes(self) -> int:
+        """Make final every held vote whose change window is over, also when its annotator never sends
+        another request (a tab closed within the window): run whenever someone is given work and when
+        the admin page is read, so such a vote counts before its assignment can expire. Safe beside
+        the annotator's own requests: the judgment is idempotent by its request id, the continuing
+        reply is added once. Returns the votes made final."""
+        done = 0
+        for assignment in work.open_assignments_holding(self.store, self.study.study_id, "vote"):
+            vote = assignment.state.get("vote") or {}
+            if not vote.get("at") or self.window_left(vote) > 0:
+                continue
+            annotator = work.get_annotator(self.store, assignment.annotator_id)
+            if annotator is None:
+                continue
+            self.finalize(annotator, assignment, dict(assignment.state))
+            done += 1
+        return done
 
     def act_vote(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
         request_id = data.get("request_id")
@@ -441,6 +459,7 @@ class ArenaProtocol(LiveProtocol, Protocol):
 
     # -- admin -------------------------------------------------------------------------------------
     def admin_summary(self) -> AdminSummary:
+        self.finalize_due_votes()
         summary = AdminSummary()
         with self.store.session() as s:
             load = work.unit_load(s, self.study.study_id, KIND)
