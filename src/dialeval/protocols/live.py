@@ -1,6 +1,6 @@
-"""The live chat engine shared by PW-Turn, SM-Turn/SM-Dialog and Direct Assessment.
+"""The live chat engine shared by PW-Turn, SM-Turn/SM-Dialog, Direct Assessment and the Arena.
 
-An annotator chats with one bot (or, in PW-Turn, with two bots answering the same history). The
+An annotator chats with one bot (or, in PW-Turn and the Arena, with two bots answering at once). The
 engine keeps three promises:
 
 - nothing typed is lost: the annotator's message is stored (Store.append_turn) *before* any bot is
@@ -22,7 +22,7 @@ as it is produced (bots that stream give several chunks; the others one):
     {"event": "done"}
 
 Bots are built once per process by ``StudyContext.bot`` (bots.registry.build_bot) and reused.
-:class:`LiveProtocol` holds what the three methods share: the conversation of an assignment, the
+:class:`LiveProtocol` holds what the live methods share: the conversation of an assignment, the
 ``send`` / ``reply`` / ``watch`` actions, message rate limiting (``rate_limited_actions``) and the
 worker message filters when a conversation ends.
 """
@@ -279,8 +279,8 @@ class LiveProtocol:
       - ``can_send(conversation, state) -> str | None``: why the annotator may not write now, or None;
       - ``store_replies(annotator, assignment, conversation, bots, texts)``: keep the replies
         (append the bot turn, or hold PW-Turn candidates in the state);
-      - ``page_actions() -> {action: handler}``: the method's own form actions, unless it overrides
-        ``act``.
+      - ``page_actions() -> {action: handler}``: the method's own form actions (run after the
+        shared ``send`` / ``reply`` / ``watch``), each in a worker thread.
     A conversation's id is ``live-<assignment id>`` (``current_conversation_id``; Direct Assessment,
     with several chats per assignment, adds ``-<k>``), its meta names the annotator.
     """
@@ -404,7 +404,6 @@ class LiveProtocol:
             cursor = max(0, int(data.get("cursor") or 0))
         except (TypeError, ValueError):
             cursor = 0
-        timeout = watch_timeout(data.get("timeout"))
         state = await _to_thread(self.fresh_state, assignment)
         conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
         if conv is None:
@@ -451,11 +450,15 @@ class LiveProtocol:
             if not res["events"]:
                 yield None, cursor
 
+    def generation_bots(self, conv: Conversation, names: list[str]) -> tuple[list[Bot], list[ChatMessage]]:
+        """The bots of a generation (one per slot) and the history they answer: by default every
+        bot answers the stored conversation (the Arena gives each side a history of its own)."""
+        return [self.study.bot(n) for n in names], history_for(conv.turns)
+
     async def _start(self, annotator, assignment, conv: Conversation, state: dict[str, Any]) -> dict[str, Any]:
         names = self.chat_bots(assignment, state)
-        bots = [self.study.bot(n) for n in names]
+        bots, history = self.generation_bots(conv, names)
         key = self.generation_key(conv)
-        history = history_for(conv.turns)
         context = bot_context(conv, self.config.seed)
         snapshot = Conversation(
             id=conv.id, bots=conv.bots, turns=list(conv.turns), source=conv.source, meta=dict(conv.meta)
@@ -571,9 +574,9 @@ class ChatPosition:
         """Bot turns still to come in the session."""
         return (self.turns - self.done) + (self.total - self.k) * self.turns
 
-    def progress(self, detail: str, minutes_left: float) -> dict[str, Any]:
+    def progress(self, detail: str, minutes_left: float, noun: str = "Conversation") -> dict[str, Any]:
         return session_progress(
-            f"Conversation {self.k} of {self.total}",
+            f"{noun} {self.k} of {self.total}",
             (self.k - 1) * self.turns + self.done,
             self.total * self.turns,
             detail=detail,

@@ -37,19 +37,16 @@ from typing import Any
 
 from ...bots.base import Bot, BotContext, ChatMessage
 from ...errors import DialevalError, JudgmentError
-from ...protocols.base import AdminSummary, Outcome, Protocol, session_progress, submitted_count
+from ...protocols.base import AdminSummary, Outcome, Protocol
 from ...protocols.live import (
     BOT,
     HUMAN,
     LiveProtocol,
     _to_thread,
     awaiting_bot,
-    bot_context,
     bot_turn_count,
     now_ts,
     page_elapsed,
-    running_generation,
-    start_generation,
 )
 from ...protocols.scheduling import (
     Choice,
@@ -209,38 +206,11 @@ class ArenaProtocol(LiveProtocol, Protocol):
             state["shown_at"] = now_ts()
         self.save_state(assignment, state)
 
-    async def _start(self, annotator, assignment, conv: Conversation, state: dict[str, Any]) -> dict[str, Any]:
-        # As LiveProtocol._start, but each bot may see a history of its own (continue_with: own):
-        # one generation, one slot per side, each slot's bot wrapped with its side's history.
-        names = self.chat_bots(assignment, state)
+    def generation_bots(self, conv: Conversation, names: list[str]) -> tuple[list[Bot], list[ChatMessage]]:
+        # Each side may see a history of its own (continue_with: own): one generation, one slot per
+        # side, each slot's bot wrapped with its side's history (so the shared history is unused).
         own = self.options.continue_with == "own"
-        bots = [_WithHistory(self.study.bot(n), side_history(conv.turns, n, own)) for n in names]
-        key = self.generation_key(conv)
-        snapshot = Conversation(
-            id=conv.id, bots=conv.bots, turns=list(conv.turns), source=conv.source, meta=dict(conv.meta)
-        )
-
-        async def on_complete(texts: list[str]) -> None:
-            await _to_thread(self._complete, annotator, assignment, snapshot, names, texts)
-
-        async def on_error(message: str) -> None:
-            await _to_thread(self._failed, annotator, assignment, snapshot, names, message)
-
-        if running_generation(key) is None:
-            state = dict(state)
-            state.pop("bot_error", None)
-            state["generating"] = {"at": now_ts(), "turns": len(conv.turns)}
-            await _to_thread(self.save_state, assignment, state)
-        gen, started = start_generation(
-            key,
-            bots,
-            [],
-            bot_context(conv, self.config.seed),
-            on_complete,
-            on_error,
-            max_chars=self.config.limits.bot_reply_chars,
-        )
-        return {"started": started, "slots": gen.slots, "cursor": 0, "generation": key}
+        return [_WithHistory(self.study.bot(n), side_history(conv.turns, n, own)) for n in names], []
 
     # -- votes -------------------------------------------------------------------------------------
     def window_left(self, vote: dict[str, Any]) -> float:
@@ -302,8 +272,7 @@ class ArenaProtocol(LiveProtocol, Protocol):
             )
         state.pop("vote", None)
         if not per_turn or bot_turn_count(conv) >= self.options.turns:
-            self.finish_live(annotator, conv)
-            self.finish(assignment, {**state, "ended": "complete"})
+            self.complete_chat(annotator, assignment, conv, state)
             return True
         self.save_state(assignment, state)
         return False
@@ -426,21 +395,17 @@ class ArenaProtocol(LiveProtocol, Protocol):
             return None
         turns = self.options.turns
         total = min(self.config.annotation.units_per_annotator, max(1, len(self.pairs())))
-        conv = self.load_conversation(self.current_conversation_id(assignment, assignment.state))
-        done = bot_turn_count(conv) if conv else 0
-        k = min(submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1, total)
-        return session_progress(
-            f"Battle {k} of {total}",
-            (k - 1) * turns + done,
-            total * turns,
-            detail=f"Message {min(done + 1, turns)} of {turns}",
-            minutes_left=((turns - done) + (total - k) * turns) * MINUTES_PER_ROUND,
-        )
+        at = self.chat_position(annotator, assignment, KIND, total, turns)
+        return at.progress(f"Message {min(at.done + 1, turns)} of {turns}", at.left * MINUTES_PER_ROUND, noun="Battle")
 
     # -- actions -----------------------------------------------------------------------------------
+    def page_actions(self):
+        return {"vote": self.act_vote, "next": self.act_next}
+
     async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
+        # A held vote is made final before the live action it precedes: the next message ends its
+        # change window (per-turn), and a reply or watch after the window finds it final.
         if action == "send":
-            # the next message ends the change window of the vote before it
             state = await _to_thread(self.fresh_state, assignment)
             if state.get("vote") and self.options.vote == "per-turn":
                 await _to_thread(self.finalize, annotator, assignment, state, force=True)
@@ -448,14 +413,7 @@ class ArenaProtocol(LiveProtocol, Protocol):
             state = await _to_thread(self.fresh_state, assignment)
             if state.get("vote") and self.window_left(state["vote"]) <= 0:
                 await _to_thread(self.finalize, annotator, assignment, state)
-        outcome = await self.live_act(annotator, assignment, action, data)
-        if outcome is not None:
-            return outcome
-        if action == "vote":
-            return await _to_thread(self.act_vote, annotator, assignment, data)
-        if action == "next":
-            return await _to_thread(self.act_next, annotator, assignment, data)
-        raise JudgmentError(f"unknown action '{action}'")
+        return await super().act(annotator, assignment, action, data)
 
     # -- admin -------------------------------------------------------------------------------------
     def admin_summary(self) -> AdminSummary:

@@ -22,7 +22,7 @@ from typing import Any
 from ...errors import JudgmentError
 from ...personas import sample_persona
 from ...protocols.base import AdminSummary, Outcome, Protocol, session_progress
-from ...protocols.live import BOT, LiveProtocol, _to_thread, awaiting_bot, human_messages, iso_now, now_ts, page_elapsed
+from ...protocols.live import BOT, LiveProtocol, awaiting_bot, human_messages, iso_now, now_ts, page_elapsed
 from ...protocols.scheduling import Choice, assign_locked
 from ...records import DA_CRITERIA, DA_NEGATIVE, Turn
 from ...store import work
@@ -217,19 +217,13 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         )
 
     # -- actions -------------------------------------------------------------------------------------
-    async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
-        outcome = await self.live_act(annotator, assignment, action, data)
-        if outcome is not None:
-            return outcome
-        handlers = {
+    def page_actions(self):
+        return {
             "start_chat": self.act_start_chat,
             "topic": self.act_topic,
             "end_chat": self.act_end_chat,
             "rate": self.act_rate,
         }
-        if action not in handlers:
-            raise JudgmentError(f"unknown action '{action}'")
-        return await _to_thread(handlers[action], annotator, assignment, data)
 
     def act_start_chat(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
         state = self.fresh_state(assignment)
