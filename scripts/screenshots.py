@@ -12,10 +12,12 @@ method through its page in headless Debian Chromium (Playwright, as the browser 
     single-model.png       a couple of bot replies, checkboxes ticked
     spot-the-bot.png       a segment with its speakers labelled and compared
     direct-assessment.png  after a chat of ten messages: the seven sliders
+    arena.png              a message, both models' replies side by side, the vote just cast and
+                           *Change my vote* still open (on a phone: from the stacked replies down)
     admin.png              the acute study's admin page after the simulated crowd's work
     report.png             the top of the acute study's report (report/index.html)
 
-Nothing in the repository changes except the PNG files. Takes about 40 seconds.
+Nothing in the repository changes except the PNG files. Takes about 45 seconds.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ SM_MESSAGES = [
     "Not bad, I just got back from a long walk on the beach. How was your day?",
     "I'm planning a trip to Japan next spring. Have you ever been?",
 ]
+ARENA_MESSAGE = "What do you like to do on weekends?"
 DA_TOPIC = "cooking"
 DA_MESSAGES = [
     "Hi! I love cooking, especially Italian food.",
@@ -320,6 +323,40 @@ def direct_assessment(page, base: str, folder: Path, out: Path) -> None:
     raise RuntimeError("no conversation with the retrieval bot came up")
 
 
+def arena(page, base: str, folder: Path, out: Path) -> None:
+    """A battle with the retrieval bot: one message, answered by both models, a vote for the retrieval
+    bot; shot with the vote held (*Change my vote*). A new annotator until such a battle comes up and,
+    on the phone, until its replies are short enough for the picture (see below)."""
+    for _ in range(12):
+        enter(page, base, slug_of(folder))
+        page.wait_for_selector("#live[data-stage=chat]")
+        a = assignment(folder, aid_from(page.get_attribute("#live", "data-send-url")))
+        sides = list(a.state.get("sides") or a.shown_order or a.payload["bots"])
+        if "retrieval" in sides:
+            page.fill("#composer textarea", ARENA_MESSAGE)
+            page.click("#composer button")
+            page.wait_for_selector("#live[data-stage=vote]", timeout=20000)  # both replies streamed
+            page.check(f"input[name=winner][value={'model_a' if sides[0] == 'retrieval' else 'model_b'}]")
+            page.click("#choose-form button[type=submit]")
+            page.wait_for_selector("#vote-status")  # the "voted" stage: the vote held, changeable
+            # Shot inside the vote's 10 s change window. One round: on the laptop the whole page then
+            # fits the first screen. The phone cannot show the message too: the stacked replies go just
+            # under the bar, and a retrieval reply of several lines would push *Change my vote* off.
+            if not SUFFIX:
+                shoot(page, out / "arena.png")
+                return
+            scroll_to_show(page, "#transcript .arena-round")
+            if page.evaluate(
+                "document.querySelector('#choose-form button[type=submit]').getBoundingClientRect().bottom"
+                " <= window.innerHeight"
+            ):
+                shoot(page, out / "arena.png")
+                return
+        page.goto("about:blank")  # leave the chat page (its script would reload it) before forgetting the annotator
+        page.context.clear_cookies()
+    raise RuntimeError("no arena battle with the retrieval bot (and replies that fit the phone) came up")
+
+
 def admin(page, base: str, folder: Path, out: Path) -> None:
     token = (folder / ".admin-token").read_text().strip()
     page.goto(f"{base}/s/{slug_of(folder)}/admin?token={token}")
@@ -351,6 +388,7 @@ WALKS = {
     "single-model": single_model,
     "spot-the-bot": spot_the_bot,
     "direct-assessment": direct_assessment,
+    "arena": arena,
 }
 
 
