@@ -144,6 +144,7 @@ def test_the_report_replays_the_judge_guided_test(collected):
     # the matchups show the pool-weighted win rate, with the raw share kept beside it
     for m in report["matchups"]:
         assert m.get("judge_guided") and "win_rate_a_raw" in m
+    assert "lean toward the units the judge doubted" in report["judge_guided_note"]
 
 
 def test_a_study_naming_an_unknown_judge_is_refused_with_a_clear_message(tmp_path):

@@ -200,3 +200,10 @@ def _anytime_valid_p(section: dict) -> None:
         "always-valid (collection stopped adaptively; the stopping test's p-value, "
         "see stopping); p_fixed_n is the fixed-size binomial p, not valid here"
     )
+    if any(r.get("judge_guided") for r in rows.values()):
+        section["judge_guided_note"] = (
+            "Units were drawn by the LLM judge's doubt (adaptive.judge): each matchup's win_rate_a is the "
+            "pool-weighted estimate of the stopping test (the raw share of the drawn units is "
+            "win_rate_a_raw); the systems' scores, the grid and the Bradley-Terry leaderboard are "
+            "computed from the drawn units without weights and lean toward the units the judge doubted."
+        )
