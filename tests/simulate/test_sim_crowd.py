@@ -8,6 +8,7 @@ documented in docs/simulated-crowd.md.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,14 @@ def test_live_crowd(tmp_path, method):
         assert recovery["exact"], recovery
     else:
         assert recovery["spearman"] >= 0.5, recovery  # few conversations per bot: noisy but ordered
+
+
+def test_recovered_order_is_undefined_when_the_report_scores_are_all_equal():
+    truth = {"strengths": {"a": 1.0, "b": 0.0, "c": -1.0}}
+    tied = {"systems": [{"name": n, "score": 0.5} for n in "abc"]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no scipy ConstantInputWarning
+        result = recovered_order(tied, truth)
+    assert result["spearman"] is None and result["truth_order"] == ["a", "b", "c"]
+    spread = {"systems": [{"name": "a", "score": 0.9}, {"name": "b", "score": 0.2}, {"name": "c", "score": 0.5}]}
+    assert recovered_order(spread, truth)["spearman"] == pytest.approx(0.5)

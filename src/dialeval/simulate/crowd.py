@@ -252,8 +252,11 @@ def recovered_order(report: dict[str, Any], truth: SimTruth | dict[str, Any]) ->
     report_order = sorted(scores, key=lambda b: -scores[b])
     names = [b for b in truth_order if b in scores]
     rho = None
-    if len(names) >= 2:
-        rho = float(spearmanr([strengths[b] for b in names], [scores[b] for b in names]).statistic)
+    true_values, report_values = [strengths[b] for b in names], [scores[b] for b in names]
+    # undefined (None, not NaN and a scipy warning) when either side has no spread, e.g. a report
+    # whose systems all scored the same after a handful of judgments
+    if len(names) >= 2 and len(set(true_values)) > 1 and len(set(report_values)) > 1:
+        rho = float(spearmanr(true_values, report_values).statistic)
     return {
         "truth_order": truth_order,
         "report_order": report_order,
