@@ -14,7 +14,16 @@ from dialeval.study import open_study
 from dialeval.web.app import create_app
 from tests.bots.fake_openai_server import start_fake_openai
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.e2e.test_e2e_integrity import ThreadServer, embedding_page, start_flow, tls_cert  # noqa: F401
+from tests.e2e.test_e2e_integrity import (  # noqa: F401  (tls_cert is a fixture)
+    ThreadServer,
+    embedding_page,
+    mturk_task_url,
+    press,
+    route_mturk,
+    start_flow,
+    tick,
+    tls_cert,
+)
 from tests.e2e.test_pages import (  # noqa: F401  (device and new_page are fixtures)
     assert_accessible,
     check_task_page,
@@ -129,29 +138,20 @@ def test_arena_in_cross_site_iframe_without_cookies(browser, tmp_path, tls_cert)
     )
     try:
         with ThreadServer(app, tls_cert) as task_server:
-            task = (
-                f"https://127.0.0.1:{task_server.port}/s/arena-frame/?workerId=WA1&assignmentId=AA1"
-                f"&hitId=HA1&turkSubmitTo=https%3A%2F%2Fworkersandbox.mturk.com"
-            )
+            task = mturk_task_url(task_server.port, "arena-frame", "WA1", "AA1", "HA1")
             with ThreadServer(embedding_page(task), tls_cert) as outer:
-                submitted: list[str] = []
-
-                def mturk(route):  # MTurk's externalSubmit, answered here (no internet in tests)
-                    submitted.append(route.request.post_data or "")
-                    route.fulfill(status=200, content_type="text/html", body="<p id='mturk-ok'>submitted</p>")
-
-                ctx.route("https://workersandbox.mturk.com/**", mturk)
+                submitted = route_mturk(ctx)
                 page = ctx.new_page()
                 page.goto(f"https://localhost:{outer.port}/")
                 frame = start_flow(page)
                 frame.locator("#live[data-stage=chat] #composer textarea").fill("Hello, who wants to talk about boats?")
-                frame.locator("#composer button").click()
+                press(frame.locator("#composer button"))  # the keyboard: see tests/e2e/test_e2e_integrity.py
                 frame.locator("#choose-form").wait_for()
                 assert frame.locator(".arena-round .candidate").count() == 2
-                frame.locator("input[name=winner][value=model_b]").check()
-                frame.locator("#choose-form button[type=submit]").click()
+                tick(frame.locator("input[name=winner][value=model_b]"))
+                press(frame.locator("#choose-form button[type=submit]"))
                 frame.locator("#vote-status").wait_for()
-                frame.locator("#next-form button[type=submit]").click()
+                press(frame.locator("#next-form button[type=submit]"))
                 frame.locator("#mturk-ok").wait_for()  # the done page submitted the HIT by itself
                 assert "assignmentId=AA1" in submitted[0]
                 assert ctx.cookies(f"https://127.0.0.1:{task_server.port}/s/arena-frame/") == []

@@ -116,6 +116,26 @@ def press(locator) -> None:
     locator.press("Enter")
 
 
+def mturk_task_url(port: int, slug: str, worker: str, assignment: str, hit: str) -> str:
+    """The study's entry link as MTurk frames it (sandbox submit URL)."""
+    return (
+        f"https://127.0.0.1:{port}/s/{slug}/?workerId={worker}&assignmentId={assignment}"
+        f"&hitId={hit}&turkSubmitTo=https%3A%2F%2Fworkersandbox.mturk.com"
+    )
+
+
+def route_mturk(ctx) -> list[str]:
+    """Answer MTurk's externalSubmit here (no internet in tests); the posted bodies, as they come."""
+    submitted: list[str] = []
+
+    def mturk(route):
+        submitted.append(route.request.post_data or "")
+        route.fulfill(status=200, content_type="text/html", body="<p id='mturk-ok'>submitted</p>")
+
+    ctx.route("https://workersandbox.mturk.com/**", mturk)
+    return submitted
+
+
 def start_flow(page, frame_selector: str = "#task"):
     frame = page.frame_locator(frame_selector)
     frame.locator("#agree, .error").first.wait_for()
@@ -158,19 +178,10 @@ def test_acute_in_cross_site_iframe_with_third_party_cookies_blocked(browser, tm
         )
     try:
         with ThreadServer(app, tls_cert) as task_server:
-            task = (
-                f"https://127.0.0.1:{task_server.port}/s/acute-test/?workerId=WX1&assignmentId=AX1"
-                f"&hitId=HX1&turkSubmitTo=https%3A%2F%2Fworkersandbox.mturk.com"
-            )
+            task = mturk_task_url(task_server.port, "acute-test", "WX1", "AX1", "HX1")
             with ThreadServer(embedding_page(task), tls_cert) as outer:
                 ctx = strict.new_context(ignore_https_errors=True) if partitioned else strict
-                submitted: list[str] = []
-
-                def mturk(route):  # MTurk's externalSubmit, answered here (no internet in tests)
-                    submitted.append(route.request.post_data or "")
-                    route.fulfill(status=200, content_type="text/html", body="<p id='mturk-ok'>submitted</p>")
-
-                ctx.route("https://workersandbox.mturk.com/**", mturk)
+                submitted = route_mturk(ctx)
                 page = ctx.new_page()
                 page.goto(f"https://localhost:{outer.port}/")
                 frame = start_flow(page)
