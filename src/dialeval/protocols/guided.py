@@ -5,7 +5,7 @@ next ticket of a bot pair. Reads and writes go through store.work inside the sch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..guided import LOOKAHEAD, PairPool, build_pool, ticket_unit
@@ -28,6 +28,9 @@ def frozen_pools(
 ) -> dict[str, dict[tuple[str, str], PairPool]]:
     """question -> {(a, b): PairPool}: read from the study's snapshot event, made (and stored) on the
     first call from the units of `kind` and the judge's side-order answers."""
+    cache = protocol.store.__dict__.setdefault("_guided_pools", {})  # per process: frozen pools never change
+    if view.study_id in cache:
+        return cache[view.study_id]
     stored = work.list_events(view.session, view.study_id, work.GUIDED_POOLS_EVENT)
     if stored:
         pools = [PairPool.from_dict(d) for d in stored[0]["payload"]["pools"]]
@@ -43,6 +46,8 @@ def frozen_pools(
     out: dict[str, dict[tuple[str, str], PairPool]] = {}
     for p in pools:
         out.setdefault(p.question, {})[(p.a, p.b)] = p
+    if stored:  # one just built is cached only once its transaction has stored it (the next call)
+        cache[view.study_id] = out
     return out
 
 
@@ -100,6 +105,24 @@ def next_ticket(
         unit = units.get(pool.units[index])
         if unit is not None and unit.id not in seen:
             return ticket, index, unit
+    return None
+
+
+def ticket_for(
+    plan, groups: Sequence[Group], units: Sequence[UnitInfo], view: SchedulingView, kind: str
+) -> Choice | None:
+    """The assignment of the next free ticket this annotator may take, from the first of `groups`
+    (in order) that has one; None when none has. `plan`: the scheduler's AdaptivePlan (its pools)."""
+    tickets = ticket_status(view, kind)  # read once for every group tried
+    by_id = {u.external_id: u for u in units}
+    seen = view.seen_units()
+    for group in groups:
+        pool = plan.pools.get(group[0], {}).get(group[1:])
+        if pool is None:
+            continue
+        found = next_ticket(pool, plan.seed, tickets.get(group, {}), by_id, seen)
+        if found is not None:
+            return ticket_choice(group, *found, view)
     return None
 
 

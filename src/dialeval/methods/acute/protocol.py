@@ -246,11 +246,7 @@ class AcuteProtocol(Protocol):
             # the drawn pair first; when this annotator has seen every unit its next tickets ask for,
             # another open pair (a ticket is never skipped: it waits for someone else)
             others = sorted(adaptive.open_groups() & groups - {group}, key=lambda g: group_used.get(g, 0))
-            for g in (group, *others):
-                choice = self._ticket(adaptive, g, units, view)
-                if choice is not None:
-                    return choice
-            return None
+            return guided.ticket_for(adaptive, [group, *others], units, view, KIND)
         conv_used = conversation_load(units, view)
         seen_convs = view.seen_conversations()
         in_group = [u for u in candidates if _group(u) == group]
@@ -265,16 +261,6 @@ class AcuteProtocol(Protocol):
             view.rng,
         )
         return self._choice(unit, view)
-
-    @staticmethod
-    def _ticket(adaptive, group: tuple[str, str, str], units: list[UnitInfo], view: SchedulingView) -> Choice | None:
-        """Judge-guided collection: the pair's next free ticket this annotator may take (guided.py)."""
-        pool = adaptive.pools.get(group[0], {}).get(group[1:])
-        if pool is None:
-            return None
-        tickets = guided.ticket_status(view, KIND).get(group, {})
-        found = guided.next_ticket(pool, adaptive.seed, tickets, {u.external_id: u for u in units}, view.seen_units())
-        return None if found is None else guided.ticket_choice(group, *found, view)
 
     @staticmethod
     def _choice(unit, view: SchedulingView) -> Choice:
