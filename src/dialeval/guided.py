@@ -212,7 +212,7 @@ class GuidedTicketTest:
         return (min(lo, hi), max(lo, hi))
 
 
-# -- the judge's doubt, and a one-off budgeted choice of units (Poisson sampling, stats/ppi.py) ------
+# -- the judge's doubt about one unit ----------------------------------------------------------------
 
 
 def judge_uncertainty(first_order: Sequence[float], second_order: Sequence[float], floor: float = 0.05) -> np.ndarray:
@@ -225,22 +225,3 @@ def judge_uncertainty(first_order: Sequence[float], second_order: Sequence[float
     s2 = np.asarray(second_order, dtype=float)
     gap = np.where(np.isnan(s1) | np.isnan(s2), 1.0, np.abs(s1 - s2))
     return floor + (1.0 - floor) * gap**2
-
-
-def judge_guided_selection(
-    unit_ids: Sequence[Any], uncertainty: Sequence[float], budget: int, seed: int | None = 0, mix: float = 0.2
-) -> dict[Any, float]:
-    """Which units to send to people, given the judge's uncertainty on each: {unit id: π} for the chosen
-    ones (Poisson sampling with π ∝ sqrt(uncertainty), about `budget` units; stats.ppi.active_probabilities).
-
-    The scheduler restricts its candidate units to these and keeps π with each (e.g. in the unit's or the
-    assignment's meta): the analysis weights each human label by 1/π (stats.ppi.ppi_mean_active), which
-    keeps the judge-corrected estimate unbiased whatever the judge. Deterministic for a given `seed`."""
-    from .stats.ppi import active_probabilities
-
-    ids = list(unit_ids)
-    if len(ids) != len(uncertainty):
-        raise ValueError(f"{len(ids)} units but {len(uncertainty)} uncertainties")
-    pi = active_probabilities(uncertainty, budget, mix=mix)
-    take = np.random.default_rng(seed).random(len(ids)) < pi
-    return {ids[k]: float(pi[k]) for k in np.flatnonzero(take)}
