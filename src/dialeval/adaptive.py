@@ -497,6 +497,12 @@ def selection_description(config: AdaptiveConfig, *, enabled: bool = True) -> st
             "rank-overlap: the least judged open pair whose Bradley-Terry strength intervals still overlap"
         ),
     }[config.selection]
+    if config.judge is not None:  # guided.py: the pair as above, the unit by the judge's doubt
+        return (
+            base + "; within the pair, the unit of its next ticket, drawn with probability proportional to the "
+            f"square root of judge {config.judge}'s doubt (another open pair when the annotator has seen that "
+            "unit); decided pairs get no new units"
+        )
     return (
         base + " (the least used open pair when the annotator has already seen every unit of the drawn "
         "pair); decided pairs get no new units"

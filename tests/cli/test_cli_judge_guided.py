@@ -131,6 +131,7 @@ def test_the_report_replays_the_judge_guided_test(collected):
     stop = report["stopping"]
     assert stop["enabled"] and stop["used_for_stopping"]
     guided = stop["judge_guided"]
+    assert stop["selection"].startswith("uniform") and "judge longer's doubt" in stop["selection"]
     assert guided["judge"] == "longer" and len(guided["pairs"]) == 3
     rows = stop["pairs"]
     assert all(r["judge_guided"] for r in rows)
