@@ -1,7 +1,10 @@
 # The two commands of the project (README.md):
 #   make demo   set up, then run the demo study of every method (serve it, or --simulate it into reports)
-#   make test   set up, then the lint and type gates (scripts/lint.sh), then the whole test suite
-#               (with the doctests of src/)
+#   make test   set up, then the lint and type gates (scripts/lint.sh), the licence check of every
+#               installed dependency (scripts/check_licences.py), the built wheel installed and run
+#               outside the checkout (scripts/check_wheel.py), the documentation site in strict mode
+#               (mkdocs.yml; a broken link fails), then the whole test suite (with the doctests of src/)
+#               by two pytest workers that take its parts from one queue (scripts/run_tests.py)
 .PHONY: demo test setup setup-full bench
 
 PY := .venv/bin/python
@@ -20,8 +23,14 @@ demo: setup
 
 test: setup-full
 	@PY=$(PY) bash scripts/lint.sh
+	$(PY) scripts/check_licences.py
+	$(PY) scripts/check_wheel.py
+	$(PY) scripts/gen_reference.py --check
+	@# the site into a temporary folder (never committed); not --quiet, which hides what --strict counts
+	@site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir $$site; rc=$$?; rm -rf $$site; exit $$rc
 	@bash scripts/start-postgres.sh
-	$(PY) -m pytest -q -p no:cacheprovider $(ARGS)
+	@# two pytest workers side by side (scripts/run_tests.py); ARGS=tests/stats runs one part
+	$(PY) scripts/run_tests.py $(ARGS)
 
 bench: setup-full
 	.venv/bin/dialeval bench adaptive --json benchmarks/results-adaptive.json

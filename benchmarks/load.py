@@ -1,556 +1,54 @@
-"""Load and fault benchmark: simulated annotators through the real HTTP flow against `dialeval serve`.
+"""Load benchmark: every method with annotation pages, served by `dialeval serve`, driven over real
+HTTP by simulated annotators in a separate client process.
 
-Each simulated annotator is a browser-like httpx client: entry, consent, instructions, then the
-Spot The Bot task page (GET, "next unit") and one POST per segment ("submit"; a retry re-sends the
-same request id), until its packages are done; then a fresh annotator takes its place, so the
-number of annotators working stays N for the whole run. Every acknowledged answer (HTTP 200,
-``ok``) is remembered by its request id.
+For each database (SQLite with 2 workers, PostgreSQL with 4), each method of the registry with
+annotation pages (dialeval.simulate.load.annotation_methods) and each pace (annotators answering
+without pause; at human pace, a pause of uniform(--think) seconds before each answer and chat
+message): a load study (the method's demo with enough work, LOAD_OVERRIDES), `dialeval serve`, the
+client process (`python -m dialeval.simulate.load drive`), then the integrity checks (nothing lost,
+nothing counted twice, no unit over its cap). Live methods (annotators chat) talk to a stub
+OpenAI-compatible bot that answers after 100 ms, streamed word by word.
 
-After each run the database is checked (same checks after a ``kill -9``):
-  - no unit over its cap (submitted + open assignments <= annotations_per_segment);
-  - no assignment held by two annotators (every judgment of an assignment is by its annotator,
-    and no annotator holds two open assignments);
-  - no duplicate judgment per (annotator, request id);
-  - every acknowledged judgment present.
+Beside each figure, the limits measured in the same run: the database's raw commit rate, the
+judgments/s the two cores allow at the measured CPU per judgment (server + client), and the
+judgments/s the annotators' own round trips allow (annotators / seconds per judgment cycle).
 
-The raw commit rate of the same database (one connection, one-row transactions into a scratch
-table, same engine settings as the app) is measured in the same run as the ceiling.
+    python benchmarks/load.py                                    # the full run (both databases, 200 annotators)
+    python benchmarks/load.py --dbs sqlite --annotators 20 --seconds 20 --methods acute spot-the-bot
 
-    python benchmarks/load.py --db sqlite --workers 2 --annotators 10 200 --seconds 30
-    python benchmarks/load.py --db postgresql://postgres@127.0.0.1/test --workers 2 --annotators 200
-    python benchmarks/load.py --db sqlite --annotators 200 --think 5 20      # human pace
-    python benchmarks/load.py --db sqlite --annotators 50 --kill-worker 10   # kill -9 a worker at 10 s
-    python benchmarks/load.py --db postgresql://... --hosts 2 --workers 2    # 2 hosts behind HAProxy
-
-The pieces (make_study, start_hosts, run_load, check_invariants, commit_rate) are used by the
-bounded test in tests/concurrency/test_load_bounded.py.
+Results go to benchmarks/load.json (one row per run). The Spot The Bot fault runs (kill -9 of a worker,
+hosts behind HAProxy) are kept: --kill-worker SECONDS, --hosts N (they use the async Spot The Bot
+client of dialeval.simulate.load).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import random
-import re
 import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-import yaml
-
-ANSWER = {"entity0": "bot", "entity1": "human", "fluency": "0", "sensibleness": "tie", "specificity": "1"}
-BOT_PAIRS = (("retrieval", "eliza"), ("retrieval", "repeat"), ("eliza", "repeat"))
-BOTS = [
-    {"name": "retrieval", "type": "retrieval"},
-    {"name": "eliza", "type": "eliza"},
-    {"name": "repeat", "type": "repeat"},
-]
-
-
-# -- the study ----------------------------------------------------------------------------------------
-def make_study(
-    folder: Path,
-    *,
-    conversations_per_pair: int = 200,
-    humans: int = 100,
-    database: str | None = None,
-    annotations_per_segment: int = 2,
-    packages_per_annotator: int = 2,
-    name: str = "load-test",
-) -> Path:
-    """A Spot The Bot study with hand-made conversations (no bot is called): 4 bot + 1 human segment
-    per package, 3 segment lengths; 200 conversations per pair give 450 packages."""
-    from dialeval.records import Conversation, Turn
-    from dialeval.study import open_study
-
-    data = {
-        "name": name,
-        "method": "spot-the-bot",
-        "seed": 1,
-        "bots": BOTS,
-        "generation": {
-            "mode": "bot-bot",
-            "conversations": conversations_per_pair,
-            "turns": 5,
-            "human_conversations": humans,
-        },
-        "annotation": {"expire_minutes": 30},
-        "protocol": {
-            "segment_exchanges": [1, 2, 3],
-            "bot_segments_per_package": 4,
-            "human_segments_per_package": 1,
-            "packages_per_annotator": packages_per_annotator,
-            "annotations_per_segment": annotations_per_segment,
-        },
-    }
-    if database:
-        data["database"] = database
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "study.yaml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    study = open_study(folder)
-    try:
-        from dialeval.records import Dataset
-
-        convs = []
-        for a, b in BOT_PAIRS:
-            for k in range(conversations_per_pair):
-                turns = [
-                    Turn("entity0", "Do you like cooking?", is_seed=True),
-                    Turn("entity1", "Yes, I bake bread.", is_seed=True),
-                ]
-                for i in range(5):
-                    turns.append(Turn("entity0", f"{a} line {i} ({k})", bot=a))
-                    turns.append(Turn("entity1", f"{b} line {i} ({k})", bot=b))
-                convs.append(Conversation(id=f"botbot-{a}-{b}-{k:04d}", bots=[a, b], turns=turns, source="bot-bot"))
-        for k in range(humans):
-            convs.append(
-                Conversation(
-                    id=f"human-{k:04d}",
-                    bots=["human", "human"],
-                    source="human",
-                    turns=[Turn(f"entity{i % 2}", f"human line {i} of {k}") for i in range(10)],
-                )
-            )
-        study.store.save_dataset(study.id, Dataset(method="spot-the-bot", conversations=convs))
-    finally:
-        study.close()
-    return folder
-
-
-# -- servers --------------------------------------------------------------------------------------------
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class Host:
-    url: str
-    process: subprocess.Popen
-    folder: Path
-    log: Path
-
-    def worker_pids(self) -> list[int]:
-        """The uvicorn worker processes (children of the serve process, not multiprocessing's
-        resource tracker)."""
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.process.pid)], capture_output=True, text=True)
-        pids = []
-        for p in out.stdout.split():
-            try:
-                if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text(errors="replace"):
-                    pids.append(int(p))
-            except OSError:
-                continue
-        return pids
-
-
-def dialeval_cmd() -> list[str]:
-    return [sys.executable, "-m", "dialeval.cli"]
-
-
-def start_host(
-    folder: Path,
-    *,
-    workers: int,
-    host: str = "127.0.0.1",
-    extra: list[str] | None = None,
-    env: dict | None = None,
-    timeout: float = 90,
-) -> Host:
-    """`dialeval serve FOLDER --workers K` on a free port of `host`; waits for /healthz."""
-    port = free_port(host)
-    log = folder / f"serve-{host}-{port}.log"
-    cmd = [
-        *dialeval_cmd(),
-        "serve",
-        str(folder),
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        *(extra or []),
-    ]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, start_new_session=True
-        )
-    url = f"http://{host}:{port}"
-    wait_healthy(url, proc, log, timeout)
-    return Host(url=url, process=proc, folder=folder, log=log)
-
-
-def wait_healthy(url: str, proc: subprocess.Popen | None, log: Path | None, timeout: float = 90) -> float:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited early:\n{log.read_text() if log else ''}")
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return time.monotonic() - t0
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} did not become healthy in {timeout} s")
-
-
-def stop_host(h: Host, timeout: float = 20) -> None:
-    if h.process.poll() is None:
-        h.process.send_signal(signal.SIGTERM)
-        try:
-            h.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(h.process.pid, signal.SIGKILL)
-            h.process.wait()
-
-
-def kill_host(h: Host) -> None:
-    """kill -9 of the serve process and its workers (as a machine that dies)."""
-    try:
-        os.killpg(h.process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    h.process.wait()
-
-
-# -- the balancer ----------------------------------------------------------------------------------------
-@dataclass
-class Balancer:
-    url: str
-    process: subprocess.Popen
-    config: Path
-
-
-def haproxy_config(backends: list[str], host: str, port: int) -> str:
-    """Round-robin, no stickiness; a host that stops answering is taken out by its health check."""
-    servers = "\n".join(
-        f"    server h{i} {b.removeprefix('http://')} check inter 500 fall 2 rise 2" for i, b in enumerate(backends)
-    )
-    return f"""global
-    maxconn 4096
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    retries 2
-    option redispatch
-frontend web
-    bind {host}:{port}
-    default_backend dialeval
-backend dialeval
-    balance roundrobin
-    option httpchk GET /healthz
-{servers}
-"""
-
-
-def start_balancer(backends: list[str], workdir: Path, host: str = "127.0.0.1") -> Balancer:
-    exe = shutil.which("haproxy") or "/usr/sbin/haproxy"
-    if not Path(exe).exists():
-        raise RuntimeError("HAProxy is not installed (apt-get install haproxy; scripts/setup.sh does it)")
-    port = free_port(host)
-    cfg = workdir / "haproxy.cfg"
-    cfg.write_text(haproxy_config(backends, host, port), encoding="utf-8")
-    proc = subprocess.Popen(
-        [exe, "-f", str(cfg), "-db"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    url = f"http://{host}:{port}"
-    wait_healthy(url, proc, None, 30)
-    return Balancer(url=url, process=proc, config=cfg)
-
-
-def stop_balancer(b: Balancer) -> None:
-    if b.process.poll() is None:
-        b.process.terminate()
-        try:
-            b.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            b.process.kill()
-            b.process.wait()
-
-
-# -- the simulated annotators ----------------------------------------------------------------------------
-@dataclass
-class LoadResult:
-    seconds: float = 0.0
-    acknowledged: list[str] = field(default_factory=list)  # request ids answered 200 ok
-    submit_ms: list[float] = field(default_factory=list)
-    task_ms: list[float] = field(default_factory=list)
-    statuses: dict[int, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    annotators: int = 0
-
-    def count(self, status: int) -> None:
-        self.statuses[status] = self.statuses.get(status, 0) + 1
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
-
-
-async def one_annotator(
-    client: httpx.AsyncClient,
-    slug: str,
-    res: LoadResult,
-    stop_at: float,
-    think: tuple[float, float] | None,
-    rng: random.Random,
-) -> None:
-    """One annotator from entry to done (or until the run ends). Retries what the server asks to retry."""
-
-    async def request(method: str, url: str, **kw) -> httpx.Response | None:
-        for _attempt in range(20):
-            try:
-                r = await client.request(method, url, **kw)
-            except httpx.HTTPError as exc:  # a killed host: the balancer or the client sees a reset
-                res.errors.append(f"{method} {url}: {type(exc).__name__}")
-                res.count(0)
-                await asyncio.sleep(0.2)
-                continue
-            res.count(r.status_code)
-            if r.status_code in (502, 503, 504):
-                await asyncio.sleep(float(r.headers.get("Retry-After", "0.2") or 0.2) * rng.uniform(0.5, 1.0))
-                continue
-            return r
-        return None
-
-    pid = f"load{uuid.uuid4().hex[:16]}"
-    r = await request("GET", f"/s/{slug}/", params={"PROLIFIC_PID": pid, "STUDY_ID": "load", "SESSION_ID": pid})
-    if r is None:
-        return
-    m = re.search(r'name="csrf" value="([^"]+)"', r.text)
-    if m is None:
-        res.errors.append(f"no consent form: {r.status_code} {r.text[:120]}")
-        return
-    csrf = m.group(1)
-    await request("POST", f"/s/{slug}/consent", data={"csrf": csrf, "agree": "yes"})
-    await request("POST", f"/s/{slug}/instructions", data={"csrf": csrf})
-    res.annotators += 1
-    while time.monotonic() < stop_at:
-        t0 = time.perf_counter()
-        page = await request("GET", f"/s/{slug}/task")
-        res.task_ms.append(1000 * (time.perf_counter() - t0))
-        if page is None:
-            return
-        if page.url.path.endswith("/done") or "data-ajax" not in page.text:
-            return
-        action = re.search(r'<form method="post" action="([^"]+)" data-ajax', page.text).group(1)
-        pos = re.search(r'name="position" value="(\d+)"', page.text).group(1)
-        body = {"csrf": csrf, **ANSWER, "position": pos, "request_id": uuid.uuid4().hex, "elapsed_ms": "4000"}
-        if think:
-            await asyncio.sleep(rng.uniform(*think))
-            if time.monotonic() >= stop_at:
-                return
-        t0 = time.perf_counter()
-        ans = await request("POST", action, data=body, headers={"Accept": "application/json"})
-        res.submit_ms.append(1000 * (time.perf_counter() - t0))
-        if ans is None:
-            return
-        if ans.status_code == 200 and ans.json().get("ok"):
-            res.acknowledged.append(body["request_id"])
-        elif ans.status_code != 409:  # 409: the assignment was closed meanwhile (a retry after a kill)
-            res.errors.append(f"submit {ans.status_code}: {ans.text[:160]}")
-
-
-async def crowd(
-    base_url: str,
-    slug: str,
-    annotators: int,
-    seconds: float,
-    think: tuple[float, float] | None,
-    seed: int = 1,
-    res: LoadResult | None = None,
-) -> LoadResult:
-    """N annotators working for `seconds`; a finished annotator is replaced by a new one."""
-    res = res if res is not None else LoadResult()
-    stop_at = time.monotonic() + seconds
-    limits = httpx.Limits(max_connections=2, max_keepalive_connections=2)
-
-    async def slot(i: int) -> None:
-        rng = random.Random(seed * 100_003 + i)
-        if think:  # people do not all arrive in the same second
-            await asyncio.sleep(rng.uniform(0, think[1]))
-        while time.monotonic() < stop_at:
-            # verify=False: plain HTTP, and it spares each client building a TLS context (~40 ms CPU)
-            async with httpx.AsyncClient(
-                base_url=base_url, timeout=60, follow_redirects=True, limits=limits, verify=False
-            ) as c:
-                before = len(res.acknowledged)
-                await one_annotator(c, slug, res, stop_at, think, rng)
-                if len(res.acknowledged) == before and time.monotonic() < stop_at:
-                    await asyncio.sleep(0.5)  # nothing left for a new annotator: do not spin
-
-    t0 = time.monotonic()
-    await asyncio.gather(*(slot(i) for i in range(annotators)))
-    res.seconds = time.monotonic() - t0
-    return res
-
-
-def run_load(
-    base_url: str,
-    slug: str,
-    annotators: int,
-    seconds: float,
-    think: tuple[float, float] | None = None,
-    during=None,
-    res: LoadResult | None = None,
-) -> LoadResult:
-    """Run the crowd (in its own event loop); `during(elapsed)` is polled every 0.25 s from another
-    thread (it may read `res`, which fills while the crowd works)."""
-    import threading
-
-    done = threading.Event()
-    if during is not None:
-
-        def poll():
-            t0 = time.monotonic()
-            while not done.wait(0.25):
-                during(time.monotonic() - t0)
-
-        threading.Thread(target=poll, daemon=True).start()
-    try:
-        return asyncio.run(crowd(base_url, slug, annotators, seconds, think, res=res))
-    finally:
-        done.set()
-
-
-# -- the database --------------------------------------------------------------------------------------------
-def check_invariants(database_url: str, acknowledged: list[str], cap: int) -> dict[str, int]:
-    """The database checks of the module doc; returns the counts (AssertionError on a violation)."""
-    from sqlalchemy import text
-
-    from dialeval.store.engine import make_engine
-
-    engine = make_engine(database_url)
-    try:
-        with engine.connect() as c:
-            over = c.execute(
-                text(
-                    "SELECT unit_id, count(*) FROM assignments WHERE status IN ('assigned','submitted') "
-                    "GROUP BY unit_id HAVING count(*) > :cap"
-                ),
-                {"cap": cap},
-            ).all()
-            foreign = c.execute(
-                text(
-                    "SELECT count(*) FROM judgments j JOIN assignments a ON a.id = j.assignment_id "
-                    "WHERE a.annotator_id <> j.annotator_id"
-                )
-            ).scalar()
-            two_open = c.execute(
-                text(
-                    "SELECT annotator_id FROM assignments WHERE status = 'assigned' "
-                    "GROUP BY annotator_id HAVING count(*) > 1"
-                )
-            ).all()
-            dupes = c.execute(
-                text(
-                    "SELECT annotator_id, client_request_id FROM judgments WHERE client_request_id IS NOT NULL "
-                    "GROUP BY annotator_id, client_request_id HAVING count(*) > 1"
-                )
-            ).all()
-            dupes_seg = c.execute(
-                text("SELECT assignment_id, meta FROM judgments WHERE assignment_id IS NOT NULL")
-            ).all()
-            stored = {
-                r
-                for (r,) in c.execute(
-                    text("SELECT client_request_id FROM judgments WHERE client_request_id IS NOT NULL")
-                )
-            }
-            n_judgments = c.execute(text("SELECT count(*) FROM judgments")).scalar()
-    finally:
-        engine.dispose()
-    import json
-
-    per_segment: dict[tuple, int] = {}
-    for aid, meta in dupes_seg:
-        meta = json.loads(meta) if isinstance(meta, str) else (meta or {})
-        key = (aid, meta.get("position"))
-        per_segment[key] = per_segment.get(key, 0) + 1
-    missing = [r for r in acknowledged if r not in stored]
-    assert not over, f"units over their cap of {cap}: {over[:5]}"
-    assert foreign == 0, f"{foreign} judgments on an assignment held by another annotator"
-    assert not two_open, f"annotators holding two open assignments: {two_open[:5]}"
-    assert not dupes, f"duplicate judgments per request id: {dupes[:5]}"
-    assert max(per_segment.values(), default=1) == 1, "a segment of an assignment answered twice"
-    assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged judgments missing"
-    return {"judgments": int(n_judgments), "acknowledged": len(acknowledged), "missing": 0}
-
-
-def commit_rate(database_url: str, seconds: float = 2.0) -> float:
-    """One-row transactions per second on this database, one connection, the app's engine settings."""
-    from sqlalchemy import text
-
-    from dialeval.store.engine import make_engine
-
-    engine = make_engine(database_url)
-    table = f"bench_commit_{uuid.uuid4().hex[:8]}"
-    try:
-        with engine.begin() as c:
-            c.execute(text(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, v TEXT)"))
-        n, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < seconds:
-            with engine.begin() as c:
-                c.execute(text(f"INSERT INTO {table} (id, v) VALUES (:i, 'x')"), {"i": n})
-            n += 1
-        rate = n / (time.perf_counter() - t0)
-        with engine.begin() as c:
-            c.execute(text(f"DROP TABLE {table}"))
-        return rate
-    finally:
-        engine.dispose()
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time of these processes so far (those still alive)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
-
-
-def loadavg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
-# -- the benchmark --------------------------------------------------------------------------------------------
-def scratch_pg_schema(base_url: str) -> tuple[str, callable]:
-    """A fresh schema on the server (so runs never see each other's rows) and its cleanup."""
-    import psycopg
-
-    plain = base_url.replace("postgresql+psycopg://", "postgresql://")
-    schema = f"load_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(plain, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-
-    def drop() -> None:
-        with psycopg.connect(plain, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
-
-    sep = "&" if "?" in plain else "?"
-    return f"{plain}{sep}options=-csearch_path%3D{schema}", drop
+from dialeval.simulate.load import (
+    Host,
+    check_invariants,
+    commit_rate,
+    cpu_seconds,
+    kill_host,
+    loadavg,
+    make_study,
+    pct,
+    run_load,
+    scratch_pg_schema,
+    start_balancer,
+    start_host,
+    stop_balancer,
+    stop_host,
+)
 
 
 def run_one(args, annotators: int, workdir: Path) -> dict:
@@ -666,22 +164,223 @@ COLUMNS = [
 
 
 def fmt(v) -> str:
+    if v is None:
+        return "–"
     if isinstance(v, float):
         return f"{v:.2f}" if v < 10 else f"{v:.0f}"
     return str(v)
 
 
+def pg_counters(url: str) -> tuple[int, int]:
+    """(commits of the whole database, rows inserted + updated in the run's schema) so far."""
+    import psycopg
+
+    plain = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(plain, autocommit=True) as conn:
+        commits = conn.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").fetchone()
+        rows = conn.execute(
+            "SELECT coalesce(sum(n_tup_ins + n_tup_upd), 0) FROM pg_stat_user_tables "
+            "WHERE schemaname = current_schema()"
+        ).fetchone()
+    return int(commits[0]), int(rows[0])
+
+
+def run_method(db: str, method: str, annotators: int, seconds: float, think, workers: int, workdir: Path) -> dict:
+    """One run of one method (see the module doc); returns its row."""
+    import json
+    import subprocess
+
+    from dialeval.registry import get
+    from dialeval.simulate.load import check_method, make_method_study, start_stub_bot
+    from dialeval.store.engine import database_url
+
+    drop = stub = None
+    db_url = None
+    if db != "sqlite":
+        db_url, drop = scratch_pg_schema(db)
+    pace = f"{think[0]:g}-{think[1]:g} s" if think else "no pause"
+    out = workdir / f"{method}-{'pg' if db_url else 'sqlite'}-{annotators}-{'human' if think else 'nopause'}"
+    try:
+        stub_url = None
+        if get(method).live:
+            stub_url, stub = start_stub_bot(0.1)
+        folder = make_method_study(method, out, database=db_url, stub_bot=stub_url)
+        url = database_url(folder, db_url)
+        ceiling = commit_rate(url)
+        host = start_host(folder, workers=workers)
+        server_pids = [host.process.pid, *host.worker_pids()]
+        pg_before = pg_counters(url) if db_url else None
+        cpu_before = cpu_seconds(server_pids)
+        load_before = loadavg()
+        result_file = out / "client.json"
+        cmd = [
+            sys.executable,
+            "-m",
+            "dialeval.simulate.load",
+            "drive",
+            "--url",
+            host.url,
+            "--folder",
+            str(folder),
+            "--slug",
+            f"load-{method}",
+            "--annotators",
+            str(annotators),
+            "--seconds",
+            str(seconds),
+            "--out",
+            str(result_file),
+        ]
+        if think:
+            cmd += ["--think", str(think[0]), str(think[1])]
+        client = subprocess.Popen(cmd)
+        _pid, status, usage = os.wait4(client.pid, 0)
+        client.returncode = os.waitstatus_to_exitcode(status)
+        cpu_used = cpu_seconds(server_pids) - cpu_before
+        pg_after = pg_counters(url) if db_url else None
+        load_after = loadavg()
+        stop_host(host)
+        if client.returncode != 0:
+            raise RuntimeError(f"the client process failed ({client.returncode})")
+        from dialeval.simulate.load import MethodLoad
+
+        raw = json.loads(result_file.read_text(encoding="utf-8"))
+        raw["per_annotator"] = {int(k): v for k, v in raw["per_annotator"].items()}
+        raw["statuses"] = {int(k): v for k, v in raw["statuses"].items()}
+        res = MethodLoad(**raw)
+        try:
+            checks = check_method(folder, res)
+            verdict = "ok"
+        except AssertionError as exc:
+            checks, verdict = {}, f"FAIL: {exc}"
+        n = res.judgments
+        rate = n / res.seconds if res.seconds else 0.0
+        server_ms = 1000 * cpu_used / max(1, n)
+        client_ms = 1000 * (usage.ru_utime + usage.ru_stime) / max(1, n)
+        cores = os.cpu_count() or 1
+        cycle = (statistics.mean(res.task_ms) if res.task_ms else 0) + (
+            statistics.mean(res.submit_ms) if res.submit_ms else 0
+        )
+        row = {
+            "db": "PostgreSQL" if db_url else "SQLite",
+            "workers": workers,
+            "method": method,
+            "annotators": annotators,
+            "pace": pace,
+            "seconds": res.seconds,
+            "judgments/s": rate,
+            "acknowledged": n,
+            "task p50": statistics.median(res.task_ms) if res.task_ms else None,
+            "task p99": pct(res.task_ms, 0.99) if res.task_ms else None,
+            "submit p50": statistics.median(res.submit_ms) if res.submit_ms else None,
+            "submit p99": pct(res.submit_ms, 0.99) if res.submit_ms else None,
+            "first word p50": statistics.median(res.first_word_ms) if res.first_word_ms else None,
+            "first word p99": pct(res.first_word_ms, 0.99) if res.first_word_ms else None,
+            "server CPU ms/judgment": server_ms,
+            "client CPU ms/judgment": client_ms,
+            # the limits measured in the same run
+            "limit: cores": 1000 * cores / (server_ms + client_ms) if n else None,
+            "limit: commit/s": ceiling,
+            "limit: annotators/cycle": (1000 * annotators / cycle) if cycle and not think else None,
+            "db commits/judgment": (pg_after[0] - pg_before[0]) / max(1, n) if db_url else None,
+            "rows written/judgment": (pg_after[1] - pg_before[1]) / max(1, n) if db_url else None,
+            "5xx": sum(v for k, v in res.statuses.items() if k >= 500),
+            "statuses": dict(sorted(res.statuses.items())),
+            "errors": res.errors[:5],
+            "checks": verdict,
+            "integrity": checks,
+            "load": f"{load_before} -> {load_after}",
+        }
+        return row
+    finally:
+        if stub is not None:
+            stub.kill()
+            stub.wait()
+        if drop is not None:
+            drop()
+
+
+METHOD_COLUMNS = [
+    "db",
+    "method",
+    "annotators",
+    "pace",
+    "judgments/s",
+    "limit: cores",
+    "limit: commit/s",
+    "limit: annotators/cycle",
+    "task p50",
+    "task p99",
+    "submit p99",
+    "first word p50",
+    "server CPU ms/judgment",
+    "client CPU ms/judgment",
+    "db commits/judgment",
+    "5xx",
+    "checks",
+    "load",
+]
+WORKERS = {"sqlite": 2}  # PostgreSQL: 4
+PG = "postgresql://postgres@127.0.0.1:5432/test"
+
+
 def main(argv: list[str] | None = None) -> None:
+    import json
+    from datetime import UTC, datetime
+
+    from dialeval.simulate.load import annotation_methods
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--db", default="sqlite", help="sqlite, or a PostgreSQL URL (a fresh schema is used)")
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--hosts", type=int, default=1, help="serve processes on 127.0.0.2.. behind HAProxy")
-    p.add_argument("--annotators", type=int, nargs="+", default=[10, 50, 200])
-    p.add_argument("--seconds", type=float, default=30)
-    p.add_argument("--think", type=float, nargs=2, metavar=("MIN", "MAX"), help="seconds between answers")
-    p.add_argument("--kill-worker", type=float, metavar="SECONDS", help="kill -9 a worker (a host) at this time")
-    p.add_argument("--db-connections", type=int, help="passed to serve --db-connections")
+    p.add_argument("--dbs", nargs="+", default=["sqlite", PG], help="sqlite and/or PostgreSQL URLs (fresh schemas)")
+    p.add_argument("--methods", nargs="+", help="default: every method with annotation pages (the registry)")
+    p.add_argument("--annotators", type=int, nargs="+", default=[200])
+    p.add_argument("--seconds", type=float, default=60)
+    p.add_argument("--paces", nargs="+", choices=("nopause", "human"), default=["nopause", "human"])
+    p.add_argument("--think", type=float, nargs=2, metavar=("MIN", "MAX"), help="human pace (default 5 20 s)")
+    p.add_argument("--workers", type=int, help="default: 2 on SQLite, 4 on PostgreSQL")
+    p.add_argument("--out", default=str(Path(__file__).with_name("load.json")))
+    # the Spot The Bot fault runs (async client)
+    p.add_argument("--db", default=None, help="fault runs: sqlite or a PostgreSQL URL")
+    p.add_argument("--hosts", type=int, default=1, help="fault runs: serve processes on 127.0.0.2.. behind HAProxy")
+    p.add_argument("--kill-worker", type=float, metavar="SECONDS", help="fault runs: kill -9 a worker (a host)")
+    p.add_argument("--db-connections", type=int, help="fault runs: passed to serve --db-connections")
     args = p.parse_args(argv)
+    if args.kill_worker is not None or args.hosts > 1 or args.db:
+        return fault_main(args)
+    methods = args.methods or annotation_methods()
+    rows = []
+    print("| " + " | ".join(METHOD_COLUMNS) + " |")
+    print("|" + "---|" * len(METHOD_COLUMNS), flush=True)
+    with tempfile.TemporaryDirectory(prefix="dialeval-load-") as tmp:
+        for db in args.dbs:
+            workers = args.workers or WORKERS.get(db, 4)
+            for method in methods:
+                for n in args.annotators:
+                    for pace in args.paces:
+                        think = tuple(args.think or (5.0, 20.0)) if pace == "human" else None
+                        row = run_method(db, method, n, args.seconds, think, workers, Path(tmp))
+                        rows.append(row)
+                        print("| " + " | ".join(fmt(row[c]) for c in METHOD_COLUMNS) + " |", flush=True)
+                        if row["errors"] or row["checks"] != "ok":
+                            print(f"  {row['checks']} {row['statuses']} {row['errors']}", file=sys.stderr, flush=True)
+                        Path(args.out).write_text(
+                            json.dumps(
+                                {
+                                    "command": "python benchmarks/load.py " + " ".join(argv or sys.argv[1:]),
+                                    "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                                    "cpus": os.cpu_count(),
+                                    "runs": rows,
+                                },
+                                indent=1,
+                            ),
+                            encoding="utf-8",
+                        )
+
+
+def fault_main(args) -> None:
+    args.db = args.db or "sqlite"
+    args.workers = args.workers or 2
+    args.think = tuple(args.think) if args.think else None  # fault runs: no pause unless asked
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     with tempfile.TemporaryDirectory(prefix="dialeval-load-") as tmp:

@@ -14,6 +14,10 @@ method through its page in headless Debian Chromium (Playwright, as the browser 
     direct-assessment.png  after a chat of ten messages: the seven sliders
     arena.png              a message, both models' replies side by side, the vote just cast and
                            *Change my vote* still open (on a phone: from the stacked replies down)
+    prompts.png            one prompt, two answers in rendered Markdown (a list, a code block, a
+                           table, bold) and a vote; the study is made through the CLI from our own
+                           answers, docs/examples/prompt-answers.jsonl (the bundled bots write no
+                           Markdown); on a phone the fuller answer's tab is shown
     admin.png              the acute study's admin page after the simulated crowd's work
     report.png             the top of the acute study's report (report/index.html)
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from dialeval.demo import create_demo  # noqa: E402
+from dialeval.methods.prompts.promptset import answer_id  # noqa: E402
 from dialeval.simulate.crowd import simulate_study, write_study_report  # noqa: E402
 from dialeval.simulate.server import running_app  # noqa: E402
 from dialeval.store import work  # noqa: E402
@@ -74,6 +80,11 @@ SM_MESSAGES = [
     "I'm planning a trip to Japan next spring. Have you ever been?",
 ]
 ARENA_MESSAGE = "What do you like to do on weekends?"
+# The prompts shot: our example answers of two systems to three bundled prompts; the walk votes
+# until the item of SHOWN_PROMPT comes up (its `thorough` answer has a list, code, a table, bold).
+PROMPT_ANSWERS = ROOT / "docs" / "examples" / "prompt-answers.jsonl"
+PROMPT_SYSTEMS = ("terse", "thorough")
+SHOWN_PROMPT = "c01"
 DA_TOPIC = "cooking"
 DA_MESSAGES = [
     "Hi! I love cooking, especially Italian food.",
@@ -357,6 +368,48 @@ def arena(page, base: str, folder: Path, out: Path) -> None:
     raise RuntimeError("no arena battle with the retrieval bot (and replies that fit the phone) came up")
 
 
+def markdown_study(folder: Path) -> Path:
+    """A prompts study of our example answers, made as a user would: init, edit study.yaml, import."""
+    import yaml
+
+    cli = Path(sys.executable).with_name("dialeval")
+    subprocess.run([str(cli), "init", "prompts", str(folder)], check=True, stdout=subprocess.DEVNULL)
+    path = folder / "study.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["name"] = "markdown-answers"
+    data["bots"] = [{"name": name, "type": "imported"} for name in PROMPT_SYSTEMS]
+    data["protocol"]["baseline"] = PROMPT_SYSTEMS[0]
+    data["onboarding"]["enabled"] = False  # the shot is of a real item, not the practice one
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    subprocess.run(
+        [str(cli), "import", "answers", str(PROMPT_ANSWERS), str(folder)], check=True, stdout=subprocess.DEVNULL
+    )
+    return folder
+
+
+def prompts(page, base: str, folder: Path, out: Path) -> None:
+    """Vote until the item of SHOWN_PROMPT comes up; choose the thorough answer, give a reason."""
+    enter(page, base, slug_of(folder))
+    for _ in range(6):
+        page.wait_for_selector("#answer")
+        a = assignment(folder, aid_from(page.get_attribute("#answer", "action")))
+        letter = "AB"[a.shown_order.index(answer_id(PROMPT_SYSTEMS[1], a.payload["prompt_id"]))]
+        page.check(f"input[name=choice][value={letter}]")
+        if a.payload["prompt_id"] == SHOWN_PROMPT:
+            page.fill("#justification", f"{letter} explains its code and checks it")
+            if page.locator(f"#tab-{letter}").is_visible():  # the phone: one answer at a time, show this one
+                page.click(f"#tab-{letter}")
+            # from the prompt down: the answers' Markdown above the sticky vote on either screen
+            scroll_to_show(page, "section.prompt .chat" if SUFFIX else "section.prompt", above=50)
+            shoot(page, out / "prompts.png")
+            return
+        submit_and_wait(page, "#submit")
+        if finished(page):
+            page.context.clear_cookies()
+            enter(page, base, slug_of(folder))
+    raise RuntimeError(f"the item of prompt {SHOWN_PROMPT} never came up")
+
+
 def admin(page, base: str, folder: Path, out: Path) -> None:
     token = (folder / ".admin-token").read_text().strip()
     page.goto(f"{base}/s/{slug_of(folder)}/admin?token={token}")
@@ -389,6 +442,7 @@ WALKS = {
     "spot-the-bot": spot_the_bot,
     "direct-assessment": direct_assessment,
     "arena": arena,
+    "prompts": prompts,
 }
 
 
@@ -408,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         log(f"creating the demo in {tmp}")
         folders = {f.name: f for f in create_demo(tmp / "demo")}
+        folders["prompts"] = markdown_study(tmp / "prompts-markdown")  # in place of the demo's own
         with running_app(list(folders.values())) as base:
             log(f"serving on {base}; a simulated crowd of {args.annotators} works on acute")
             acute_folder = folders["acute"]

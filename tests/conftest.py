@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from dialeval import clock
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("DIALEVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
@@ -18,6 +20,13 @@ def _private_cache_dir(tmp_path_factory):
     if "DIALEVAL_CACHE_DIR" not in os.environ:
         os.environ["DIALEVAL_CACHE_DIR"] = str(tmp_path_factory.mktemp("dialeval-cache"))
     yield
+
+
+@pytest.fixture(autouse=True)
+def _real_clock():
+    """A test that moved dialeval's clock (clock.advance, instead of sleeping) leaves it as it was."""
+    yield
+    clock.reset()
 
 
 def in_ci() -> bool:

@@ -14,12 +14,13 @@ from dialeval.bench.adaptive import (
     two_bot_uniform_accuracy,
     uniform_accuracy,
 )
+from dialeval.stats.study_design import Scenario, bt_probabilities
 
 
 def test_calibration_reads_paper_tables():
     W = cal.win_share_matrix(cal.PERSONACHAT_HUMAN_MODEL)
     names = cal.PERSONACHAT_BOTS
-    assert W[names.index("H"), names.index("RC")] == 0.67  # H beat RC in 67% (003 Table 2)
+    assert W[names.index("H"), names.index("RC")] == 0.67  # H beat RC in 67% (Li et al. 2019, Table 2)
     s = cal.personachat_scenario()
     assert s.true_order()[0] == "H" and s.true_order()[-1] == "RC"
     assert np.allclose(s.probs + s.probs.T, 1.0)
@@ -28,7 +29,7 @@ def test_calibration_reads_paper_tables():
 
 
 def test_simulated_study_and_uniform_accuracy():
-    s = cal.Scenario(name="t", bots=["a", "b", "c"], probs=cal.bt_probabilities([0.6, 0.0, -0.6]))
+    s = Scenario(name="t", bots=["a", "b", "c"], probs=bt_probabilities([0.6, 0.0, -0.6]))
     r = simulate_adaptive_study(s, "rank-overlap", cap=20_000, seed=(1, 2))
     assert r["correct"] and r["judgments"] == sum(r["n_per_pair"])
     assert r == simulate_adaptive_study(s, "rank-overlap", cap=20_000, seed=(1, 2))  # deterministic

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dialeval.guided import judge_uncertainty
+from dialeval.scheduling.pools import judge_uncertainty
 
 
 def test_uncertainty_from_the_two_side_orders():

@@ -1,11 +1,11 @@
-"""The pure scheduling policies of protocols/scheduling.py (used by the ACUTE scheduler): the
+"""The pure scheduling policies of scheduling/assign.py (used by the ACUTE scheduler): the
 per-annotator cap, the load of each balancing group and of each conversation."""
 
 from __future__ import annotations
 
 import random
 
-from dialeval.protocols.scheduling import SchedulingView, cap_reached, conversation_load, group_load
+from dialeval.scheduling.assign import SchedulingView, cap_reached, conversation_load, group_load
 from dialeval.store.work import AssignmentInfo, UnitInfo
 
 

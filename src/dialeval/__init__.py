@@ -9,7 +9,7 @@ def __getattr__(name: str) -> Any:
     # METHODS: the ids of the methods with annotation pages, read from the method registry
     # (dialeval.methods) on first use, so importing dialeval stays cheap.
     if name == "METHODS":
-        from .methods import ids
+        from .registry import ids
 
         return ids(collectable=True)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import methods
+from . import registry
 from .errors import DialevalError
 from .formats import importers
 
@@ -26,6 +26,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def _spearman_text(rho: float | None) -> str:
+    """The demo table's recovery cell for people: two decimals, never a 16-digit float."""
+    return "spearman n/a" if rho is None else f"spearman {rho:.2f}"
 
 
 def _console(stderr: bool = False) -> Console:
@@ -120,11 +125,42 @@ def _table(*columns: str, title: str | None = None) -> Table:
     return out
 
 
+YES_HELP = "start even when an endpoint fails the check at start (its workers or items then meet the errors)"
+
+
+def _check_endpoints(bots, yes: bool) -> None:
+    """Ask every OpenAI-compatible bot once (bots/check.py); one line per failing one, then refuse
+    to go on unless --yes: a wrong base_url, key or model is found here, not by the first worker."""
+    from .bots.check import check_endpoints_blocking
+
+    failures = check_endpoints_blocking(bots)
+    for failure in failures:
+        err_console.print(f"endpoint check failed: {escape(failure.line())}", highlight=False, soft_wrap=True)
+    if failures and not yes:
+        raise fail(
+            f"{len(failures)} endpoint{'s' if len(failures) > 1 else ''} failed the check above; fix base_url, "
+            "model or api_key_env in the study file (or start the server), or go on anyway with --yes"
+        )
+    if failures:
+        err_console.print("going on anyway (--yes)", highlight=False)
+
+
+def _study_endpoints(config, names=None) -> list:
+    """The study's bots that have an endpoint to check (type openai), built from the study file."""
+    from .bots.registry import build_bot
+
+    return [
+        build_bot(b.name, b.type, b.options)
+        for b in config.bots
+        if b.type == "openai" and (names is None or b.name in names)
+    ]
+
+
 # -- init ----------------------------------------------------------------------------------------------
 @app.command()
 @friendly
 def init(
-    method: str = typer.Argument(..., help=f"one of: {', '.join(methods.ids(collectable=True))}"),
+    method: str = typer.Argument(..., help=f"one of: {', '.join(registry.ids(collectable=True))}"),
     folder: Path = typer.Argument(..., help="the study folder to create"),
     force: bool = typer.Option(False, "--force", help="overwrite an existing study.yaml"),
 ) -> None:
@@ -134,19 +170,19 @@ def init(
     """
     from .config import STUDY_FILE, load_study
 
-    collectable = methods.ids(collectable=True)
-    if method not in collectable or methods.get(method).study_template is None:
+    collectable = registry.ids(collectable=True)
+    if method not in collectable or registry.get(method).study_template is None:
         raise DialevalError(f"unknown method '{method}'; choose one of: {', '.join(collectable)}")
     target = folder / STUDY_FILE
     if target.exists() and not force:
         raise DialevalError(f"{target} exists already; pass --force to overwrite it")
     folder.mkdir(parents=True, exist_ok=True)
-    package, _, name = str(methods.get(method).study_template).partition(":")
+    package, _, name = str(registry.get(method).study_template).partition(":")
     text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
     text = text.replace(f"name: my-{method}-study", f"name: {folder.name}", 1)
     target.write_text(text, encoding="utf-8")
     config = load_study(target)  # the template must always validate
-    if config.generation.mode == "none":
+    if config.generation.mode == "none" and registry.get(method).generate is None:
         console.print(
             f"wrote {target}: edit it, then run [bold]dialeval serve {escape(str(folder))}[/] "
             "(annotators chat live with the bots; no conversations to generate first)"
@@ -167,10 +203,10 @@ def _progress() -> Progress:
     )
 
 
-def _report_generation(result) -> None:
+def _report_generation(result, what: str = "conversations") -> None:
     console.print(f"made {len(result.made)}, kept {len(result.skipped)} already made, failed {len(result.failed)}")
     if result.failed:
-        table = _table("conversation", "why it failed", title="failed conversations (rerun to retry them)")
+        table = _table(what.rstrip("s"), "why it failed", title=f"failed {what} (rerun to retry them)")
         for cid, why in sorted(result.failed.items()):
             table.add_row(cid, why)
         console.print(table)
@@ -189,6 +225,7 @@ def generate(
     seed: int = typer.Option(0, "--seed"),
     no_personas: bool = typer.Option(False, "--no-personas"),
     concurrency: int | None = typer.Option(None, "--concurrency"),
+    yes: bool = typer.Option(False, "--yes", help=YES_HELP),
 ) -> None:
     """Generate the conversations a study asks for (self-chat or bot-bot), resumably.
 
@@ -205,6 +242,13 @@ def generate(
         from .study import open_study
 
         opened = open_study(study)
+        own = registry.get(opened.config.method).generate
+        if own is not None and mode is None:  # the method makes its own material (e.g. answers to prompts)
+            try:
+                _generate_own(own, opened, concurrency)
+            finally:
+                opened.close()
+            return
         if opened.config.generation.mode == "none" and mode is None:
             opened.close()
             console.print(
@@ -222,6 +266,11 @@ def generate(
             concurrency=concurrency,
         )
         existing = opened.store.conversation_status(opened.id)
+        try:
+            _check_endpoints(_study_endpoints(opened.config, set(plan.bots)), yes)
+        except BaseException:
+            opened.close()
+            raise
     else:
         if not (bots and mode and output):
             raise DialevalError("without a study folder, give --bots, --mode and -o (see dialeval generate --help)")
@@ -266,6 +315,26 @@ def generate(
         raise fail(
             f"{len(result.failed)} conversation(s) failed, e.g. {first[0]}: {first[1]}; "
             "fix the bot (is it running? see the table above) and rerun to retry only those"
+        )
+
+
+def _generate_own(spec: str, opened, concurrency: int | None) -> None:
+    """A method's own generation (Method.generate), with the same progress bar and failure table."""
+    with _progress() as progress:
+        task = progress.add_task("answers", total=None)
+
+        def on_total(total: int, done: int) -> None:
+            progress.update(task, total=total, completed=done)
+
+        result = registry.load_part(spec)(
+            opened, concurrency=concurrency, on_total=on_total, on_done=lambda item: progress.advance(task)
+        )
+    _report_generation(result, what="answers")
+    if result.failed:
+        first = next(iter(sorted(result.failed.items())))
+        raise fail(
+            f"{len(result.failed)} answer(s) failed, e.g. {first[0]}: {first[1]}; they are kept apart (never "
+            "shown to annotators): fix the bot and rerun to retry only those"
         )
 
 
@@ -334,13 +403,16 @@ def serve(
     access_log: bool = typer.Option(
         False, "--access-log", help="one line per request on stderr: method, path, status, ms, hashed annotator"
     ),
+    yes: bool = typer.Option(False, "--yes", help=YES_HELP),
 ) -> None:
     """Serve studies to annotators; prints the annotator, Prolific, MTurk and admin links.
 
     Example: dialeval serve my-study --port 8000 --workers 2
     """
+    from .config import load_study
     from .web.serve import serve as run_server
 
+    _check_endpoints([bot for folder in studies for bot in _study_endpoints(load_study(folder))], yes)
     run_server(
         studies,
         host=host,
@@ -503,7 +575,7 @@ def demo(
                 str(result.annotators),
                 str(result.judgments_stored),
                 f"{result.careless_caught} of {result.careless_judged}",
-                "exact" if recovery.get("exact") else f"spearman {recovery.get('spearman')}",
+                "exact" if recovery.get("exact") else _spearman_text(recovery.get("spearman")),
                 str(out / method / "report" / "index.html"),
             )
         console.print(table)
@@ -528,19 +600,65 @@ def simulate(
     study: Path = typer.Argument(..., help="a study folder (its conversations generated, if it needs them)"),
     annotators: int = typer.Option(40, "--annotators", help="how many simulated annotators"),
     careless: float = typer.Option(0.15, "--careless", help="share of careless annotators (QC should catch them)"),
+    spammers: float = typer.Option(0.0, "--spammers", help="share of spammers (answer at random, pass the QC)"),
+    adversaries: float = typer.Option(0.0, "--adversaries", help="share of adversaries (always vote for one bot)"),
+    adversary_target: str | None = typer.Option(
+        None, "--adversary-target", help="the bot the adversaries vote for (default: the weakest)"
+    ),
     seed: int = typer.Option(0, "--seed"),
     url: str | None = typer.Option(None, "--url", help="a running server to use instead of an in-process one"),
     report_too: bool = typer.Option(True, "--report/--no-report", help="write the study's report afterwards"),
+    copy: Path | None = typer.Option(
+        None, "--copy", help="simulate in a copy of the study made in this folder (reused if made before)"
+    ),
+    into_study: bool = typer.Option(
+        False, "--into-study", help="simulate in the study itself even though it has real annotators"
+    ),
 ) -> None:
     """A simulated crowd works through a real study over HTTP (see docs/simulated-crowd.md).
 
-    Example: dialeval simulate my-study --annotators 40
+    A study without real annotators is simulated in place; one with real annotators is refused
+    unless told where: --copy DIR (the study as prepared, no annotator's data) or --into-study.
+    Simulated annotators have the platform `simulated`: reports and approvals leave them out
+    beside real ones (dialeval report --include-simulated counts them).
+
+    Examples:
+      dialeval simulate my-study --annotators 40
+      dialeval simulate my-study --copy my-study-simulated
     """
     from .simulate.crowd import simulate_study, write_study_report
+    from .simulate.where import copy_for_simulation, real_annotators, study_folder
 
-    if not 0 <= careless <= 1:
-        raise DialevalError("--careless is a share between 0 and 1")
-    result = simulate_study(study, annotators=annotators, seed=seed, careless_share=careless, base_url=url)
+    for flag, share in (("--careless", careless), ("--spammers", spammers), ("--adversaries", adversaries)):
+        if not 0 <= share <= 1:
+            raise DialevalError(f"{flag} is a share between 0 and 1")
+    if careless + spammers + adversaries > 1:
+        raise DialevalError("--careless, --spammers and --adversaries add up to more than 1")
+    if copy is not None and into_study:
+        raise DialevalError("--copy and --into-study exclude each other; choose where the simulated crowd works")
+    if copy is not None and url:
+        raise DialevalError("--url sends the crowd to a server of the study itself; with --copy leave --url out")
+    if copy is not None:
+        made = copy_for_simulation(study, copy)
+        console.print(f"{'copied' if made else 'adding to the earlier copy of'} {study} in {copy}", highlight=False)
+        study = copy
+    elif not into_study:
+        real = real_annotators(study_folder(study))
+        if real:
+            raise fail(
+                f"{study} has {real} real annotator{'s' if real != 1 else ''}: simulated ones would mix with "
+                f"their data; simulate in a copy (--copy DIR) or, knowingly, in the study itself (--into-study)"
+            )
+    result = simulate_study(
+        study,
+        annotators=annotators,
+        seed=seed,
+        careless_share=careless,
+        base_url=url,
+        spammer_share=spammers,
+        adversary_share=adversaries,
+        adversary_target=adversary_target,
+    )
     console.print(result.summary())
     for error in result.errors[:10]:
         err_console.print(f"  simulator: {error}", highlight=False, markup=False)
@@ -713,6 +831,32 @@ def bench_judges(
     print_summary(run_judges_benchmark(data, repeats=repeats, seed=seed, quick=quick), json_path, plot_path)
 
 
+@bench_app.command("judge-guided")
+@friendly
+def bench_judge_guided(
+    json_path: Path | None = typer.Option(None, "--json", help="write the results as JSON"),
+    data: Path | None = typer.Option(None, "--data", help="folder of the Arena judge files (default ../shared/data)"),
+    reps: int = typer.Option(200, "--reps", help="runs per pool and design"),
+    cap: int = typer.Option(1500, "--cap", help="human steps after which a run counts as undecided"),
+    skip_sim: bool = typer.Option(False, "--skip-sim", help="only the Arena part"),
+    quick: bool = typer.Option(False, "--quick", help="a smoke test in seconds, not a measurement"),
+) -> None:
+    """Judge-guided stopping vs the human-only test: human judgments to decide a bot pair.
+
+    Example: dialeval bench judge-guided --json judge_guided.json
+    """
+    import json as json_lib
+
+    from .bench.judge_guided import run_judge_guided_benchmark
+
+    result = run_judge_guided_benchmark(data, reps=reps, cap=cap, skip_sim=skip_sim, quick=quick)
+    pairs = result["arena"]["pairs"]
+    console.print(f"{len(pairs)} Arena pools, {len(result['arena']['null'])} null pools, {result['seconds']} s")
+    if json_path:
+        json_path.write_text(json_lib.dumps(result, indent=1) + "\n", encoding="utf-8")
+        console.print(f"wrote {json_path}")
+
+
 # -- import / export -----------------------------------------------------------------------------------
 
 
@@ -790,11 +934,21 @@ def _add_imported_bots(study: Path, systems: list[str], originals: dict[str, str
     console.print(f"added {', '.join(missing)} to the bots of {path}", highlight=False)
 
 
+def _study_import(fmt: str) -> str | None:
+    """The import of material into an existing study that some method names (Method.study_imports)."""
+    for method in registry.all_methods().values():
+        if fmt in method.study_imports:
+            return method.study_imports[fmt]
+    return None
+
+
 @app.command("import")
 @friendly
 def import_(
-    fmt: str = typer.Argument(..., metavar="FORMAT", help=f"one of: {', '.join(importers())}"),
-    path: Path = typer.Argument(..., help="the file (or folder, for spot-the-bot and parlai) to import"),
+    fmt: str = typer.Argument(..., metavar="FORMAT", help=f"one of: {', '.join(importers())}; or answers"),
+    paths: list[Path] = typer.Argument(
+        ..., metavar="PATH...", help="the file (or folder, for spot-the-bot and parlai); several for answers"
+    ),
     study: Path = typer.Argument(..., help="the study folder to create or add to"),
     domain: str | None = typer.Option(None, "--domain", help="spot-the-bot: dailydialog, empathetic or convai2"),
     rename: list[str] = typer.Option([], "--rename", help="relabel a system: old=new (repeatable)"),
@@ -811,6 +965,9 @@ def import_(
         None, "--max-text-chars", min=1, help="longest text accepted (default 20000 or $DIALEVAL_MAX_TEXT_CHARS)"
     ),
     append: bool = typer.Option(False, "--append", help="add a different source to a study that holds data"),
+    encoding: str | None = typer.Option(
+        None, "--encoding", help="the file's text encoding (default UTF-8; a byte-order mark is honoured)"
+    ),
 ) -> None:
     """Import a published or outside data set into a study folder.
 
@@ -821,18 +978,248 @@ def import_(
       dialeval import dialogue-eval Combined_Batches_305hits.csv de-run1
       dialeval import spot-the-bot ../shared/data/spot-the-bot --domain dailydialog stb-dd
       dialeval import arena ../shared/data/arena-judges/human.jsonl arena-human
+      dialeval import answers alpaca_outputs.json model_answer/*.jsonl my-eval   # answers to a prompt set
     """
-    from .config import IMPORTED_BOT, STUDY_FILE, load_study
-    from .formats.names import make_names_safe
-    from .study import open_study, write_study_file
+    from .formats.reading import ImporterBug, session
 
+    with session(encoding) as reading:
+        try:
+            _import(fmt, paths, study, domain, rename, method, paper_names, judges, max_text_chars, append, reading)
+        except ImporterBug as bug:
+            err_console.print(f"[bold red]error:[/] {escape(str(bug))}", highlight=False, markup=True, soft_wrap=True)
+            raise typer.Exit(1) from None
+
+
+def _import(fmt, paths, study, domain, rename, method, paper_names, judges, max_text_chars, append, reading) -> None:
+    """The import command's work (read, then store under the study's import lock); a bug inside it
+    becomes one line and a log file (formats/reading.py: as_bug)."""
+    from .formats.reading import as_bug
+
+    try:
+        _import_unguarded(fmt, paths, study, domain, rename, method, paper_names, judges, max_text_chars, append)
+    except (DialevalError, OSError, KeyboardInterrupt, typer.Exit):
+        raise
+    except Exception as exc:
+        raise as_bug(exc, f"import {fmt} {' '.join(str(p) for p in paths)}") from None
+    for message in reading.notes:
+        console.print(f"note: {message}", highlight=False)
+
+
+def _import_unguarded(fmt, paths, study, domain, rename, method, paper_names, judges, max_text_chars, append) -> None:
+    from .config import STUDY_FILE
+    from .formats.names import make_names_safe
+
+    own = _study_import(fmt)
+    if own is not None:  # a method's import into an existing study of it (e.g. answers to its prompts)
+        if not (study / STUDY_FILE).exists():
+            raise DialevalError(f"{study}: no study here; create it first (dialeval init METHOD {study})")
+        registry.load_part(own)(study, list(paths), lambda line: console.print(line, highlight=False, markup=False))
+        return
+    if len(paths) != 1:
+        raise DialevalError(f"import {fmt} reads one file or folder, not {len(paths)}")
+    path = paths[0]
     renames = _parse_renames(rename)
     from .textclean import import_text_limit_of
+
+    def waiting() -> None:
+        console.print(f"waiting for another import into {study} to finish", highlight=False)
+
+    from .formats import importers
+
+    entry = importers().get(fmt)
+    if entry is not None and entry.stream and path.is_file() and not (judges or renames or domain or method):
+        with import_text_limit_of(max_text_chars):
+            if _stream_import(fmt, path, study, append, waiting):
+                return
 
     with import_text_limit_of(max_text_chars):
         dataset = read_import(fmt, path, domain, renames, method, paper_names=paper_names, judges=judges)
     originals = make_names_safe(dataset)
+    from .import_sources import records_digest, study_lock
+
+    # Imports into one study take turns: both finding the source new would store it twice.
+    with study_lock(study, waiting):
+        _store_import(fmt, path, study, domain, renames, judges, append, dataset, originals, records_digest(dataset))
+
+
+def _write_imported_study(study, fmt, path, domain, renames, judges, method, systems, originals) -> None:
+    """The study.yaml of a study made by an import: its systems as imported bots."""
+    from .config import IMPORTED_BOT
+    from .study import write_study_file
+
+    write_study_file(
+        study,
+        {
+            "name": study.name,
+            "method": method,
+            "description": f"imported from {path}",
+            "bots": [
+                {
+                    "name": s,
+                    "type": IMPORTED_BOT,
+                    **({"options": {"original_name": originals[s]}} if s in originals else {}),
+                }
+                for s in systems or ["imported"]
+            ],
+            "imported_from": {
+                "format": fmt,
+                "path": str(path.resolve()),
+                "domain": domain,
+                "rename": renames,
+                **({"judges": [str(j.resolve()) for j in judges]} if judges else {}),
+            },
+        },
+    )
+
+
+class _NotStreamable(Exception):
+    """The streamed import met what only the whole-file import handles (a name to make safe)."""
+
+
+def _stream_import(fmt: str, path: Path, study: Path, append: bool, waiting) -> bool:
+    """`dialeval import FORMAT FILE STUDY` of a format with a streamed reader (ImportFormat.stream,
+    e.g. arena battles) and no option that needs the whole file: records go from the file to the
+    store as they are read (Store.save_stream), so memory does not grow with the file (but for the
+    ids kept to find repeats) and rows go in bulk. The same checks and messages as the whole-file
+    import; all or nothing (a failed import leaves no study behind). False (nothing changed) when
+    the file needs the whole-file import: a system name the store cannot take is renamed with
+    knowledge of every other name."""
+    import shutil
+
+    from .config import STUDY_FILE, load_study
+    from .formats import check_annotator, check_conversation, check_id, check_question, format_method, streamer
+    from .formats.names import HUMAN, is_valid_name
+    from .import_sources import (
+        RecordsDigest,
+        already_imported,
+        refuse_other_source,
+        source_digest,
+        source_record,
+        study_lock,
+    )
+    from .records import Annotator
+    from .study import open_study
+    from .textclean import clean_text
+
+    where, method = str(path), format_method(fmt)
+    folder_existed = study.exists()
+    with study_lock(study, waiting):
+        # looked at under the lock: an import that held it may have made the study meanwhile
+        before = set(study.iterdir())
+        existed = (study / STUDY_FILE).exists()
+        digest = source_digest(path)
+        previous: list[dict] = []
+        refusal: DialevalError | None = None
+        if existed:
+            opened = open_study(study)
+            try:
+                previous = opened.store.imported_sources(opened.id)
+                earlier = already_imported(previous, fmt, digest, None, None)
+                if earlier is not None:
+                    console.print(
+                        f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same "
+                        "content, sha256 " + digest[:12] + "); nothing changed"
+                    )
+                    return True
+                held = opened.store.counts(opened.id)
+                try:
+                    refuse_other_source(study, previous, held["judgments"], held["conversations"], append)
+                except DialevalError as exc:  # unless the file holds the same records (known once read)
+                    refusal = exc
+            finally:
+                opened.close()
+            held_method = load_study(study).method
+            if held_method != method:
+                raise refusal or DialevalError(f"{study} holds a {held_method} study; this import is {method}")
+        records = RecordsDigest()
+        annotators: dict[str, Annotator] = {}
+        questions: set[str] = set()
+        systems: dict[str, list[str]] = {"conversations": [], "judgments": []}
+        seen_systems: dict[str, set[str]] = {k: set() for k in systems}
+
+        def system(name: str, kind: str) -> None:
+            if name not in seen_systems[kind]:
+                if not is_valid_name(name):
+                    raise _NotStreamable
+                seen_systems[kind].add(name)
+                systems[kind].append(name)
+
+        judged, add_judgment = seen_systems["judgments"], records.adder("judgments")
+
+        def items():
+            for annotator, judgment, conversations in streamer(fmt)(path):
+                if annotator.id not in annotators:
+                    check_annotator(annotator.id, where, annotators)
+                    annotators[annotator.id] = annotator
+                if judgment.question not in questions:
+                    check_question(judgment.question, where)
+                    questions.add(judgment.question)
+                for conv in conversations:
+                    check_id("conversation", conv.id, where)
+                    check_conversation(conv, where)
+                    for turn in conv.turns:
+                        turn.text = clean_text(turn.text)
+                    system(conv.bots[0], "conversations")
+                    records.add("conversations", conv)
+                # the systems a judgment names (formats/names.py reads the same keys); its texts
+                # were cleaned with the record (clean_imported). A name seen before needs nothing.
+                value = judgment.value if isinstance(judgment.value, dict) else {}
+                for key in ("model_a", "model_b"):
+                    name = value.get(key)
+                    if name not in judged and isinstance(name, str) and name and name != HUMAN:
+                        system(name, "judgments")
+                add_judgment(judgment)
+                yield annotator, judgment, conversations
+
+        def finish(counts: dict[str, int]) -> dict | None:
+            for annotator in annotators.values():
+                records.add("annotators", annotator)
+            digest_of_records = records.hexdigest()
+            earlier = already_imported(previous, fmt, digest, None, digest_of_records)
+            if earlier is not None:
+                console.print(
+                    f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same "
+                    "records in another encoding or line ending, sha256 " + digest[:12] + "); nothing changed"
+                )
+                return None
+            if refusal is not None:
+                raise refusal
+            return source_record(
+                fmt, path, digest, domain=None, rename=None, judges=None, records_sha256=digest_of_records
+            )
+
+        try:
+            if not existed:  # rewritten with the systems once the battles are in
+                _write_imported_study(study, fmt, path, None, {}, [], method, [], {})
+            opened = open_study(study)
+            try:
+                counts = opened.store.save_stream(opened.id, items(), finish)
+            finally:
+                opened.close()
+        except BaseException as exc:
+            if not existed:  # nothing of a failed import stays behind
+                for entry in set(study.iterdir()) - before:
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink(missing_ok=True)
+                if not folder_existed:
+                    shutil.rmtree(study, ignore_errors=True)
+            if isinstance(exc, _NotStreamable):
+                return False
+            raise
+        if counts is None:
+            return True
+        names = systems["conversations"] + [n for n in systems["judgments"] if n not in seen_systems["conversations"]]
+        if existed:
+            _add_imported_bots(study, names, {})
+        else:
+            _write_imported_study(study, fmt, path, None, {}, [], method, names, {})
+    console.print(f"imported into {study}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return True
+
+
+def _store_import(fmt, path, study, domain, renames, judges, append, dataset, originals, records) -> None:
+    from .config import STUDY_FILE, load_study
     from .import_sources import already_imported, refuse_other_source, source_digest, source_record
+    from .study import open_study
 
     # Idempotent: the same content again changes nothing (not even study.yaml); another source needs --append.
     digest = source_digest(path, *judges)
@@ -840,11 +1227,12 @@ def import_(
         opened = open_study(study)
         try:
             previous = opened.store.imported_sources(opened.id)
-            earlier = already_imported(previous, fmt, digest, domain)
+            earlier = already_imported(previous, fmt, digest, domain, records)
             if earlier is not None:
+                same = "content" if earlier.get("sha256") == digest else "records in another encoding or line ending"
                 console.print(
                     f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same "
-                    "content, sha256 " + digest[:12] + "); nothing changed"
+                    f"{same}, sha256 " + digest[:12] + "); nothing changed"
                 )
                 return
             held = opened.store.counts(opened.id)
@@ -856,34 +1244,19 @@ def import_(
             raise DialevalError(f"{study} holds a {existing.method} study; this import is {dataset.method}")
         _add_imported_bots(study, dataset_systems(dataset), originals)
     else:
-        systems = dataset_systems(dataset) or ["imported"]
-        write_study_file(
-            study,
-            {
-                "name": study.name,
-                "method": dataset.method,
-                "description": f"imported from {path}",
-                "bots": [
-                    {
-                        "name": s,
-                        "type": IMPORTED_BOT,
-                        **({"options": {"original_name": originals[s]}} if s in originals else {}),
-                    }
-                    for s in systems
-                ],
-                "imported_from": {
-                    "format": fmt,
-                    "path": str(path.resolve()),
-                    "domain": domain,
-                    "rename": renames,
-                    **({"judges": [str(j.resolve()) for j in judges]} if judges else {}),
-                },
-            },
+        _write_imported_study(
+            study, fmt, path, domain, renames, judges, dataset.method, dataset_systems(dataset), originals
         )
     opened = open_study(study)
     try:
         source = source_record(
-            fmt, path, digest, domain=domain, rename=renames or None, judges=[str(j.resolve()) for j in judges] or None
+            fmt,
+            path,
+            digest,
+            domain=domain,
+            rename=renames or None,
+            judges=[str(j.resolve()) for j in judges] or None,
+            records_sha256=records,
         )
         counts = opened.store.save_dataset(opened.id, dataset, source=source)
     finally:
@@ -904,17 +1277,32 @@ def import_(
 @friendly
 def export(
     study: Path = typer.Argument(..., help="a study folder"),
-    fmt: str | None = typer.Option(None, "--format", help="csv, jsonl or parquet (default: from -o)"),
+    fmt: str | None = typer.Option(
+        None, "--format", help="csv, jsonl or parquet (default: from -o); or a method's own, e.g. preferences"
+    ),
     output: Path = typer.Option(..., "-o", "--output", help="the file to write"),
+    keep_ties: bool = typer.Option(
+        False, "--keep-ties", help="preferences: keep items judged a tie or both bad, labelled as such"
+    ),
 ) -> None:
     """Export every judgment as a tidy table: one row per judgment.
 
-    Example: dialeval export de-run1 --format csv -o judgments.csv
+    Examples:
+      dialeval export de-run1 --format csv -o judgments.csv
+      dialeval export my-eval --format preferences -o prefs.jsonl   # prompt-set studies: chosen/rejected pairs
     """
     from .formats.tidy import export_judgments
     from .study import open_study
 
     opened = open_study(study)
+    own = registry.get(opened.config.method).exports.get(fmt or "")
+    if own is not None:  # the method's own export format
+        try:
+            n = registry.load_part(own)(opened, output, keep_ties=keep_ties)
+        finally:
+            opened.close()
+        console.print(f"wrote {n} items to {output}")
+        return
     try:
         dataset = opened.store.load_dataset(opened.id)
     finally:
@@ -933,6 +1321,7 @@ def judge(
     option: list[str] = typer.Option([], "--option", help="an option of --bot-type: key=value (repeatable)"),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="questions in flight at once"),
     limit: int | None = typer.Option(None, "--limit", min=1, help="judge at most N more items"),
+    yes: bool = typer.Option(False, "--yes", help=YES_HELP),
 ) -> None:
     """An LLM answers the study's own questions on its units, stored as a judge's judgments (resumable).
 
@@ -954,6 +1343,7 @@ def judge(
             limit=limit,
             on_total=lambda n: progress.update(task, total=n),
             on_answer=lambda: progress.advance(task),
+            check_judge=lambda judge: _check_endpoints([judge], yes),
         )
     for line in summary_lines(result):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -974,6 +1364,12 @@ def report(
     include_judges: bool = typer.Option(
         False, "--include-judges", help="count LLM judges' verdicts in the statistics like an annotator's"
     ),
+    include_simulated: bool = typer.Option(
+        False,
+        "--include-simulated",
+        help="count simulated annotators (dialeval simulate) beside real ones; a study of only simulated "
+        "annotators is always reported, saying so",
+    ),
 ) -> None:
     """Analyse a study: report/index.html (self-contained), report/report.json and plots.
 
@@ -983,8 +1379,10 @@ def report(
     """
     from .report import study_report, write_report
 
-    result = study_report(study, include_judges=include_judges)
+    result = study_report(study, include_judges=include_judges, include_simulated=include_simulated)
     if not result.get("study", {}).get("collected", {}).get("judgments") and not result.get("judge_audit"):
+        if result.get("simulated"):  # only simulated annotators have judged, and they are left out
+            raise DialevalError(f"{study} holds no judgments of real annotators yet; {result['simulated']['note']}")
         raise DialevalError(
             f"{study} holds no judgments yet, so there is nothing to report; collect some "
             f"(dialeval serve {study}, or dialeval simulate {study}) or import a data set"
@@ -997,6 +1395,8 @@ def report(
     console.print(table)
     if result.get("judge_audit"):
         console.print("LLM judges: " + result["judge_audit"]["verdict"], highlight=False, markup=False, soft_wrap=True)
+    if result.get("simulated"):
+        console.print(result["simulated"]["note"], highlight=False, markup=False, soft_wrap=True)
     console.print(f"wrote {paths['html']} and {paths['json']}")
 
 
@@ -1036,7 +1436,7 @@ def compare(
         f"Pearson r = {r(result.get('pearson'))}, Spearman rho = {r(result.get('spearman'))} "
         f"({result.get('n')} systems in common)"
     )
-    if result.get("criteria"):  # direct assessment: paper 002 Table 3's r row, one per criterion
+    if result.get("criteria"):  # direct assessment: Ji et al. 2022, Table 3's r row, one per criterion
         criteria = _table("criterion", "Pearson r", "Spearman rho", "n", title="self-replication per criterion")
         fmt = lambda r: "" if r is None else f"{r:.3f}"  # noqa: E731
         for name, c in result["criteria"].items():

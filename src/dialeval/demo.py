@@ -11,12 +11,12 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from .methods import get
+from .registry import get
 
 
 def demo_methods() -> tuple[str, ...]:
     """The methods with a demo study (each method's `Method.demo`), in registry order."""
-    from .methods import all_methods
+    from .registry import all_methods
 
     return tuple(m.id for m in all_methods().values() if m.demo is not None and m.collectable)
 
@@ -41,7 +41,12 @@ def planned_conversations(methods: tuple[str, ...] | None = None, seed: int = 1)
     total = 0
     for method in methods or demo_methods():
         config = StudyConfig.model_validate(demo_study_data(method, seed))
-        if config.generation.mode != "none":
+        planned = get(method).planned
+        if planned is not None:  # the method's own material (answers to a bundled prompt set)
+            from .registry import load_part
+
+            total += load_part(planned)(config, ".")
+        elif config.generation.mode != "none":
             plan = study_plan(config)
             total += len(plan.conversation_ids()) + len(plan.human_ids())
     return total
@@ -68,8 +73,19 @@ def create_demo(out: str | Path, methods: tuple[str, ...] | None = None, seed: i
         if not (folder / "study.yaml").exists():
             write_study_file(folder, demo_study_data(method, seed))
         opened = open_study(folder)
+        own = get(method).generate
         try:
-            if opened.config.generation.mode != "none":
+            if own is not None:  # the method makes its own material (answers to a prompt set)
+                from .registry import load_part
+
+                on_item = None
+                if progress:
+
+                    def on_item(item: Any, method: str = method) -> None:
+                        progress(method, item)
+
+                load_part(own)(opened, on_done=on_item)
+            elif opened.config.generation.mode != "none":
                 generate_study(
                     opened,
                     study_plan(opened.config),

@@ -20,7 +20,9 @@ class ImportFormatError(DialevalError):
             where += f", line {line}"
         if field:
             where += f", field '{field}'"
-        super().__init__(f"{where}: {message}")
+        # one line whatever the file holds: a line break or control character quoted from it is escaped
+        text = "".join(c if c >= " " or c == "\t" else repr(c)[1:-1] for c in f"{where}: {message}")
+        super().__init__(text)
         self.path, self.line, self.field = path, line, field
 
 

@@ -3,11 +3,20 @@
 Importing the same file (or folder) again changes nothing and says so; a different source into a
 study that already holds data is refused unless the user asks to append. The hashes live in the
 study's database (an `import` event per source, written in the same transaction as the data).
+Two hashes per source: of its bytes, and of the records read from it (:func:`records_digest`), so
+that a copy in another encoding or with other line ends (CRLF) is recognised as the same records.
+Imports into one study folder take turns (:func:`study_lock`): two at once can never both find the
+source new and store it twice.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
+import os
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +41,103 @@ def source_digest(path: str | Path, *more: str | Path) -> str:
     return digest.hexdigest()
 
 
+class RecordsDigest:
+    """SHA-256 of the records of an import (not of the file's bytes): the same battles,
+    conversations and judgments read from a UTF-16 or CRLF copy give the same digest. Where the
+    source file lives is left out (the data set's meta, a judge annotator's file path). Records are
+    hashed by their repr (fast; a later dialeval spelling them otherwise only misses a match), each
+    kind on its own, so that a streamed import (records of every kind interleaved) gives the digest
+    of the same Dataset read whole."""
+
+    KINDS = ("conversations", "units", "annotators", "judgments")
+
+    def __init__(self) -> None:
+        self.parts = {kind: hashlib.sha256() for kind in self.KINDS}
+
+    def add(self, kind: str, item: Any) -> None:
+        if kind == "annotators" and "file" in item.meta:
+            item = dataclasses.replace(item, meta={k: v for k, v in item.meta.items() if k != "file"})
+        self.parts[kind].update(repr(item).encode("utf-8", "surrogatepass") + b"\n")
+
+    def adder(self, kind: str) -> Callable[[Any], None]:
+        """`add(kind, item)` for many items of one kind (not annotators): the same digest, without
+        the per-item lookups (a million battles)."""
+        update = self.parts[kind].update
+        cls_repr: dict[type, Callable[[Any], str]] = {}
+
+        def add(item: Any) -> None:
+            # a dataclass's generated __repr__ without its guard against recursion (records hold
+            # no cycles): the same text
+            text = cls_repr.get(type(item))
+            if text is None:
+                text = cls_repr[type(item)] = getattr(type(item).__repr__, "__wrapped__", repr)
+            update(text(item).encode("utf-8", "surrogatepass") + b"\n")
+
+        return add
+
+    def hexdigest(self) -> str:
+        return hashlib.sha256("".join(self.parts[k].hexdigest() for k in self.KINDS).encode()).hexdigest()
+
+
+def records_digest(dataset: Any) -> str:
+    """The RecordsDigest of a whole imported Dataset."""
+    digest = RecordsDigest()
+    for kind in RecordsDigest.KINDS:
+        for item in getattr(dataset, kind):
+            digest.add(kind, item)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def study_lock(study: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold the study folder's import lock (created if missing) for the block; `waiting` is called
+    when another import holds it. An OS lock on the folder itself: released when the process ends,
+    however it ends, so a killed import never leaves a stale lock behind."""
+    study.mkdir(parents=True, exist_ok=True)
+    if sys.platform == "win32":  # a lock file in the folder
+        with _windows_lock(study, waiting):
+            yield
+        return
+    import fcntl
+
+    fd = os.open(study, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                waiting()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+if sys.platform == "win32":  # (type-checked on Windows only)
+
+    @contextlib.contextmanager
+    def _windows_lock(study: Path, waiting: Callable[[], None] | None) -> Iterator[None]:  # pragma: no cover
+        import msvcrt
+        import time
+
+        with (study / ".import.lock").open("a+b") as handle:
+            told = False
+            while True:
+                try:
+                    msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+                    break
+                except OSError:
+                    if waiting is not None and not told:
+                        waiting()
+                        told = True
+                    time.sleep(0.2)
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+
+
 def source_record(fmt: str, path: str | Path, digest: str, **details: Any) -> dict[str, Any]:
     from datetime import UTC, datetime
 
@@ -45,11 +151,14 @@ def source_record(fmt: str, path: str | Path, digest: str, **details: Any) -> di
 
 
 def already_imported(
-    previous: list[dict[str, Any]], fmt: str, digest: str, domain: str | None = None
+    previous: list[dict[str, Any]], fmt: str, digest: str, domain: str | None = None, records: str | None = None
 ) -> dict[str, Any] | None:
-    """The earlier import of the same content (and format and domain), if there was one."""
+    """The earlier import of the same content (and format and domain), if there was one: the same
+    bytes, or (`records`, a records_digest) the same records in another encoding or line ending."""
     for record in previous:
-        if record.get("sha256") == digest and record.get("format") == fmt and record.get("domain") == domain:
+        if record.get("format") != fmt or record.get("domain") != domain:
+            continue
+        if record.get("sha256") == digest or (records is not None and record.get("records_sha256") == records):
             return record
     return None
 

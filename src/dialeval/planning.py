@@ -3,36 +3,36 @@
 `plan_study(method, expectations)` answers "how many judgments (and hours) until the expected
 differences are significant with probability `power`?" per bot pair — closed form where one exists,
 checked by simulation — and, for more than two bots, "until the whole ranking is correct and
-decided" (simulation), plus the anytime-valid adaptive alternative (`dialeval.adaptive`). Curves of
-n against the probability of significance are returned like paper 000 Figs. 7–9 (there against
+decided" (simulation), plus the anytime-valid adaptive alternative (`dialeval.scheduling.state`). Curves of
+n against the probability of significance are returned like Figs. 7–9 of Smith et al. (2022) (there against
 hours; `hours` is in every point).
 
 Models per method (what "significant" means):
 
 - ``acute`` (PW-Dialog) and ``pairwise-turn``: two-sided exact binomial test of the win rate
-  against 50% (000 Appendix F). Power is exact (sum of Binomial(n, w) over the rejection region).
+  against 50% (Smith et al. 2022, Appendix F). Power is exact (sum of Binomial(n, w) over the rejection region).
 - ``single-model`` (SM-Dialog Likert): two-sided pooled t-test between two bots' per-conversation
-  scores (000 Appendix F). A win rate w is read as the probability that one conversation of a is
+  scores (Smith et al. 2022, Appendix F). A win rate w is read as the probability that one conversation of a is
   scored above one of b ("probability of superiority", McGraw & Wong 1992); for normal scores
-  Cohen's d = sqrt(2)·Φ⁻¹(w), i.e. a Likert mean difference of d·sd (sd default 1.0; 000 Table 2
+  Cohen's d = sqrt(2)·Φ⁻¹(w), i.e. a Likert mean difference of d·sd (sd default 1.0; Smith et al. 2022, Table 2
   reports SDs of 0.8–1.3). Power from the noncentral t. n is conversations per bot; a pair costs 2n.
-- ``spot-the-bot``: the win rate of 001 (draws excluded) tested like a binomial proportion
-  (001 uses a chi-square test on the same counts; the binomial test is the planning model).
+- ``spot-the-bot``: the win rate of Deriu et al. (2020) (draws excluded) tested like a binomial proportion
+  (Deriu et al. use a chi-square test on the same counts; the binomial test is the planning model).
   A share `draw_share` of annotations is a draw and carries no information (default 0: set it from
   a pilot). n counts segment annotations.
-- ``direct-assessment``: one-sided Mann–Whitney test (002) between per-conversation mean z scores,
+- ``direct-assessment``: one-sided Mann–Whitney test (Ji et al. 2022) between per-conversation mean z scores,
   planned as a one-sided t-test with d = sqrt(2)·Φ⁻¹(w) and n inflated by π/3 (the Mann–Whitney
   test's asymptotic relative efficiency of 3/π under normality); the simulation runs the real
   Mann–Whitney test. n is conversations per bot.
 
 Default seconds per judgment (each method's `PlanningModel`, also `DEFAULT_SECONDS`; override with
 `seconds_per_judgment`):
-paper 000 Appendix F does not list them, but §4.1 gives the worker-hours and ratings collected per
+Appendix F of Smith et al. (2022) does not list them, but §4.1 gives the worker-hours and ratings collected per
 technique, from which: PW-Dialog 6.03 h / 324 ratings = 67 s; PW-Turn 5.73 h / 231 ratings = 89 s;
 SM-Turn+SM-Dialog 4.39 h per model / 68 conversations = 232 s per conversation. Spot The Bot: about
-25 s per annotation (paper 001, §"Time efficiency", PersonaChat and DailyDialog). Direct
-assessment: 6.68 min per conversation (paper 002 Table 1, Free run 1, all workers). Onboarding
-time is included as 000 does, but none of the papers states it: the default is 0 s.
+25 s per annotation (Deriu et al. 2020, §"Time efficiency", PersonaChat and DailyDialog). Direct
+assessment: 6.68 min per conversation (Ji et al. 2022, Table 1, Free run 1, all workers). Onboarding
+time is included as Smith et al. (2022) do, but none of the papers states it: the default is 0 s.
 
 Example (what `dialeval plan acute "bot-a>bot-b:0.60"` does)::
 
@@ -52,7 +52,7 @@ import numpy as np
 from scipy import stats as sps
 
 from .errors import DialevalError
-from .methods.spec import PlanningModel
+from .registry import PilotReading, PlanningModel, load_part
 from .stats import power as pw
 from .stats.bradley_terry import fit_bt
 from .stats.sequential import DEFAULT_PRIOR, bonferroni_alpha, crossing_probability, decision_bounds
@@ -60,6 +60,7 @@ from .stats.sequential import DEFAULT_PRIOR, bonferroni_alpha, crossing_probabil
 __all__ = [
     "DEFAULT_ONBOARDING_SECONDS",
     "PlanningError",
+    "normal_expectation",
     "parse_expectation",
     "parse_expectations",
     "plan_from_pilot",
@@ -80,19 +81,24 @@ class PlanningError(DialevalError, ValueError):
 
 def plannable_methods() -> tuple[str, ...]:
     """The methods `plan` sizes: those with a planning model (Method.planning)."""
-    from .methods import all_methods
+    from .registry import all_methods
 
     return tuple(m.id for m in all_methods().values() if m.planning is not None)
 
 
 def planning_model(method: str) -> PlanningModel:
     """The method's planning model (test, seconds per judgment); PlanningError when it has none."""
-    from .methods import all_methods
+    from .registry import all_methods
 
     spec = all_methods().get(method)
     if spec is None or spec.planning is None:
         raise PlanningError(f"unknown method {method!r}; plan one of: {', '.join(plannable_methods())}")
     return spec.planning
+
+
+def normal_expectation(diff: float, sd: float) -> float:
+    """P(better rated above worse) for a mean difference `diff` of ratings with this SD."""
+    return float(np.clip(sps.norm.cdf(abs(diff) / (sd * math.sqrt(2))), 0.5 + 1e-6, 1 - 1e-6))
 
 
 def __getattr__(name: str) -> Any:
@@ -366,8 +372,8 @@ def _ranking(
     seed: int,
     adaptive: bool,
 ) -> dict:
-    from .bench import adaptive as bench_adaptive
-    from .bench.calibration import Scenario, bt_probabilities
+    from .stats import study_design as design
+    from .stats.study_design import Scenario, bt_probabilities
 
     theta = _strengths(bots, expectations, method)
     order = [bots[i] for i in np.argsort(-theta, kind="stable")]
@@ -377,8 +383,8 @@ def _ranking(
     binomial = planning_model(method).test == "binomial"
     if binomial:
         scen = Scenario(name="plan", bots=bots, probs=bt_probabilities(theta))
-        acc = bench_adaptive.uniform_accuracy_curve(scen, grid, alpha, reps, seed)
-        n_dec = bench_adaptive.matched_uniform_n(grid, acc, power)
+        acc = design.uniform_accuracy_curve(scen, grid, alpha, reps, seed)
+        n_dec = design.matched_uniform_n(grid, acc, power)
         n_pair = None if n_dec is None else math.ceil(n_dec / (1.0 - draw))
         total = None if n_pair is None else m * n_pair
         unit = "judgments per pair"
@@ -388,7 +394,7 @@ def _ranking(
         acc = np.maximum.accumulate(
             np.array([_ranking_ttest_accuracy(theta, int(n), alpha, reps, rng, mann_whitney) for n in grid])
         )
-        n_pair = bench_adaptive.matched_uniform_n(grid, acc, power)
+        n_pair = design.matched_uniform_n(grid, acc, power)
         n_pair = None if n_pair is None else math.ceil(n_pair)
         total = None if n_pair is None else K * n_pair
         unit = "conversations per bot"
@@ -410,12 +416,10 @@ def _ranking(
     }
     if adaptive and binomial:
         cap = int(min(20 * (total or n_max * m), 2_000_000))
-        sim = bench_adaptive.simulate_adaptive(
-            scen, max(10, reps // 40), seed, "rank-overlap", alpha, DEFAULT_PRIOR, cap
-        )
+        sim = design.simulate_adaptive(scen, max(10, reps // 40), seed, "rank-overlap", alpha, DEFAULT_PRIOR, cap)
         mean_j = float(sim["judgments"].mean()) / (1.0 - draw)
         out["adaptive"] = {
-            "rule": "rank-overlap selection + anytime-valid stopping (dialeval.adaptive)",
+            "rule": "rank-overlap selection + anytime-valid stopping (dialeval.scheduling)",
             "expected_judgments": mean_j,
             "p_correct_ranking": float(sim["correct"].mean()),
             "studies": int(sim["judgments"].size),
@@ -545,10 +549,10 @@ def plan_study(
 def plan_from_pilot(report: Mapping[str, Any], power: float = 0.8, alpha: float = 0.05, **options: Any) -> dict:
     """Plan the full study from a pilot's report (the dict `dialeval report --json` writes).
 
-    Uses the observed win rates (`matchups[].win_rate_a` of pairwise methods; SM-Dialog Likert means
-    and SDs of single-model `systems`; overall z of direct-assessment `systems`), the observed
-    seconds per judgment (`seconds_per_judgment`, or `minutes_per_conversation.all` for direct
-    assessment) and onboarding seconds. Extra options go to `plan_study`.
+    What a report says is read by the method's own reader, `PlanningModel.pilot` (the pairwise
+    methods share `pairwise_pilot`: observed win rates; single-model reads the SM-Dialog Likert means
+    and SDs, direct assessment the overall z and minutes per conversation); then the observed
+    onboarding seconds. Extra options go to `plan_study`.
     """
     if not isinstance(report, Mapping) or "method" not in report:
         raise PlanningError("a pilot report is the JSON dict of `dialeval report --json` (it has a 'method' key)")
@@ -558,45 +562,19 @@ def plan_from_pilot(report: Mapping[str, Any], power: float = 0.8, alpha: float 
             f"the pilot report's method {method!r} cannot be planned (plan one of {', '.join(plannable_methods())})"
         )
     model = planning_model(method)
-    exp: dict[tuple[str, str], float] = {}
+    if model.pilot is None:
+        raise PlanningError(f"method {method!r} is not planned from a pilot report (give expectations instead)")
     sd = options.pop("sd", None)
-    if model.test == "binomial":
-        for m in report.get("matchups") or report.get("pairs") or []:
-            r = m.get("win_rate_a", m.get("win_rate"))
-            if r is None or not (0 < r < 1) or m.get("n", 1) == 0:
-                continue
-            a, b = (m["a"], m["b"]) if r >= 0.5 else (m["b"], m["a"])
-            exp[(a, b)] = max(r, 1 - r) if abs(r - 0.5) > 1e-9 else 0.5 + 1e-6
-        if model.draws and "draw_share" not in options:
-            draws = [m.get("draws") for m in report.get("matchups") or [] if m.get("draws") is not None]
-            totals = [m.get("total") for m in report.get("matchups") or [] if m.get("total")]
-            if draws and totals:
-                options["draw_share"] = min(0.95, float(sum(draws)) / float(sum(totals)))
-    elif model.test == "ttest":
-        systems = [s for s in report.get("systems", []) if (s.get("likert_mean") or {}).get("mean") is not None]
-        sds = [s["likert_mean"]["sd"] for s in systems if s["likert_mean"].get("sd")]
-        sd = sd or (float(np.sqrt(np.mean(np.square(sds)))) if sds else 1.0)
-        for i, x in enumerate(systems):
-            for y in systems[i + 1 :]:
-                diff = x["likert_mean"]["mean"] - y["likert_mean"]["mean"]
-                a, b = (x["name"], y["name"]) if diff >= 0 else (y["name"], x["name"])
-                exp[(a, b)] = float(np.clip(sps.norm.cdf(abs(diff) / (sd * math.sqrt(2))), 0.5 + 1e-6, 1 - 1e-6))
-    else:
-        systems = [s for s in report.get("systems", []) if s.get("overall") is not None]
-        sd = sd or 1.0
-        for i, x in enumerate(systems):
-            for y in systems[i + 1 :]:
-                diff = x["overall"] - y["overall"]
-                a, b = (x["name"], y["name"]) if diff >= 0 else (y["name"], x["name"])
-                exp[(a, b)] = float(np.clip(sps.norm.cdf(abs(diff) / (sd * math.sqrt(2))), 0.5 + 1e-6, 1 - 1e-6))
+    reading: PilotReading = load_part(model.pilot)(report, sd)
+    exp = reading.expectations
+    sd = reading.sd if sd is None else sd
+    if model.draws and "draw_share" not in options and reading.draw_share is not None:
+        options["draw_share"] = reading.draw_share
     if not exp:
         raise PlanningError(f"the pilot report ({method}) has no usable comparisons (no win rates or scores per bot)")
     seconds = options.pop("seconds_per_judgment", None)
     if seconds is None:
-        seconds = report.get("seconds_per_judgment")
-        if seconds is None:  # reports of conversations (Direct Assessment) give minutes per conversation
-            mins = (report.get("minutes_per_conversation") or {}).get("all")
-            seconds = None if mins is None else 60.0 * mins
+        seconds = reading.seconds_per_judgment
     onboarding = options.pop("onboarding_seconds", report.get("onboarding_seconds"))
     plan = plan_study(
         method,

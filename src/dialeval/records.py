@@ -22,12 +22,17 @@ Judgment values, per method (the contract between importers, the web app and the
                       "conversation_a"?/"conversation_b"?: conversation ids when the text was imported,
                       "anonymous"?: false when a bot named itself (live battles; not ranked),
                       "revealed"?: [bots that named themselves]}
+- prompts:           question "overall" (and one per protocol.criteria id): the arena's shape with
+                     "model_a" = the system whose answer was shown as A, plus "prompt_id",
+                     "conversation_a"/"conversation_b" (answer:<system>:<prompt id>); practice and
+                     attention checks: question "onboarding" / "check", meta {"check": true, "passed"}
 - direct-assessment: {"robotic": 0..100, "interesting": ..., "fun": ..., "consistent": ...,
                       "fluent": ..., "repetitive": ..., "topic": ...}   raw slider positions, negatives NOT reversed
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -41,6 +46,17 @@ STB_FEATURES = ("fluency", "sensibleness", "specificity")
 # are kept out of every human statistic unless the report is asked to include them.
 JUDGE_PLATFORM = "judge"
 _LEGACY_JUDGE_PLATFORMS = ("llm-judge",)  # arena imports made before the two were unified
+
+
+# The platform of a `dialeval simulate` annotator (who entered through the study link, Prolific or
+# volunteer link as `AnnotatorRow.meta["entered_as"]` says): never paid, never mixed silently into
+# a report of real annotators (report/build.py, the admin's approvals).
+SIMULATED_PLATFORM = "simulated"
+
+
+def is_simulated_annotator(annotator: Annotator) -> bool:
+    """True for an annotator of `dialeval simulate` (never a person)."""
+    return annotator.platform == SIMULATED_PLATFORM
 
 
 def judge_annotator_id(judge_name: str) -> str:
@@ -112,6 +128,61 @@ class Judgment:
     created_at: datetime | None = None
     shown_order: list[str] | None = None  # what was shown left-to-right / in order
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+class JudgmentColumns(Sequence[Judgment]):
+    """A study's judgments of one question held as columns (a pandas DataFrame, one row per
+    judgment in store order) instead of objects: what a report on a million judgments loads
+    (Store.load_dataset with a method's report_columns). ``frame`` has ``annotator``, ``unit``,
+    ``conversation``, ``question``, ``elapsed_s``, ``judgment_id``, ``assignment_id``, ``excluded``,
+    and ``value.<key>`` / ``meta.<key>`` for the keys the method's analysis reads; analyses read the
+    frame. Iterating gives Judgment objects holding just those fields, for code that takes a list."""
+
+    def __init__(self, frame: Any, value_keys: list[str], meta_keys: list[str]):
+        self.frame, self.value_keys, self.meta_keys = frame, value_keys, meta_keys
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def where(self, mask: Any) -> JudgmentColumns:
+        """The judgments where the boolean Series `mask` is true."""
+        return JudgmentColumns(self.frame[mask].reset_index(drop=True), self.value_keys, self.meta_keys)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self._judgment(row) for row in self.frame.iloc[k].to_dict(orient="records")]
+        return self._judgment(self.frame.iloc[k].to_dict())
+
+    def __iter__(self) -> Iterator[Judgment]:
+        for row in self.frame.to_dict(orient="records"):
+            yield self._judgment(row)
+
+    def _judgment(self, row: dict[str, Any]) -> Judgment:
+        def present(x: Any) -> bool:
+            return x is not None and x == x  # NaN: missing
+
+        value = {k: _plain(row[f"value.{k}"]) for k in self.value_keys if present(row[f"value.{k}"])}
+        meta = {k: _plain(row[f"meta.{k}"]) for k in self.meta_keys if present(row[f"meta.{k}"])}
+        meta.update(judgment_id=int(row["judgment_id"]), assignment_id=_plain(row["assignment_id"]))
+        if present(row["excluded"]):
+            meta["excluded"] = row["excluded"]
+        elapsed = row["elapsed_s"]
+        return Judgment(
+            annotator_id=row["annotator"],
+            unit_id=row["unit"] if present(row["unit"]) else None,
+            question=row["question"],
+            value=value,
+            conversation_id=row["conversation"] if present(row["conversation"]) else None,
+            elapsed_s=float(elapsed) if present(elapsed) else None,
+            meta=meta,
+        )
+
+
+def _plain(x: Any) -> Any:
+    """A numpy scalar as the Python value; NaN as None."""
+    if x is None or (isinstance(x, float) and x != x):
+        return None
+    return x.item() if hasattr(x, "item") else x
 
 
 @dataclass

@@ -7,8 +7,9 @@ PostgreSQL refuses NUL in text (a DataError mid-request) and SQLite would keep i
 would disagree; nobody types them on purpose.
 
 Size limits: an imported text longer than :func:`import_text_limit` characters is refused with an
-error naming the file, line (JSONL formats) or conversation and turn; a bot reply is cut at the
-study's ``limits.bot_reply_chars``.
+error naming the file, line (JSONL formats) or conversation and turn; a bot reply longer than
+the study's ``limits.bot_reply_chars`` is cut at a word boundary and ends with :data:`CUT_MARKER`,
+so the worker sees that it was shortened and the stored text says so too (:func:`cut_reply`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,15 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 DEFAULT_IMPORT_TEXT_CHARS = 20_000
 IMPORT_LIMIT_ENV = "DIALEVAL_MAX_TEXT_CHARS"
 _import_limit: int | None = None
+# Ends every bot reply cut at limits.bot_reply_chars: shown to the worker, kept in the stored text
+# (what was judged), counted by the admin page and the report (`was_cut`).
+CUT_MARKER = " … [answer shortened]"
 
 
 def clean_text(text: str) -> str:
     """`text` without control characters (tab and newline kept; CR and CRLF become newlines)."""
+    if text.isprintable():  # no control character, CR or surrogate: the common case, as it is
+        return text
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return _CONTROL.sub("", text)
@@ -78,7 +84,11 @@ def import_text_limit_of(chars: int | None) -> Iterator[None]:
 
 def clean_imported(obj: Any, path: str, line: int | None = None, field: str = "") -> Any:
     """One parsed record of an import, cleaned; ImportFormatError when a text is over the limit."""
-    limit = import_text_limit()
+    return clean_imported_within(obj, path, line, field, import_text_limit())
+
+
+def clean_imported_within(obj: Any, path: str, line: int | None, field: str, limit: int) -> Any:
+    # the limit is looked up once per record, not once per string (an environment lookup each)
     if isinstance(obj, str):
         if len(obj) > limit:
             raise ImportFormatError(
@@ -90,9 +100,16 @@ def clean_imported(obj: Any, path: str, line: int | None = None, field: str = ""
             )
         return clean_text(obj)
     if isinstance(obj, dict):
-        return {k: clean_imported(v, path, line, f"{field}.{k}" if field else str(k)) for k, v in obj.items()}
+        out = {}
+        for k, v in obj.items():
+            # plain short strings (most values of most records) need nothing; the field's name is
+            # built only for what is looked into
+            if not (isinstance(v, str) and len(v) <= limit and v.isprintable()) and isinstance(v, (str, dict, list)):
+                v = clean_imported_within(v, path, line, f"{field}.{k}" if field else str(k), limit)
+            out[k] = v
+        return out
     if isinstance(obj, list):
-        return [clean_imported(v, path, line, f"{field}[{i}]") for i, v in enumerate(obj)]
+        return [clean_imported_within(v, path, line, f"{field}[{i}]", limit) for i, v in enumerate(obj)]
     return obj
 
 
@@ -125,3 +142,31 @@ def clean_dataset(dataset: Any, source: str) -> Any:
             j.justification = clean_text(j.justification)
         j.value = clean_value(j.value)
     return dataset
+
+
+def cut_reply(text: str, max_chars: int, more: bool = False) -> tuple[str, bool]:
+    """(`text`, False) when it fits in `max_chars` and nothing follows it; else its start cut at the
+    last word boundary before `max_chars` (a single word longer than that is cut inside), plus
+    CUT_MARKER, and True. `more`: the reply went on after `text` (its reading stopped there).
+
+    >>> cut_reply("one two three", 9)
+    ('one two … [answer shortened]', True)
+    >>> cut_reply("one two", 9), cut_reply("one two", 9, more=True)[0]
+    (('one two', False), 'one … [answer shortened]')
+    """
+    if len(text) <= max_chars and not more:
+        return text, False
+    limit = min(max_chars, len(text))
+    head = text[:limit]
+    # inside a word unless a space follows the limit (unknown when reading stopped right there)
+    inside = not text[limit].isspace() if limit < len(text) else not head[-1:].isspace()
+    if inside:
+        boundary = max(head.rfind(c) for c in (" ", "\n", "\t"))
+        if boundary > 0:
+            head = head[:boundary]
+    return head.rstrip() + CUT_MARKER, True
+
+
+def was_cut(text: str) -> bool:
+    """True for a bot reply that cut_reply shortened."""
+    return text.endswith(CUT_MARKER)

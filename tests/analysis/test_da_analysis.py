@@ -1,4 +1,4 @@
-"""Direct Assessment analysis end to end: the reproduction of paper 002 (Free run 1) and compare_runs."""
+"""Direct Assessment analysis end to end: the reproduction of Ji et al. (2022) (Free run 1) and compare_runs."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from dialeval.records import DA_CRITERIA, Annotator, Conversation, Dataset, Judg
 
 DATA = "dialogue-eval/FreeTopicRound1/Combined_Batches_305hits.csv"
 
-# Paper 002 Table 3: overall average standardized score and n ratings (Free run 1)
+# Ji et al. 2022, Table 3: overall average standardized score and n ratings (Free run 1)
 TABLE3 = {
     "biencoder": (0.534, 798),
     "polyencoder": (0.419, 798),

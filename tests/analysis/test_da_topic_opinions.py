@@ -1,4 +1,4 @@
-"""Paper 002 Table 2 (topic opinions of passing and failing workers) from the DA analysis."""
+"""Ji et al. 2022, Table 2 (topic opinions of passing and failing workers) from the DA analysis."""
 
 from __future__ import annotations
 

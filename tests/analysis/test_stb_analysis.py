@@ -1,4 +1,4 @@
-"""Spot The Bot analysis reproduces the published findings of paper 001 on the released data."""
+"""Spot The Bot analysis reproduces the published findings of Deriu et al. (2020) on the released data."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_released_procedure_is_the_default(shared_data):
 
 
 def test_empathetic_clusters_as_published_with_their_seed_stability(shared_data):
-    # Paper 001 Table 1 (Empathetic Dialogues): BL > {BR, GPT} > S2 > DR.
+    # Deriu et al. 2020, Table 1 (Empathetic Dialogues): BL > {BR, GPT} > S2 > DR.
     rep = report(shared_data, "empathetic")
     assert rep["clusters"] == [["BL"], ["BR", "GPT"], ["S2"], ["DR"]]
     st = rep["seed_stability"]

@@ -14,6 +14,9 @@ The default answer is "reply to: <last user message>"; pass `reply=` a string or
 request body to change it. Streaming requests ("stream": true) get server-sent events, one word each
 (unless ignore_stream=True: then a plain JSON answer, like servers that do not stream); `word_delay`
 seconds pass between words, and `state.first_chunk_at` notes when each stream's first word left.
+`GET /v1/models` lists `models` (default: "fake"), as the endpoint check at start reads it
+(counted in `state.model_lists`, not in `state.requests`). `long_markdown(words)` is an answer
+as current LLM assistants write them: headings, lists, bold and code, ~`words` words.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class ServerState:
     bodies: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     first_chunk_at: list[float] = field(default_factory=list)  # time.time() of each stream's first chunk
+    model_lists: int = 0  # GET /v1/models requests
 
 
 class FakeServerURL(str):
@@ -64,9 +68,16 @@ def make_app(
     fail_first: int,
     ignore_stream: bool = False,
     word_delay: float = 0.0,
+    models: tuple[str, ...] = ("fake",),
 ) -> FastAPI:
     app = FastAPI()
     lock = threading.Lock()
+
+    @app.get("/v1/models")
+    async def list_models():
+        with lock:
+            state.model_lists += 1
+        return {"object": "list", "data": [{"id": m, "object": "model"} for m in models]}
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request):
@@ -138,6 +149,7 @@ def start_fake_openai(
     fail_first: int = 1,
     ignore_stream: bool = False,
     word_delay: float = 0.0,
+    models: tuple[str, ...] = ("fake",),
 ) -> Iterator[FakeServerURL]:
     """Serve the fake API on a free 127.0.0.1 port in a background thread; yield its base URL."""
     if mode not in MODES:
@@ -148,7 +160,7 @@ def start_fake_openai(
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        make_app(mode, delay, state, reply, fail_first, ignore_stream, word_delay),
+        make_app(mode, delay, state, reply, fail_first, ignore_stream, word_delay, models),
         log_level="warning",
         timeout_graceful_shutdown=1,
         lifespan="off",
@@ -169,6 +181,27 @@ def start_fake_openai(
         server.should_exit = True
         thread.join(timeout=5)
         sock.close()
+
+
+_SECTION = (
+    "The short answer is that it depends on **what you measure** and on the `data` you have. "
+    "A careful comparison looks at several cases, checks each assumption in turn, and reports "
+    "the uncertainty alongside the estimate, so that a reader can judge how far to trust it."
+)
+
+
+def long_markdown(words: int = 750, tag: str = "") -> str:
+    """A Markdown answer of about `words` words (sections of ~50 words), as LLM assistants write:
+    a heading, numbered sections with bold and code, a bullet list; `tag` opens it (tells two apart)."""
+    parts = [f"## Overview {tag}".rstrip(), ""]
+    n = 0
+    section = 1
+    while n < words:
+        parts += [f"### {section}. Step {section}", "", _SECTION, "", f"- point {section}a: see `x{section}`", ""]
+        n += len(_SECTION.split()) + 8
+        section += 1
+    parts.append("**In short:** measure first, then decide.")
+    return "\n".join(parts)
 
 
 def closed_port_url() -> str:

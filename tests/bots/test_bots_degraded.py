@@ -1,4 +1,4 @@
-"""The degraded quality-control bot: the length table and the meaning distortion of paper 002."""
+"""The degraded quality-control bot: the length table and the meaning distortion of Ji et al. (2022)."""
 
 from __future__ import annotations
 

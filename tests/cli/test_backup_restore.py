@@ -13,7 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from benchmarks import load
+from dialeval.simulate import load
 from dialeval.store.engine import database_url, make_engine
 
 TABLES = ("studies", "conversations", "turns", "annotators", "units", "assignments", "judgments", "events")
@@ -59,14 +59,15 @@ def backup_during_load(folder: Path, db_url: str, dest: Path) -> tuple[list[str]
     started: list = []
 
     def during(elapsed: float) -> None:
-        if elapsed >= 2.0 and not started:
+        # 2 s in, once something is acknowledged (on a machine at load 7 nothing was, 2 s in)
+        if elapsed >= 2.0 and res.acknowledged and not started:
             started.append(elapsed)
             before.extend(res.acknowledged)  # acknowledged before the backup begins
             result.append(cli("backup", str(folder), str(dest)))
 
     try:
         with ThreadPoolExecutor(1) as pool:  # Playwright's sync API may hold the main thread's loop
-            pool.submit(load.run_load, host.url, "load-test", 10, 5.0, None, during, res).result()
+            pool.submit(load.run_load, host.url, "load-test", 10, 8.0, None, during, res).result()
         deadline = time.monotonic() + 120  # the backup may outlast the load run
         while started and not result and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -32,6 +32,9 @@ def test_init_simulate_report(tmp_path):
     assert report["method"] == "arena" and report["battles"] > 0
     recovery = recovered_order(report, SimTruth.load(folder))
     assert recovery["exact"], recovery  # the study file's bot order is the simulated truth
+    # Collected per-turn battles keep both replies: the people's length preference is reported.
+    longer = report["people"]["longer_answer_share"]
+    assert longer["n"] > 0 and 0 <= longer["share"] <= 1 and longer["p_value"] is not None
     html = (folder / "report" / "index.html").read_text()
     assert "Bradley" in html and "turn" in html
     again = invoke("report", folder)
@@ -45,7 +48,7 @@ def test_plan_sizes_an_arena_study(tmp_path):
     plan = json.loads(out.read_text())
     (pair,) = plan["pairs"]
     assert pair["judgments_needed"] > 0
-    # 45 s per vote: half of PW-Turn's 89 s per rating (000 §4.1), the stated assumption
+    # 45 s per vote: half of PW-Turn's 89 s per rating (Smith et al. 2022, §4.1), the stated assumption
     assert abs(plan["seconds_per_judgment"] - 5.73 * 3600 / 231 / 2) < 1e-9
-    assert "assumption" in plan["seconds_source"] and "000 §4.1" in plan["seconds_source"]
+    assert "assumption" in plan["seconds_source"] and "Smith et al. 2022, §4.1" in plan["seconds_source"]
     assert abs(pair["hours_needed"] - pair["judgments_needed"] * plan["seconds_per_judgment"] / 3600) < 0.01

@@ -77,7 +77,7 @@ bots:
   - {{name: down, type: openai, options: {{base_url: "{closed_port_url()}", model: m, retries: 0, timeout: 2}}}}
 generation: {{mode: self-chat, conversations: 2, turns: 2}}
 """)
-    result = invoke("generate", folder)
+    result = invoke("generate", folder, "--yes")  # past the endpoint check: the run itself meets the error
     assert result.exit_code == 2  # an unreachable bot is something the user fixes (README: exit codes)
     assert "made 2" in result.output and "failed 2" in result.output
     assert "selfchat-down-0000" in result.output and "refused" in result.output

@@ -1,5 +1,5 @@
 """Direct Assessment self-replication through the CLI: `dialeval compare run1 run2` on the two free-topic
-runs of the public Dialogue-Eval release (paper 002 Table 3's r row), and the topic-opinion table
+runs of the public Dialogue-Eval release (Ji et al. 2022, Table 3's r row), and the topic-opinion table
 (Table 2) in the report.
 
 Free run 1 is in ../shared/data. Free run 2 is outside data, read from a checkout of
@@ -26,7 +26,7 @@ EXPLICIT = os.environ.get("DIALEVAL_DIALOGUE_EVAL")
 DIALOGUE_EVAL = Path(EXPLICIT) if EXPLICIT else REPO.parent / "outside-data" / "dialogue-eval"
 ROUND2 = "data/raw_mturk_csv/FreeTopicRound2/Combined_Batches_296hits.csv"
 
-# Paper 002 Table 3, row r: Free run 1 vs Free run 2, per criterion (overall 0.969).
+# Ji et al. 2022, Table 3, row r: Free run 1 vs Free run 2, per criterion (overall 0.969).
 PAPER_R = {
     "interesting": 0.952,
     "fun": 0.927,
@@ -83,7 +83,7 @@ def test_report_has_the_topic_opinion_table(tmp_path, shared_data):
     assert invoke("report", folder).exit_code == 0
     report = json.loads((folder / "report" / "report.json").read_text(encoding="utf-8"))
     table = {row["opinion"]: row for row in report["topic_opinions"]["table"]}
-    # paper 002 Table 2, Free run 1: Pass 83.9 / 7.4 / 8.7, Fail 88.6 / 3.8 / 7.7 (here 20 of 534 = 3.7)
+    # Ji et al. 2022, Table 2, Free run 1: Pass 83.9 / 7.4 / 8.7, Fail 88.6 / 3.8 / 7.7 (here 20 of 534 = 3.7)
     assert [round(table[o]["passed"], 1) for o in ("like", "ambivalent", "dislike")] == [83.9, 7.4, 8.7]
     assert [round(table[o]["failed"], 1) for o in ("like", "ambivalent", "dislike")] == [88.6, 3.7, 7.7]
     assert report["topic_opinions"]["n"] == {"passed": 1290, "failed": 534}

@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dialeval.cli import app
-from dialeval.guided import PairPool, ticket_unit
+from dialeval.scheduling.pools import PairPool, ticket_unit
 from dialeval.store import work
 from dialeval.study import open_study
 from tests.bots.fake_openai_server import start_fake_openai

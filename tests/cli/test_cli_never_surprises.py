@@ -240,7 +240,7 @@ bots:
   - {{name: down, type: openai, options: {{base_url: "{closed_port_url()}", model: m, retries: 0, timeout: 2}}}}
 generation: {{mode: self-chat, conversations: 1, turns: 2}}
 """)
-    result = invoke("generate", folder)
+    result = invoke("generate", folder, "--yes")  # past the endpoint check: the run itself meets the error
     assert result.exit_code == 2
     assert "refused" in result.output and "rerun" in result.output
 

@@ -28,7 +28,7 @@ def test_empathetic_report_shows_published_clusters_with_seed_stability(tmp_path
     report = json.loads((folder / "report" / "report.json").read_text(encoding="utf-8"))
     assert report["settings"]["matches"] == "annotation" and report["settings"]["n_samples"] == 5000
     assert report["settings"]["statistic"] == "win_share" and report["settings"]["rank_range"] == "released"
-    # paper 001 Table 1, Empathetic Dialogues: BL > {BR, GPT} > S2 > DR
+    # Deriu et al. 2020, Table 1, Empathetic Dialogues: BL > {BR, GPT} > S2 > DR
     assert report["clusters"] == [["BL"], ["BR", "GPT"], ["S2"], ["DR"]]
     seeds = report["seed_stability"]
     assert seeds["seeds"] == 20 and 0.4 <= seeds["share"] <= 0.8  # 12 of 20 seeds with this code

@@ -1,4 +1,4 @@
-"""The README's Deployment section, run as written: every command of its three ```bash blocks in
+"""The deployment how-to (docs/how-to/deploy.md), run as written: every command of its three ```bash blocks in
 order (a `serve` or `haproxy` line runs in the background until its block ends), with the
 `haproxy.cfg` it shows. Only ports, the folder and the PostgreSQL URL are replaced by the test's.
 Simulated annotators work through each server started, and the database checks follow."""
@@ -18,10 +18,10 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from benchmarks import load
+from dialeval.simulate import load
 from dialeval.store.engine import make_engine
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "deploy.md"  # the page that shows them
 README_PG = "postgresql://postgres@127.0.0.1:5432/test"
 
 

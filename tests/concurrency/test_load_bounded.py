@@ -1,5 +1,6 @@
 """The load benchmark's bounded version: `dialeval serve --workers 2` driven over HTTP by simulated
-annotators (benchmarks/load.py), a worker killed with `kill -9` mid-run, then the database checks:
+annotators (dialeval.simulate.load, as in benchmarks/load.py), a worker killed with `kill -9`
+mid-run, then the database checks:
 no unit over its cap, no assignment held twice, no duplicate judgment, every acknowledged one
 stored. Also what the operator sees: the access log, the worker's death and respawn in the log,
 SIGTERM leaving no process behind. Asserts invariants, never timings."""
@@ -14,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from benchmarks import load
+from dialeval.simulate import load
 from dialeval.store.engine import database_url
 
 ANNOTATORS = 12

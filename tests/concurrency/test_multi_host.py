@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from benchmarks import load
+from dialeval.simulate import load
 
 ANSWER = load.ANSWER
 

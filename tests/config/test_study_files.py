@@ -7,14 +7,14 @@ from importlib import resources
 import pytest
 import yaml
 
-from dialeval import METHODS, methods
+from dialeval import METHODS, registry
 from dialeval.config import load_study, parse_study
 from dialeval.errors import StudyFileError
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_template_validates(method):
-    package, _, name = methods.get(method).study_template.partition(":")
+    package, _, name = registry.get(method).study_template.partition(":")
     text = resources.files(package).joinpath(name).read_text()
     config = parse_study(yaml.safe_load(text), f"{method}.yaml")
     assert config.method == method
@@ -89,12 +89,12 @@ def test_not_a_mapping():
     assert "YAML mapping" in error_of(["a", "b"])
 
 
-def test_readme_study_file_example_validates():
-    """README.md's study file example must stay a valid study file."""
+def test_docs_study_file_example_validates():
+    """The annotated study file of the docs (docs/reference/study-file-example.md) must stay valid."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = readme.split("## The study file", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
-    config = parse_study(yaml.safe_load(block), "README.md")
+    page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "study-file-example.md"
+    block = page.read_text().split("## The study file", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    config = parse_study(yaml.safe_load(block), "docs/reference/study-file-example.md")
     assert config.method == "acute" and config.database.startswith("postgresql://")
     assert config.options.annotations_per_pair == 50

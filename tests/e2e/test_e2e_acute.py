@@ -80,7 +80,9 @@ def test_acute_full_unit(live_server, browser_page, tmp_path):
 
 
 def test_acute_xss_in_task_page(live_server, browser_page, tmp_path):
-    folder = make_acute_study(tmp_path / "x", xss=XSS_BOT, onboarding=False, comparisons=3)
+    # every bot's lines are the payload: whichever pair the scheduler draws first shows it
+    all_bots = ("retrieval", "eliza", "repeat")
+    folder = make_acute_study(tmp_path / "x", xss=XSS_BOT, xss_bots=all_bots, onboarding=False, comparisons=3)
     server = live_server([folder])
     page = browser_page({"width": 390, "height": 844})  # a phone
     page.goto(server.url + "/s/acute-test/?volunteer=1")

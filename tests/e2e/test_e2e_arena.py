@@ -1,7 +1,8 @@
 """A whole arena battle in Chromium, on a laptop and on a phone: two anonymous models side by side
 (stacked on the phone), both replies streamed word by word from the loopback OpenAI-compatible
-server, a vote kept over a refresh, changed inside its window, the next message, the final vote,
-axe-core clean on every step; and a battle inside a cross-site iframe with every cookie blocked."""
+server, a vote kept over a refresh, changed inside its window, the next message, the final vote and
+the two names shown after it, axe-core clean on every step; and a battle inside a cross-site iframe
+with every cookie blocked."""
 
 from __future__ import annotations
 
@@ -108,6 +109,11 @@ def test_arena_whole_battle(live_server, new_page, tmp_path, device):  # noqa: F
         page.wait_for_selector("#next-form")
         assert_accessible(page, "arena last vote")
         page.click("#next-form button[type=submit]")
+        # the battle is closed: the page names the two models (the votes were cast blind)
+        page.wait_for_selector("#reveal", state="visible")
+        assert sorted(page.locator("#reveal [data-reveal-name]").all_inner_texts()) == ["alpha", "beta"]
+        assert_accessible(page, "arena reveal")
+        page.click("#after-reveal")
         done_page(page)
         study = open_study(folder)
         try:
@@ -152,6 +158,8 @@ def test_arena_in_cross_site_iframe_without_cookies(browser, tmp_path, tls_cert)
                 press(frame.locator("#choose-form button[type=submit]"))
                 frame.locator("#vote-status").wait_for()
                 press(frame.locator("#next-form button[type=submit]"))
+                frame.locator("#reveal").wait_for()
+                press(frame.locator("#after-reveal"))  # its link keeps the page's session token
                 frame.locator("#mturk-ok").wait_for()  # the done page submitted the HIT by itself
                 assert "assignmentId=AA1" in submitted[0]
                 assert ctx.cookies(f"https://127.0.0.1:{task_server.port}/s/arena-frame/") == []

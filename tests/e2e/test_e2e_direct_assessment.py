@@ -61,6 +61,12 @@ def test_direct_assessment_hit(live_server, browser_page, tmp_path):
         say(page, "Next summer I want to visit Portugal")
         page.click("#end-chat-form button")
         page.wait_for_selector("#da-rate-form")
+        # the rating form is brought on screen below the transcript (the method's script, on the
+        # live root's dialeval:live-ready event): its end in view, or its top when it is taller
+        assert page.evaluate("""() => {
+            const r = document.querySelector('#da-rate-form').getBoundingClientRect();
+            return window.innerWidth > 700 && r.top < window.innerHeight && (r.bottom <= window.innerHeight + 1
+                || r.top <= window.innerHeight * 0.25); }""")
         for text in DA_STATEMENTS.values():
             assert page.locator("#da-rate-form label", has_text=text).count() == 1
         assert page.locator(".da-ends").first.inner_text().split() == ["strongly", "disagree", "strongly", "agree"]

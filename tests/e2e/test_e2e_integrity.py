@@ -21,6 +21,7 @@ from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
+from dialeval import clock
 from dialeval.store import work
 from dialeval.web.app import create_app
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
@@ -273,7 +274,7 @@ def test_expired_task_comes_back_or_the_truth_is_told(browser_page, tmp_path):
         first_action = page.get_attribute("#answer", "action")
         answer_in_browser(page)
         page.wait_for_selector("text=Segment 2 of 3")
-        time.sleep(3.5)  # the annotator is away; nobody else comes
+        clock.advance(3.5)  # the annotator is away; nobody else comes
         page.reload()
         page.wait_for_selector("#notice")
         assert "Welcome back" in page.inner_text("#notice")
@@ -284,7 +285,7 @@ def test_expired_task_comes_back_or_the_truth_is_told(browser_page, tmp_path):
         while "Segment" in page_b.text:
             answer_segment(b, page_b)
             page_b = b.get(b.url("task"))
-        time.sleep(3.5)
+        clock.advance(3.5)
         Visitor(server).enter()
         page.reload()
         page.wait_for_selector("#notice")

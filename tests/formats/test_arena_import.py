@@ -72,7 +72,10 @@ def test_json_list_csv_and_parquet_read_alike(tmp_path):
     [
         ({"model_a": "x", "model_b": "y", "winner": "left"}, "line 1, field 'winner': unknown outcome 'left'"),
         ({"model_a": "x", "winner": "tie"}, "line 1, field 'model_b': missing"),
-        ({"model_a": "x", "model_b": "y", "winner": "tie", "turn": "two"}, "field 'turn': not an integer"),
+        (
+            {"model_a": "x", "model_b": "y", "winner": "tie", "turn": "two"},
+            "field 'turn': expected a whole number, found the text 'two'",
+        ),
     ],
 )
 def test_bad_battles_name_line_and_field(tmp_path, record, message):

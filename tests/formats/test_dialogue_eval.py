@@ -1,4 +1,4 @@
-"""Reader of the Dialogue-Eval MTurk batch CSV (paper 002)."""
+"""Reader of the Dialogue-Eval MTurk batch CSV (Ji et al. 2022)."""
 
 from __future__ import annotations
 
@@ -157,10 +157,19 @@ def test_line_numbers_count_multiline_cells(tmp_path):
 
 
 def test_duplicate_assignment_is_rejected(tmp_path):
-    row = {"Answer.taskAnswers": json.dumps([answers()]), "AssignmentId": "SAME"}
-    path = write_csv(tmp_path, [row, row])
-    with pytest.raises(ImportFormatError, match="duplicate assignment SAME"):
+    """An assignment id reused for another row is an error naming both lines; the same row twice
+    (a concatenated batch file) is read once."""
+    row = {"Answer.taskAnswers": json.dumps([answers()]), "AssignmentId": "SAME", "HITId": "H", "WorkerId": "W"}
+    other = {**row, "WorkerId": "W-OTHER"}
+    path = write_csv(tmp_path, [row, other])
+    with pytest.raises(
+        ImportFormatError, match="line 3, field 'AssignmentId': assignment 'SAME' was used for other content on line 2"
+    ):
         read_dialogue_eval_csv(path)
+    twice = read_dialogue_eval_csv(write_csv(tmp_path, [row, row]))
+    assert len(twice.units) == 1 and len(twice.judgments) == len(
+        read_dialogue_eval_csv(write_csv(tmp_path, [row])).judgments
+    )
 
 
 def test_parse_marked():

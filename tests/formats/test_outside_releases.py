@@ -87,7 +87,7 @@ def test_every_dialogue_eval_run(tmp_path, run, rows, judgments):
 
 
 def test_self_replication_of_the_two_free_runs(tmp_path):
-    # paper 002, Table 3: r = 0.969 between the two free-topic runs
+    # Ji et al. 2022, Table 3: r = 0.969 between the two free-topic runs
     for n, (run, _, _) in enumerate(DIALOGUE_EVAL_RUNS[:2]):
         imported("dialogue-eval", outside(f"dialogue-eval/data/raw_mturk_csv/{run}"), tmp_path / f"run{n + 1}")
     out = tmp_path / "cmp.json"

@@ -24,6 +24,13 @@ def _text_of(prompt: str, label: str) -> int:
     return sum(len(m.group(1)) for m in re.finditer(rf"^{re.escape(label)}: (.*)$", prompt, re.M))
 
 
+def _block_of(prompt: str, name: str) -> int:
+    """Characters of the block headed `[Answer NAME]` (the prompts method's answers), up to the next
+    block or the question."""
+    found = re.search(rf"^\[Answer {re.escape(name)}\]\n(.*?)(?=\n\s*\n\[|\n\s*\nQuestion:|\Z)", prompt, re.M | re.S)
+    return len(found.group(1).strip()) if found else 0
+
+
 def _other(prompt: str) -> str | None:
     if '"speaker_a"' in prompt:
         return json.dumps(
@@ -50,7 +57,10 @@ def always_first(body: dict[str, Any]) -> str:
 def prefer_longer(body: dict[str, Any]) -> str:
     prompt = prompt_of(body)
     if '"winner"' in prompt:
-        a, b = _text_of(prompt, "Assistant A"), _text_of(prompt, "Assistant B")
+        if "[Answer A]" in prompt:  # the prompts method: two answers to one prompt
+            a, b = _block_of(prompt, "A"), _block_of(prompt, "B")
+        else:  # the arena: two assistants' turns
+            a, b = _text_of(prompt, "Assistant A"), _text_of(prompt, "Assistant B")
         return json.dumps({"winner": "A" if a > b else "B" if b > a else "tie"})
     if '"choice"' in prompt:
         for first, second in (("Speaker 1", "Speaker 2"), ("Response 1", "Response 2")):

@@ -15,13 +15,21 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from dialeval import registry
 from dialeval.cli import app
+from dialeval.demo import demo_methods
 from dialeval.study import open_study
 from tests.bots.fake_openai_server import closed_port_url, start_fake_openai
 from tests.judges.rules import always_first, prefer_longer
 
 runner = CliRunner()
-COLLECTABLE = ("acute", "pairwise-turn", "spot-the-bot", "direct-assessment", "single-model")
+# every method with a demo study and a judge adapter, from the registry (a new method is judged here too)
+WITH_JUDGE = tuple(m for m in demo_methods() if registry.get(m).judge is not None)
+# The arena's demo votes are on live chats and carry no battle text for a judge (`dialeval judge`
+# refuses it, checked below); an arena study imported with its battles' texts is judged instead.
+NO_JUDGE_MATERIAL = ("arena",)
+JUDGED = tuple(m for m in WITH_JUDGE if m not in NO_JUDGE_MATERIAL)
+IMPORTED_ARENA = "arena-imported"  # the arena study imported with texts (its numbers are known here)
 
 
 def invoke(*args):
@@ -89,12 +97,12 @@ def demo(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def studies(demo, tmp_path) -> dict[str, Path]:
-    """Fresh copies of the demo studies and an imported arena study with texts."""
-    out = {m: Path(shutil.copytree(demo / m, tmp_path / m)) for m in COLLECTABLE}
-    arena = tmp_path / "arena"
+    """Fresh copies of the judged demo studies (by method id) and an imported arena study with texts."""
+    out = {m: Path(shutil.copytree(demo / m, tmp_path / m)) for m in JUDGED}
+    arena = tmp_path / IMPORTED_ARENA
     result = invoke("import", "arena", arena_battles(tmp_path / "battles.jsonl"), arena)
     assert result.exit_code == 0, result.output
-    out["arena"] = arena
+    out[IMPORTED_ARENA] = arena
     return out
 
 
@@ -126,19 +134,32 @@ def _acute_expected_agreement(dataset) -> tuple[float, int]:
     return sum(hits) / len(hits), len(hits)
 
 
+def test_a_demo_without_judge_material_is_refused_with_its_reason(demo, tmp_path):
+    assert set(NO_JUDGE_MATERIAL) <= set(WITH_JUDGE)  # the exception names real judged demo methods
+    for method in NO_JUDGE_MATERIAL:
+        study = Path(shutil.copytree(demo / method, tmp_path / method))
+        with start_fake_openai(reply=prefer_longer) as url:
+            result = judge_cli(study, url, "longer")
+        assert result.exit_code == 2
+        assert "has nothing a judge can answer yet" in " ".join(result.output.split())
+        assert not _judge_rows(dataset_of(study))  # nothing stored
+
+
 def test_a_judge_answers_every_method_and_the_report_audits_it(studies):
     with start_fake_openai(reply=prefer_longer) as url:
-        for method, study in studies.items():
+        assert {"acute", "direct-assessment", "single-model", "spot-the-bot"} <= studies.keys()  # checked below
+        for name, study in studies.items():
             result = judge_cli(study, url, "longer")
-            assert result.exit_code == 0, f"{method}: {result.output}"
+            assert result.exit_code == 0, f"{name}: {result.output}"
             assert "judge-longer" in result.output and "answers failed" not in result.output
             dataset = dataset_of(study)
+            method = dataset.method
             answers, verdicts = _judge_rows(dataset, "order"), _judge_rows(dataset, "verdict")
-            assert verdicts, method
+            assert verdicts, name
             assert {a.platform for a in dataset.annotators if a.id == "judge-longer"} == {"judge"}
             report = report_of(study)
             audit = report["judge_audit"]
-            assert audit["judges"] == ["judge-longer"], method
+            assert audit["judges"] == ["judge-longer"], name
             assert audit["bias"]["judge-longer"]["failed_answers"]["n"] == 0
             assert "judge-longer" in audit["verdict"]
             assert 'id="judge_audit"' in (study / "report" / "index.html").read_text()
@@ -146,7 +167,7 @@ def test_a_judge_answers_every_method_and_the_report_audits_it(studies):
             assert report["study"]["collected"]["judgments"] == sum(
                 1 for j in dataset.judgments if not j.annotator_id.startswith("judge-")
             )
-            if method in ("acute", "pairwise-turn", "arena"):
+            if registry.get(method).paired:
                 assert len(answers) == 2 * len({(j.meta["judge"]["key"]) for j in answers})  # both side orders
                 position = audit["bias"]["judge-longer"]["position_bias"]
                 assert position["basis"] == "swapped pairs"
@@ -169,7 +190,7 @@ def test_a_judge_answers_every_method_and_the_report_audits_it(studies):
                 assert (corrected["labelled"], corrected["judge_only"]) == (len(judged), len(units) - len(judged))
                 assert {s["name"] for s in corrected["systems"]} == {s["name"] for s in report["systems"]}
                 assert "Judge-corrected intervals: judge-longer" in (study / "report" / "index.html").read_text()
-            if method == "arena":
+            if name == IMPORTED_ARENA:
                 # six battles; the crowd chose the shorter answer in four of them
                 got = audit["questions"]["battle"]["judges"]["judge-longer"]["all"]
                 assert got["pairs"] == 6 and got["agreement"] == pytest.approx(2 / 6, abs=1e-4)
@@ -193,8 +214,8 @@ def test_a_judge_answers_every_method_and_the_report_audits_it(studies):
 
 def test_a_judge_that_always_says_first_shows_position_bias(studies):
     with start_fake_openai(reply=always_first) as url:
-        for method in ("acute", "arena"):
-            study = studies[method]
+        for name in ("acute", IMPORTED_ARENA):
+            study = studies[name]
             result = judge_cli(study, url, "first")
             assert result.exit_code == 0, result.output
             assert "got different answers in the two side orders" in result.output
@@ -210,7 +231,7 @@ def test_a_judge_that_always_says_first_shows_position_bias(studies):
 
 
 def test_include_judges_counts_the_verdicts_like_an_annotator(studies):
-    study = studies["arena"]
+    study = studies[IMPORTED_ARENA]
     with start_fake_openai(reply=prefer_longer) as url:
         assert judge_cli(study, url, "longer").exit_code == 0
     assert report_of(study)["battles"] == 6
@@ -240,7 +261,7 @@ def test_an_unreachable_judge_stops_with_one_message_and_loses_nothing(studies):
     before = len(dataset_of(study).judgments)
     result = invoke(
         "judge", study, "--bot-type", "openai", "--bot", "gone", "--option", f"base_url={closed_port_url()}",
-        "--option", "model=x", "--option", "retries=0",
+        "--option", "model=x", "--option", "retries=0", "--yes",  # past the check: the run meets the error
     )  # fmt: skip
     assert result.exit_code == 2
     assert "nothing is listening" in result.output and "rerun the same command" in result.output
@@ -252,7 +273,7 @@ def test_an_unreachable_judge_stops_with_one_message_and_loses_nothing(studies):
 def test_a_judge_named_in_the_study_file(studies):
     import yaml
 
-    study = studies["arena"]
+    study = studies[IMPORTED_ARENA]
     with start_fake_openai(reply=prefer_longer) as url:
         data = yaml.safe_load((study / "study.yaml").read_text())
         data["judges"] = [{"name": "gpt-judge", "type": "openai", "options": {"base_url": str(url), "model": "fake"}}]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from dialeval import methods
+from dialeval import registry
 from tests.conftest import REPO
 
 SRC = REPO / "src" / "dialeval"
@@ -19,9 +19,9 @@ ALLOWED = {("formats/__init__.py", "spot-the-bot"), ("formats/__init__.py", "are
 
 
 def _ids() -> set[str]:
-    registered = set(methods.ids())
+    registered = set(registry.ids())
     # the package names too (pairwise_turn ...): a switch over module names is a list of methods as well
-    return registered | {m.package.rpartition(".")[2] for m in methods.all_methods().values()}
+    return registered | {m.package.rpartition(".")[2] for m in registry.all_methods().values()}
 
 
 def _literals(nodes) -> list[str]:

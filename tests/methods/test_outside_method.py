@@ -19,14 +19,26 @@ TOY = '''
 """A toy method: annotators say how many turns a conversation felt like (no pages of its own)."""
 import json
 
-from dialeval.config import _Strict
 from dialeval.formats import ImportFormat
-from dialeval.methods import Method
+from dialeval.plugin import Method, Outcome, Protocol, StrictModel
 from dialeval.records import Annotator, Conversation, Dataset, Judgment, Turn
 
 
-class ToyOptions(_Strict):
+class ToyOptions(StrictModel):
     rounds: int = 3
+
+
+class ToyPages(Protocol[ToyOptions]):
+    """Named so `init` offers the method; this test serves no pages (the Method has no demo study)."""
+
+    method = "toy"
+    template = "toy.html"
+
+    def prepare(self):
+        return 0
+
+    def act(self, annotator, assignment, action, data):
+        return Outcome(done=True)
 
 
 def read_votes(path):
@@ -61,7 +73,8 @@ METHOD = Method(
     paper="Nobody et al. 2026",
     options="toymethod:ToyOptions",
     analysis="toymethod:analyze",
-    protocol="toymethod:NoPagesHere",  # named so `init` offers the method; this test serves no pages
+    protocol="toymethod:ToyPages",
+    templates="toymethod",
     methods_text="Annotators counted turns.",
     study_template="toymethod:study.yaml",
     importers=("toy-votes",),
@@ -85,6 +98,8 @@ def _outside_package(root: Path) -> Path:
     (root / "toymethod").mkdir(parents=True)
     (root / "toymethod" / "__init__.py").write_text(textwrap.dedent(TOY), encoding="utf-8")
     (root / "toymethod" / "study.yaml").write_text(STUDY, encoding="utf-8")
+    (root / "toymethod" / "templates").mkdir()
+    (root / "toymethod" / "templates" / "toy.html").write_text('{% extends "base.html" %}', encoding="utf-8")
     info = root / "toymethod-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toymethod\nVersion: 0.1\n", encoding="utf-8")
@@ -143,3 +158,20 @@ def test_without_the_outside_package_the_method_is_unknown(tmp_path):
     result = _run(tmp_path / "empty", "generate", "s", cwd=work)
     assert result.returncode != 0
     assert "unknown method 'toy'" in result.stdout + result.stderr and "'acute'" in result.stdout + result.stderr
+
+
+def test_the_outside_method_passes_the_conformance_suite(tmp_path):
+    """An outside author checks a method with dialeval.conformance.check_method (docs/methods.md)."""
+    root = _outside_package(tmp_path / "site")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(REPO / "src")])}
+    code = "import toymethod; from dialeval.conformance import check_method; print(check_method(toymethod.METHOD))"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "'parts', 'signatures', 'options', 'study template', 'report'" in result.stdout
+
+    # a part that does not load is reported by name
+    broken = "import dataclasses, toymethod; from dialeval.conformance import check_method; " + (
+        "check_method(dataclasses.replace(toymethod.METHOD, figures='toymethod:no_figures'))"
+    )
+    result = subprocess.run([sys.executable, "-c", broken], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0 and "figures = 'toymethod:no_figures' does not load" in result.stderr

@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from dialeval import METHODS
+from dialeval import registry
+from dialeval.demo import demo_methods
 from dialeval.records import DA_CRITERIA, Annotator, Conversation, Dataset, Judgment, Turn, Unit
 
 DIALEVAL = [sys.executable, "-m", "dialeval.cli"]
+DEMO = demo_methods()  # every method with a demo study (the registry's Method.demo), as `dialeval demo` makes them
 
 
 class Page(HTMLParser):
@@ -129,7 +131,7 @@ def demo(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DEMO)
 def test_html_has_no_json_and_every_table_names_its_key(demo, method):
     html = demo / method / "report" / "index.html"
     report = json.loads((demo / method / "report" / "report.json").read_text())
@@ -162,7 +164,7 @@ def test_html_has_no_json_and_every_table_names_its_key(demo, method):
                 assert all(re.fullmatch(r"[\d,]+|–", c) for c in cells), (key, name, cells[:5])
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DEMO)
 def test_report_states_the_answer_first(demo, method):
     report = json.loads((demo / method / "report" / "report.json").read_text())
     page = read_page(demo / method / "report" / "index.html")
@@ -172,6 +174,14 @@ def test_report_states_the_answer_first(demo, method):
     best = report["systems"][0]["name"]
     assert best in page.answer[0]
     for pair in report["answer"]["pairs"]:
+        if pair.get("decided_by") == "interval":  # a leaderboard: separated by its intervals (arena)
+            if pair["decided"]:
+                assert any(s.startswith(f"{pair['winner']} is rated above") for s in page.answer), pair
+            else:
+                said = [s for s in page.answer if s.startswith(f"{pair['winner']} vs {pair['loser']} is undecided")]
+                assert all("intervals overlapping" in s for s in said), said
+                assert said or any("more pairs are undecided" in s for s in page.answer), pair
+            continue
         if pair["decided"]:
             assert any(
                 s.startswith(f"{pair['winner']} is preferred") and f"to {pair['loser']} (" in s for s in page.answer
@@ -183,6 +193,22 @@ def test_report_states_the_answer_first(demo, method):
                 assert "more would be needed" in s or "estimate" in s
     assert report["answer"]["limits"].startswith("Limits:")
     assert report["answer"]["limits"] in html.replace("&#39;", "'")
+
+
+@pytest.mark.parametrize("method", DEMO)
+def test_every_report_has_its_annotator_model_section(demo, method):
+    """Every method's report says what its annotator model found (or why there is none), and the
+    page shows it as tables for people."""
+    report = json.loads((demo / method / "report" / "report.json").read_text())
+    section = report["annotator_model"]
+    assert section
+    page = read_page(demo / method / "report" / "index.html")
+    assert any(k.startswith("annotator_model") for k in page.table_keys), page.table_keys
+    if registry.get(method).paired:  # a choice between two systems: the pairwise annotator model
+        board = section["pairwise"]["leaderboard"]
+        assert {r["name"] for r in board} == {s["name"] for s in report["systems"]}
+        assert all("weighted_rating" in r for r in board)
+        assert "flagged" in section["pairwise"]["screening"]
 
 
 def test_acute_has_its_a_a_check(demo):
@@ -310,13 +336,42 @@ def test_ten_systems_report_without_warnings(tmp_path, make):
 
 
 def test_methods_paragraph_claims_onboarding_only_for_methods_that_run_it():
-    """Spot The Bot, SM and DA pages run no onboarding: the default `onboarding.enabled` must not make
-    the report say annotators passed one."""
+    """Pages without an onboarding check (Method.onboarding_check false: Spot The Bot, SM, DA, the
+    arena): the default `onboarding.enabled` must not make the report say annotators passed one."""
     from dialeval.report.methods_text import methods_paragraph
 
     counts = {"annotators": 3, "judgments": 9, "units": 3, "conversations": 3, "bots": ["a", "b"]}
     config = {"onboarding": {"enabled": True, "on_fail": "block"}}
-    assert "onboarding check" in methods_paragraph("acute", counts, config)
-    assert "onboarding check" in methods_paragraph("pairwise-turn", counts, config)
-    for method in ("spot-the-bot", "single-model", "direct-assessment"):
-        assert "onboarding check" not in methods_paragraph(method, counts, config)
+    acute = {**config, "protocol": {"onboarding_weak_bot": "repeat"}}
+    assert "onboarding check" in methods_paragraph("acute", counts, acute)
+    # ACUTE without a weak bot runs no onboarding check (and `enabled: true` said so is refused)
+    assert "onboarding check" not in methods_paragraph("acute", counts, config)
+    for method in registry.ids(collectable=True):
+        if method != "acute":  # ACUTE's own case above
+            runs = registry.get(method).onboarding_check
+            assert ("onboarding check" in methods_paragraph(method, counts, config)) == runs, method
+
+
+@pytest.mark.parametrize("method", DEMO)
+def test_report_json_fits_the_documented_schema(demo, method):
+    """Fresh reports of every method fit the JSON Schema the docs publish for report.json
+    (docs/reference/report-json/<method>.schema.json, written by scripts/gen_reference.py)."""
+    gen = _gen_reference()
+    report = json.loads((demo / method / "report" / "report.json").read_text())
+    schema = json.loads((gen.REFERENCE / "report-json" / f"{method}.schema.json").read_text())
+    assert schema["required"][:5] == ["method", "systems", "study", "filtered_annotators", "answer"]
+    assert gen.validate(report, schema) == []
+    # the check bites: a report without a contract key, or with a system of the wrong shape, is refused
+    assert gen.validate({k: v for k, v in report.items() if k != "systems"}, schema) == ["$: missing key 'systems'"]
+    broken = {**report, "systems": [{**report["systems"][0], "score": "high"}]}
+    assert gen.validate(broken, schema) == ["$.systems[0].score: string, expected number or null"]
+
+
+def _gen_reference():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "gen_reference.py"
+    spec = importlib.util.spec_from_file_location("gen_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from dialeval.protocols.scheduling import ADAPTIVE_STOPPED, pair_key
+from dialeval.scheduling.assign import pair_key
+from dialeval.scheduling.plan import ADAPTIVE_STOPPED
 from dialeval.simulate import simulate_study
 from dialeval.store import work
 from dialeval.study import open_study, write_study_file

@@ -55,7 +55,7 @@ def test_arena_crowd_recovers_the_order(tmp_path):
 def test_arena_adaptive_stops_once_the_order_is_known(tmp_path):
     """Adaptive pair choice and anytime-valid stopping, the scheduler acute and PW-Turn use: with
     clearly separated bots the study stops handing out battles before the uniform target."""
-    from dialeval.protocols.scheduling import ADAPTIVE_STOPPED
+    from dialeval.scheduling.plan import ADAPTIVE_STOPPED
     from dialeval.store import work
 
     folder = arena_study(tmp_path / "arena", battles_per_pair=60)

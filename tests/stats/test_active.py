@@ -1,10 +1,10 @@
-"""Active pair selection (stats/active.py) and the scheduler glue (dialeval.adaptive)."""
+"""Active pair selection (stats/active.py) and the scheduler glue (dialeval.scheduling.state)."""
 
 import numpy as np
 import pytest
 
-from dialeval.adaptive import AdaptiveState
 from dialeval.config import AdaptiveConfig
+from dialeval.scheduling.state import AdaptiveState
 from dialeval.stats import active
 from dialeval.stats.bradley_terry import fit_bt
 

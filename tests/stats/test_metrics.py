@@ -1,4 +1,4 @@
-"""Word-overlap metrics (paper 002 §7) and their correlation with human scores."""
+"""Word-overlap metrics (Ji et al. 2022, §7) and their correlation with human scores."""
 
 from __future__ import annotations
 

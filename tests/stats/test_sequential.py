@@ -302,8 +302,8 @@ def test_empty_running_intersection_is_reported_not_inverted():
 
 
 def test_stopping_table_reports_an_empty_intersection():
-    from dialeval.adaptive import AdaptiveState
     from dialeval.config import AdaptiveConfig
+    from dialeval.scheduling.state import AdaptiveState
 
     # x beats y 30 times, then y beats x 30 times: no win rate lies in every confidence sequence
     outcomes = [("x", "y", "x")] * 30 + [("x", "y", "y")] * 30

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from dialeval.adaptive import AdaptiveState
 from dialeval.config import AdaptiveConfig
+from dialeval.scheduling.state import AdaptiveState
 from dialeval.stats.sequential import SequentialPairTest, block_log_e_process, decision_bounds
 
 ALPHA = 0.05
@@ -103,7 +103,7 @@ def test_adaptive_state_with_annotators_through_from_outcomes():
 
 
 def test_one_alpha_for_the_whole_study_across_questions():
-    from dialeval.adaptive import study_state
+    from dialeval.scheduling.state import study_state
 
     config = {
         "bots": [{"name": n, "type": "eliza"} for n in "xyz"],

@@ -159,3 +159,36 @@ def test_sqlite_pragmas(tmp_path):
 def test_unreachable_postgres_is_a_clear_error():
     with pytest.raises(StoreError, match="cannot open the database"):
         Store("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+
+
+def test_report_load_keeps_only_the_turns_a_report_reads(store):
+    """load_dataset(all_turns=False), a report whose analysis reads no turn: only turns with a
+    reference, a reply shortened at bot_reply_chars (own text or a candidate's); every turn once
+    typed-input signals exist (the typing summary then reads every bot text)."""
+    from dataclasses import replace
+
+    from dialeval.textclean import CUT_MARKER
+
+    base = small_dataset()
+    conv = base.conversations[0]
+    kept = [
+        Turn("entity1", "cut" + CUT_MARKER, bot="beta"),
+        Turn("entity0", "with a reference", bot="alpha", meta={"reference": "the gold reply"}),
+        Turn("entity1", "a candidate was cut", bot="beta", candidates=[{"bot": "beta", "text": "x" + CUT_MARKER}]),
+    ]
+    conv = replace(conv, turns=[*conv.turns, *kept])
+    study = store.ensure_study("lean", "spot-the-bot")
+    store.save_dataset(study.id, replace(base, conversations=[conv, *base.conversations[1:]]))
+    lean = store.load_dataset(study.id, all_turns=False)
+    full = store.load_dataset(study.id)
+    assert [c.id for c in lean.conversations] == [c.id for c in full.conversations] == ["c1", "c2"]
+    assert [c.bots for c in lean.conversations] == [c.bots for c in full.conversations]
+    assert [c.meta for c in lean.conversations] == [c.meta for c in full.conversations]
+    assert [t.text for t in lean.conversations[0].turns] == [t.text for t in kept]
+    assert lean.conversations[0].turns == full.conversations[0].turns[-3:] and lean.conversations[1].turns == []
+    assert [j.value for j in lean.judgments] == [j.value for j in full.judgments]
+
+    typed = store.ensure_study("typed", "spot-the-bot")
+    said = Turn("entity0", "typed by a person", meta={"input": {"chars": 17, "typed": 17}})
+    store.save_dataset(typed.id, replace(base, conversations=[replace(conv, turns=[*conv.turns, said])]))
+    assert len(store.load_dataset(typed.id, all_turns=False).conversations[0].turns) == len(conv.turns) + 1

@@ -66,6 +66,7 @@ def make_acute_study(
     on_fail: str = "block",
     per_pair: int = 50,
     xss: str | None = None,
+    xss_bots: tuple[str, ...] = ("eliza",),
     min_words: int = 2,
     name: str = "acute-test",
 ) -> Path:
@@ -91,7 +92,7 @@ def make_acute_study(
         for bot in ("retrieval", "eliza", "repeat"):
             for k in range(per_bot):
                 study.store.save_conversation(
-                    study.id, _selfchat(f"selfchat-{bot}-{k:04d}", bot, text=xss if bot == "eliza" else None)
+                    study.id, _selfchat(f"selfchat-{bot}-{k:04d}", bot, text=xss if bot in xss_bots else None)
                 )
         study.store.save_conversation(study.id, _human("human-0000"))
     finally:
@@ -142,4 +143,32 @@ def make_stb_study(
             study.store.save_conversation(study.id, _human(f"human-{k:04d}", 5))
     finally:
         study.close()
+    return folder
+
+
+def make_prompts_study(folder: Path, prompts: list[dict], answers: dict[str, dict[str, str]], **protocol) -> Path:
+    """A prompt-set study of imported systems: `answers` is {system: {prompt id: answer}}, brought in
+    through the method's answers importer (a CSV), as `dialeval import answers` does."""
+    import csv
+    import json
+
+    from dialeval.methods.prompts.answers import import_answers
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "prompts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in prompts), encoding="utf-8")
+    study = {
+        "name": folder.name,
+        "method": "prompts",
+        "bots": [{"name": s, "type": "imported"} for s in answers],
+        "annotation": {"require_justification": False, "min_justification_words": 0},
+        "protocol": {"prompts": "prompts.jsonl", **protocol},
+    }
+    (folder / "study.yaml").write_text(yaml.safe_dump(study), encoding="utf-8")
+    path = folder.parent / f"{folder.name}-answers.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["prompt_id", "system", "answer"])
+        for system, by_prompt in answers.items():
+            writer.writerows([pid, system, text] for pid, text in by_prompt.items())
+    import_answers(folder, [path], lambda line: None)
     return folder

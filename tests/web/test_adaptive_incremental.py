@@ -3,8 +3,10 @@ equal a full replay of the study at every point, and start over when an annotato
 
 from __future__ import annotations
 
-from dialeval.adaptive import is_filtered, study_state
+from dialeval.annotator_rules import is_filtered
 from dialeval.methods.acute.protocol import _adaptive_outcome
+from dialeval.scheduling.process_state import scheduler_state
+from dialeval.scheduling.state import study_state
 from dialeval.store import work
 
 from .test_adaptive_scheduling import Served, adaptive_study
@@ -21,7 +23,7 @@ def full_replay(s: Served) -> dict:
 
 
 def cached(s: Served) -> dict:
-    caches = s.store.__dict__["_adaptive_cache"]
+    caches = scheduler_state(s.store).adaptive
     (cache,) = caches.values()
     return {q: st.stopping_table() for q, st in cache.states.items()}
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
+from dialeval import clock
 from dialeval.config import parse_study
 from dialeval.errors import StudyFileError
 from dialeval.methods.arena.analysis import analyze_arena
@@ -104,12 +104,35 @@ def test_vote_is_final_after_the_window(tmp_path):
         c.task()
         c.say("hello there")
         assert c.act("vote", {"winner": "model_a"}).status_code == 200
-        time.sleep(0.7)
+        clock.advance(0.7)
         r = c.act("vote", {"winner": "model_b"})
         assert r.status_code == 400 and "final" in r.json()["error"]
         votes = battle_votes(server)
         assert len(votes) == 1 and votes[0].value["winner"] == "model_a"
         assert work.get_assignment(server.store, c.assignment_id).status == "submitted"
+
+
+def test_the_names_are_shown_once_the_last_vote_is_final(tmp_path):
+    """The battle's last vote made final by "next" answers with the two names (Model A first); a page
+    loaded after the window shows them on the closed battle. Nothing names a model before that."""
+    with LiveServer([arena_study(tmp_path, turns=1, change_seconds=0.5, battles_per_pair=2)]) as server:
+        first, second = LiveClient(server), LiveClient(server)
+        for c in (first, second):
+            c.enter()
+            c.task()
+            c.say("hello there")
+            assert c.act("vote", {"winner": "tie"}).status_code == 200
+            assert "data-reveal-name>repeat<" not in c.task().text  # the window is open: no names yet
+        r = first.act("next", {})
+        sides = state_of(server, first)["sides"]
+        assert r.status_code == 200 and r.json()["done"] is True
+        assert r.json()["reveal"] == [{"side": "Model A", "name": sides[0]}, {"side": "Model B", "name": sides[1]}]
+        clock.advance(0.7)
+        page = second.task().text
+        assert stage(page) == "complete"
+        names = re.findall(r"data-reveal-name>([^<]*)<", page)
+        assert names == state_of(server, second)["sides"]
+        assert all(j.value["anonymous"] for j in battle_votes(server)) and len(battle_votes(server)) == 2
 
 
 def test_a_vote_held_when_the_tab_closed_counts_once_the_window_is_over(tmp_path):
@@ -123,7 +146,7 @@ def test_a_vote_held_when_the_tab_closed_counts_once_the_window_is_over(tmp_path
         gone.say("hello there")
         assert gone.act("vote", {"winner": "model_b"}).status_code == 200
         assert battle_votes(server) == []  # held, changeable
-        time.sleep(0.7)  # the window passes; the closed tab sends nothing more
+        clock.advance(0.7)  # the window passes; the closed tab sends nothing more
         nxt = LiveClient(server)
         nxt.enter()
         nxt.task()

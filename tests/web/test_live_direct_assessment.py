@@ -6,6 +6,7 @@ import re
 
 from dialeval.methods.direct_assessment.protocol import qc_status
 from dialeval.methods.direct_assessment.questions import DA_STATEMENTS
+from dialeval.plugin import StudyStore
 from dialeval.records import DA_CRITERIA
 from dialeval.store import work
 
@@ -84,7 +85,7 @@ def test_hit_of_every_bot_plus_qc_in_blind_order(tmp_path):
             assert conv.meta["topic"] == "cooking" and conv.meta["opinion"] == "like"
             assert [c["topic"] for c in conv.meta["topic_changes"]] == ["travel"]
             assert len([t for t in conv.turns if t.speaker == "human"]) == 3
-        status = qc_status(server.store, server.study_id, 1)
+        status = qc_status(StudyStore(server.store, server.study_id), 1)
         assert status["n_qc"] == 1 and status["n_ordinary"] == 2
         assert status["passed"] is True and status["p"] < 0.05
         # the analysis reads these judgments as they are
@@ -117,7 +118,7 @@ def test_qc_status_fails_an_annotator_who_rates_the_qc_bot_alike(tmp_path):
             chat(c, 1)
             c.act("end_chat")
             assert c.act("rate", {"position": str(position), **GOOD}).status_code == 200
-        status = qc_status(server.store, server.study_id, 1)
+        status = qc_status(StudyStore(server.store, server.study_id), 1)
         assert status["passed"] is False and status["p"] >= 0.05
         summary = server.served.protocol.admin_summary()
         assert {"label": "annotators passing the QC test", "value": "0 of 1"} in summary.headline

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import re
+import tomllib
 import uuid
 from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 
-from dialeval import methods
+from dialeval import clock, registry
 from dialeval.errors import DialevalError
 from dialeval.protocols import get_protocol
 from dialeval.store import work
 from dialeval.web.app import create_app
 from dialeval.web.ratelimit import RateLimiter
+from tests.conftest import REPO
 
 from .conftest import Annotator
 from .studies import make_acute_study, make_stb_study
@@ -32,18 +34,17 @@ def test_start_page_and_health(tmp_path):
 
 
 def test_registry():
-    assert get_protocol("acute").method == "acute"
-    assert get_protocol("spot-the-bot").template == "spot_the_bot.html"
-    assert set(methods.ids(collectable=True)) == {
-        "acute",
-        "pairwise-turn",
-        "single-model",
-        "spot-the-bot",
-        "direct-assessment",
-        "arena",  # the live battle; arena studies made by `dialeval import` are analysed only
-    }
-    assert set(methods.ids()) == set(methods.ids(collectable=True))
-    assert get_protocol("arena").template == "arena.html"
+    """The registry holds exactly the methods pyproject.toml registers, each with its pages; the
+    protocol of each says its own id and names a template (no list of ids here: pyproject.toml is it)."""
+    with open(REPO / "pyproject.toml", "rb") as f:
+        registered = tomllib.load(f)["project"]["entry-points"]["dialeval.methods"]
+    assert set(registry.ids()) >= set(registered) and len(registered) >= 6
+    for method_id in registered:
+        method = registry.get(method_id)
+        assert method.collectable, method_id  # dialeval's own methods all have pages
+        protocol = get_protocol(method_id)
+        assert protocol.method == method_id and protocol.template.endswith(".html")
+    assert set(registry.ids(collectable=True)) >= set(registered)
     with pytest.raises(DialevalError):
         get_protocol("nope")
 
@@ -105,7 +106,7 @@ def test_expired_assignment_returns_to_pool(tmp_path):
     with served.ctx.store.session() as s:
         from dialeval.store.schema import AssignmentRow
 
-        s.get(AssignmentRow, int(first)).expires_at = work.utcnow() - timedelta(minutes=1)
+        s.get(AssignmentRow, int(first)).expires_at = clock.now() - timedelta(minutes=1)
     page = anns[3].task()
     assert "data-ajax" in page.text  # the expired unit went back to the pool
     r = anns[0].post(
@@ -140,3 +141,17 @@ def test_app_from_env(tmp_path, monkeypatch):
     monkeypatch.setenv("DIALEVAL_STUDY_FOLDERS", str(folder))
     c = TestClient(app_from_env())
     assert c.get("/healthz").json()["studies"] == 1
+
+
+def test_unticked_consent_answers_with_the_form_and_its_message(acute_app):
+    """A browser without JavaScript or form validation posts the consent unticked: it gets the consent
+    form again (400) with the message beside the box, not an error page, and can tick it and go on."""
+    ann = Annotator(acute_app, "acute-test")
+    r = ann.client.post(ann.url("start"), data={})
+    ann.csrf = re.search(r'name="csrf" value="([^"]+)"', r.text).group(1)
+    r = ann.client.post(ann.url("consent"), data={"csrf": ann.csrf})
+    assert r.status_code == 400
+    assert 'id="agree-error"' in r.text and "tick the box" in r.text and "back button" not in r.text
+    assert re.search(r'<input type="checkbox" name="agree"[^>]*aria-invalid="true"', r.text)
+    r = ann.client.post(ann.url("consent"), data={"csrf": ann.csrf, "agree": "yes"})
+    assert r.url.path.endswith("/instructions")

@@ -1,4 +1,4 @@
-"""Compare two analysis reports of the same systems: the self-replication check of paper 002
+"""Compare two analysis reports of the same systems: the self-replication check of Ji et al. (2022)
 (Pearson r between two runs' system scores: 0.969 overall for Free run 1 vs 2).
 
 Works on any report whose `systems` entries carry a `name` and a `score`; per-criterion

@@ -1,4 +1,4 @@
-"""Automatic word-overlap metrics against the human scores of a report (paper 002 §7).
+"""Automatic word-overlap metrics against the human scores of a report (Ji et al. 2022, §7).
 
 Convention: a bot turn that has a reference response carries it as text in
 ``turn.meta["reference"]`` (for instance the gold next utterance of the corpus conversation the

@@ -3,7 +3,7 @@
 A practice answer is never a judgment of the systems, and never a malformed one. It is known by its
 question (`onboarding`, `practice`: what the protocols store), by the kind of its unit
 (`acute-onboarding`, any `*-practice`), or by the flags an importer may set in `meta`. Its time
-still counts in annotator-hours: onboarding is part of what a study costs (paper 000, Appendix F).
+still counts in annotator-hours: onboarding is part of what a study costs (Smith et al. 2022, Appendix F).
 """
 
 from __future__ import annotations

@@ -11,42 +11,39 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from dialeval.analysis import ranking
 from dialeval.analysis.practice import is_practice
+from dialeval.analysis.stopping import stopping_section
+from dialeval.annotator_rules import is_filtered
 from dialeval.jsonable import to_jsonable
 from dialeval.records import Dataset, Judgment, Unit
+from dialeval.scheduling.pools import PairPool
 from dialeval.stats import pairwise as pw
-from dialeval.stats.bradley_terry import bradley_terry
+from dialeval.stats.bradley_terry import aggregate_votes, bradley_terry, fit_bt
 from dialeval.stats.power import pairwise_time_to_significance
 from dialeval.stats.text import justification_lengths, top_tfidf_terms
 
-_FILTER_STATUSES = {"filtered", "excluded", "blocked", "failed", "rejected"}
-
-
 # ---------------------------------------------------------------- shared helpers
-
-
-_jsonable = to_jsonable
 
 
 def _is_onboarding(j: Judgment, unit: Unit | None) -> bool:
     return is_practice(j, unit)
 
 
-def _filtered_annotators(dataset: Dataset, extra: Iterable[str] | None) -> set[str]:
+def filtered_annotator_ids(dataset: Dataset, extra: Iterable[str] | None) -> set[str]:
     out = set(extra or ())
     for a in dataset.annotators:
-        m = a.meta or {}
-        if m.get("filtered") or m.get("excluded") or str(m.get("status", "")).lower() in _FILTER_STATUSES:
+        if is_filtered(None, a.meta):  # the store puts the annotator's status into meta["status"]
             out.add(a.id)
     return out
 
 
-def _split_judgments(
+def split_judgments(
     dataset: Dataset, exclude_annotators: Iterable[str] | None
 ) -> tuple[list[Judgment], list[Judgment], dict]:
     """(kept, onboarding, excluded-summary)."""
     units = {u.id: u for u in dataset.units}
-    filtered = _filtered_annotators(dataset, exclude_annotators)
+    filtered = filtered_annotator_ids(dataset, exclude_annotators)
     kept, onboarding, dropped = [], [], 0
     for j in dataset.judgments:
         if _is_onboarding(j, units.get(j.unit_id)):
@@ -63,7 +60,7 @@ def _split_judgments(
     return kept, onboarding, summary
 
 
-def _onboarding_seconds(onboarding: list[Judgment]) -> float:
+def mean_onboarding_seconds(onboarding: list[Judgment]) -> float:
     """Mean onboarding time per annotator who onboarded (0 when unknown)."""
     per: dict[str, float] = {}
     for j in onboarding:
@@ -72,7 +69,7 @@ def _onboarding_seconds(onboarding: list[Judgment]) -> float:
     return float(np.mean(list(per.values()))) if per else 0.0
 
 
-def _frame(judgments: list[Judgment], rows: list[dict]) -> pd.DataFrame:
+def judgment_frame(judgments: list[Judgment], rows: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if df.empty:
         return df
@@ -80,7 +77,7 @@ def _frame(judgments: list[Judgment], rows: list[dict]) -> pd.DataFrame:
     return df
 
 
-def _systems_from_matchups(matchups: pd.DataFrame, counts: dict[str, int]) -> list[dict]:
+def systems_from_matchups(matchups: pd.DataFrame, counts: dict[str, int]) -> list[dict]:
     """score = mean over opponents of the bot's win rate against that opponent."""
     rates: dict[str, list[float]] = {b: [] for b in counts}
     wins: dict[str, int] = {b: 0 for b in counts}
@@ -110,17 +107,31 @@ def _systems_from_matchups(matchups: pd.DataFrame, counts: dict[str, int]) -> li
     return out
 
 
-def _leaderboard(votes: pd.DataFrame, n_boot: int, seed: int | None) -> list[dict]:
-    """Bradley–Terry leaderboard from DataFrame[a, b, winner]; empty without votes."""
+def bt_leaderboard(votes: pd.DataFrame, n_boot: int, seed: int | None) -> list[dict]:
+    """Bradley–Terry leaderboard from DataFrame[a, b, winner]; empty without votes. Each row has its
+    tier and provisional mark (analysis/ranking.py, default thresholds)."""
     v = votes[votes["a"] != votes["b"]]
     if v.empty:
         return []
     lb = bradley_terry(v, n_boot=n_boot, seed=seed)
-    cols = ["name", "rating", "ci_low", "ci_high", "rank", "rank_ci", "wins", "losses", "ties", "n"]
-    return _jsonable(lb[cols])
+    lb["tier"] = ranking.tiers(list(lb["rating"]), list(lb["ci_low"]), list(lb["ci_high"]))
+    lb["provisional"] = ranking.provisional(list(lb["n"]), list(lb["ci_low"]), list(lb["ci_high"]), ranking.DEFAULTS)
+    cols = ["name", "rating", "ci_low", "ci_high", "rank", "rank_ci", "wins", "losses", "ties", "n", "tier"]
+    return to_jsonable(lb[[*cols, "provisional"]])
 
 
-def _tts_pairwise(
+def robustness_section(votes: pd.DataFrame) -> dict | None:
+    """Votes to drop to reverse the leaderboard's top rank and adjacent pairs (analysis/ranking.py)."""
+    v = votes[votes["a"] != votes["b"]]
+    if v.empty:
+        return None
+    names, wins, ties = aggregate_votes(v)
+    if len(names) < 2:
+        return None
+    return ranking.robustness_audit(names, wins, ties, fit_bt(wins, ties))
+
+
+def tts_pairwise(
     outcomes: np.ndarray, seconds: float | None, onboarding_s: float, per_annotator: float, n_sim: int, seed: int | None
 ) -> dict | None:
     if seconds is None or not np.isfinite(seconds) or len(outcomes) == 0:
@@ -134,34 +145,31 @@ def _tts_pairwise(
         seed=seed,
     )
     curve = r.pop("curve")
-    r["curve"] = _jsonable(curve)
+    r["curve"] = to_jsonable(curve)
     return r
 
 
-def _justifications(df: pd.DataFrame, bot_col: str) -> dict:
+def justification_summary(df: pd.DataFrame, bot_col: str) -> dict:
     if "justification" not in df.columns:
         return {"lengths": [], "top_terms": {}}
     d = df[[bot_col, "justification"]].rename(columns={bot_col: "bot", "justification": "text"})
     d = d[d["text"].notna()]
     if d.empty:
         return {"lengths": [], "top_terms": {}}
-    return {"lengths": _jsonable(justification_lengths(d)), "top_terms": _jsonable(top_tfidf_terms(d))}
+    return {"lengths": to_jsonable(justification_lengths(d)), "top_terms": to_jsonable(top_tfidf_terms(d))}
 
 
-def _stopping(
+def pairwise_stopping(
     dataset: Dataset,
     method: str,
     outcomes: list[tuple],
     unfiltered: list[tuple] | None = None,
     question: str | None = None,
 ) -> dict:
-    """The report's `stopping` entry (adaptive.stopping_section): the anytime-valid stopping table of
+    """The report's `stopping` entry (analysis/stopping.py): the anytime-valid stopping table of
     the study's `adaptive:` config, replayed from the kept judgments in the order they were made
     (the scheduler's own view). With adaptive collection disabled it is labelled monitoring only.
-    A judge-guided study (guided.py) is replayed with the pools its scheduler froze, per `question`."""
-    from dialeval.adaptive import stopping_section
-    from dialeval.guided import PairPool
-
+    A judge-guided study (scheduling/pools.py) is replayed with the pools its scheduler froze, per `question`."""
     config = dataset.meta.get("config") if isinstance(dataset.meta, dict) else None
     bots = None
     if not config or not config.get("bots"):
@@ -174,7 +182,7 @@ def _stopping(
     return stopping_section(outcomes, method, config or {}, bots=bots, unfiltered=unfiltered, guided=guided)
 
 
-def _anytime_valid_p(section: dict) -> None:
+def anytime_valid_p(section: dict) -> None:
     """When collection stopped adaptively, a fixed-size binomial p is not valid (the sample size
     depended on the data): each matchup's `p` becomes the always-valid p-value of the stopping test
     (with its e-value); the binomial one stays as `p_fixed_n`. No change otherwise."""

@@ -1,6 +1,6 @@
 """Published effect sizes that the adaptive-collection benchmark simulates.
 
-1. **ACUTE-Eval PersonaChat** (paper 003, Li, Weston & Roller 2019, Table 2: engagingness question,
+1. **ACUTE-Eval PersonaChat** (Li, Weston & Roller 2019, Table 2: engagingness question,
    human–model chats, 8 systems). In the table the *column* names the winner and the *row* the
    loser ("Wins % matches" across, "Loses % matches" down): the cell in row RC, column H is 67,
    meaning H won 67% of its matches against RC; every cell and its mirror add up to 100. The text
@@ -12,7 +12,7 @@
    H > PE > INT > LIC > HF > INQ > KV > RC, with adjacent win rates of 51.3%–54.6%.
    Self-chat Table 4 is kept too (`PERSONACHAT_SELFCHAT`).
 
-2. **Paper 000** (Smith et al. 2022) Table 3: win rates of BlenderBot3B against BlenderBot3B-M0
+2. **Smith et al. (2022)**, Table 3: win rates of BlenderBot3B against BlenderBot3B-M0
    (Length), BlenderBot90M (Size) and Reddit3B (Fine-tuning), for PW-Turn (turns 2–6, WTA) and
    PW-Dialog on human–model chats and on self-chats, for the preference, humanness and
    interestingness questions. Each comparison is a two-bot study; win rates within 2 points of 50%
@@ -22,11 +22,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ..stats.bradley_terry import fit_bt
+from ..stats.study_design import Scenario, bt_probabilities
 
 __all__ = [
     "PAPER000_TABLE3",
@@ -43,7 +42,7 @@ __all__ = [
 ]
 
 PERSONACHAT_BOTS = ["RC", "KV", "INQ", "HF", "INT", "LIC", "PE", "H"]
-# 003 Table 2, cell [row][col] = % of matches that COLUMN won against ROW (diagonal 0).
+# Li et al. 2019, Table 2, cell [row][col] = % of matches that COLUMN won against ROW (diagonal 0).
 PERSONACHAT_HUMAN_MODEL = [
     [0, 50, 58, 54, 66, 68, 69, 67],
     [50, 0, 57, 55, 57, 57, 61, 60],
@@ -54,7 +53,7 @@ PERSONACHAT_HUMAN_MODEL = [
     [31, 39, 38, 43, 46, 47, 0, 53],
     [33, 40, 29, 36, 48, 35, 47, 0],
 ]
-# 003 Table 4 (self-chats), same layout.
+# Li et al. 2019, Table 4 (self-chats), same layout.
 PERSONACHAT_SELFCHAT = [
     [0, 58, 67, 42, 73, 68, 74, 74],
     [42, 0, 51, 26, 57, 60, 63, 71],
@@ -66,7 +65,7 @@ PERSONACHAT_SELFCHAT = [
     [26, 29, 28, 19, 37, 40, 39, 0],
 ]
 
-# 000 Table 3: win rate of BlenderBot3B vs the other model, per comparison, question and method.
+# Smith et al. 2022, Table 3: win rate of BlenderBot3B vs the other model, per comparison, question and method.
 PAPER000_TABLE3 = {
     "length (BB3B vs BB3B-M0)": {
         "preference": {"pw-turn": 0.74, "pw-dialog-human": 0.77, "pw-dialog-self": 0.82},
@@ -86,29 +85,6 @@ PAPER000_TABLE3 = {
 }
 
 
-@dataclass
-class Scenario:
-    """A simulated study: bots, the true P(i beats j) matrix, the pairs that may be compared."""
-
-    name: str
-    bots: list[str]
-    probs: np.ndarray  # probs[i, j] = P(i beats j); 0.5 on the diagonal
-    pairs: list[tuple[int, int]] | None = None  # None: every pair
-    source: str = ""
-    near_null: bool = False
-    strengths: list[float] | None = None
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def allowed(self) -> list[tuple[int, int]]:
-        K = len(self.bots)
-        return self.pairs if self.pairs is not None else [(i, j) for i in range(K) for j in range(i + 1, K)]
-
-    def true_order(self) -> list[str]:
-        score = (self.probs > 0.5).sum(axis=1)
-        return [self.bots[i] for i in np.argsort(-score, kind="stable")]
-
-
 def win_share_matrix(table) -> np.ndarray:
     """W[i, j] = share of i-vs-j matches won by i, from a column-wins/row-loses percent table."""
     T = np.asarray(table, dtype=float)
@@ -124,11 +100,6 @@ def bt_from_table(table) -> np.ndarray:
     return fit_bt(win_share_matrix(table) * 100.0, l2=1e-9)
 
 
-def bt_probabilities(theta) -> np.ndarray:
-    t = np.asarray(theta, dtype=float)
-    return 1.0 / (1.0 + np.exp(-(t[:, None] - t[None, :])))
-
-
 def personachat_scenario(selfchat: bool = False) -> Scenario:
     table = PERSONACHAT_SELFCHAT if selfchat else PERSONACHAT_HUMAN_MODEL
     theta = bt_from_table(table)
@@ -137,7 +108,7 @@ def personachat_scenario(selfchat: bool = False) -> Scenario:
         name="personachat-acute" + ("-selfchat" if selfchat else ""),
         bots=list(PERSONACHAT_BOTS),
         probs=bt_probabilities(theta),
-        source=f"paper 003 (ACUTE-Eval) {which}, engagingness; Bradley-Terry fit to the win-share table",
+        source=f"Li et al. 2019 (ACUTE-Eval) {which}, engagingness; Bradley-Terry fit to the win-share table",
         strengths=[float(x) for x in theta],
     )
 
@@ -157,7 +128,7 @@ def _two_bot(name: str, rate: float, source: str) -> Scenario:
 def paper000_scenarios(
     questions: tuple[str, ...] = ("preference",), methods: tuple[str, ...] = ("pw-turn", "pw-dialog-human")
 ) -> list[Scenario]:
-    """Two-bot studies from 000 Table 3 (default: the preference question, PW-Turn and PW-Dialog
+    """Two-bot studies from Smith et al. 2022, Table 3 (default: the preference question, PW-Turn and PW-Dialog
     on human-model chats: the three comparisons × two methods)."""
     out = []
     for comp, by_q in PAPER000_TABLE3.items():
@@ -168,7 +139,7 @@ def paper000_scenarios(
                     _two_bot(
                         f"000:{comp.split(' ')[0]}:{q}:{m}",
                         rate,
-                        f"paper 000 Table 3, {comp}, {q}, {m}: BB3B wins {rate:.0%}",
+                        f"Smith et al. 2022, Table 3, {comp}, {q}, {m}: BB3B wins {rate:.0%}",
                     )
                 )
     return out

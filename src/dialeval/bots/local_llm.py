@@ -75,9 +75,14 @@ def load_model() -> tuple[Any, Any]:
             folder = model_dir()
             assert folder is not None
             cached, stamp = cache_dir(), _stamp(folder / GGUF_FILE)
+            loaded = None
             if (cached / "SOURCE").is_file() and (cached / "SOURCE").read_text() == stamp:
-                tokenizer = AutoTokenizer.from_pretrained(cached, local_files_only=True)
-                model = _load_cached_model(cached)
+                try:
+                    loaded = AutoTokenizer.from_pretrained(cached, local_files_only=True), _load_cached_model(cached)
+                except Exception:  # noqa: BLE001 - another process replacing the cache this moment
+                    loaded = None
+            if loaded is not None:
+                tokenizer, model = loaded
             else:
                 tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)
                 model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)

@@ -153,7 +153,7 @@ async def generate(
     result = GenerationResult()
     if corpus is None and (plan.seed_from_corpus or plan.human_conversations):
         corpus = load_corpus()
-    throttled = _throttle(bots, plan.concurrency)
+    throttled = throttle(bots, plan.concurrency)
 
     async def one(conversation_id: str, pair: list[str]) -> None:
         rng = conversation_rng(plan.seed, conversation_id)
@@ -216,7 +216,7 @@ class _Throttled(Bot):
             return await self.bot.reply(history, context)
 
 
-def _throttle(bots: dict[str, Bot], concurrency: int) -> dict[str, Bot]:
+def throttle(bots: dict[str, Bot], concurrency: int) -> dict[str, Bot]:
     shared = asyncio.Semaphore(max(int(concurrency), 1))
     out: dict[str, Bot] = {}
     for name, bot in bots.items():

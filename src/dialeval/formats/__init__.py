@@ -24,7 +24,6 @@ from typing import Any
 
 from dialeval.errors import DialevalError, ImportFormatError
 from dialeval.records import Conversation, Dataset
-from dialeval.textclean import clean_imported
 
 
 @dataclass(frozen=True)
@@ -36,6 +35,10 @@ class ImportFormat:
     # `dialeval import` options the reader takes: option name -> the reader's keyword ("" = positional)
     options: dict[str, str] = field(default_factory=dict)
     required: dict[str, str] = field(default_factory=dict)  # option -> the error when it is missing
+    # "module:function": path -> an iterator of (Annotator, Judgment, [Conversation]) in file order,
+    # raising ImportFormatError when there is nothing; `dialeval import` then stores records as they
+    # are read (cli._stream_import) when no option asks for the whole file ("" = never streamed)
+    stream: str = ""
     help: str = ""  # set: the format's options are its own (what they are for, in the error for other formats)
 
 
@@ -54,6 +57,7 @@ IMPORTERS: dict[str, ImportFormat] = {
     "arena": ImportFormat(
         "dialeval.formats.arena:read_arena_battles",
         options={"judges": "judge_files"},
+        stream="dialeval.formats.arena:stream_battles",
         help="judges' verdicts on the same battles",
     ),
 }
@@ -103,6 +107,11 @@ def reader(name: str) -> Callable[..., Any]:
     return _resolve("input", {n: entry.reader for n, entry in importers().items()}, name)
 
 
+def streamer(name: str) -> Callable[..., Any]:
+    """The streamed reader of format `name` (ImportFormat.stream)."""
+    return _resolve("streamed input", {n: e.stream for n, e in importers().items() if e.stream}, name)
+
+
 def writer(name: str) -> Callable[..., Any]:
     """The writer function of format `name` (imported on demand). Unknown names raise DialevalError."""
     return _resolve("output", WRITERS, name)
@@ -110,7 +119,7 @@ def writer(name: str) -> Callable[..., Any]:
 
 def format_method(name: str) -> str:
     """The method whose Dataset format `name` yields (the method listing it in Method.importers)."""
-    from ..methods import all_methods
+    from ..registry import all_methods
 
     for method in all_methods().values():
         if name in method.importers:
@@ -140,12 +149,62 @@ def import_dataset(name: str, path: str | Path, method: str | None = None, **opt
     result = reader(name)(path, *positional, **keywords)
     if entry.conversations:
         result = Dataset(method=method or format_method(name), conversations=list(result))
+    check_records(result, path)
     renames = options.get("renames")
     if renames and "renames" not in entry.options:
         from .rename import rename_systems
 
         rename_systems(result, renames)
     return result
+
+
+# column widths of the store (store/schema.py): longer values would fail mid-transaction on PostgreSQL
+_ID_CHARS, _LABEL_CHARS = 200, 40
+
+
+def check_records(dataset: Dataset, path: str | Path) -> None:
+    """Before anything is written: ids unique per kind (each reader names both lines of a repeat;
+    this also guards readers from other packages) and short enough for the store."""
+    where = str(path)
+    for kind, items in (("conversation", dataset.conversations), ("unit", dataset.units)):
+        seen: set[str] = set()
+        for item in items:
+            check_id(kind, item.id, where)
+            if item.id in seen:
+                raise ImportFormatError(where, f"{kind} id {item.id!r} appears twice; ids must be unique")
+            seen.add(item.id)
+    for c in dataset.conversations:
+        check_conversation(c, where)
+    annotators: set[str] = set()
+    for a in dataset.annotators:
+        check_annotator(a.id, where, annotators)
+        annotators.add(a.id)
+    for j in dataset.judgments:
+        check_question(j.question, where)
+
+
+# one check per kind of record, shared with the streamed import (cli: _stream_arena)
+def check_id(kind: str, ident: Any, where: str) -> None:
+    if not isinstance(ident, str) or not ident or len(ident) > _ID_CHARS:
+        shown = str(ident)[:60]
+        raise ImportFormatError(where, f"{kind} id {shown!r}... must be 1 to {_ID_CHARS} characters")
+
+
+def check_conversation(c: Conversation, where: str) -> None:
+    if len(c.source) > _LABEL_CHARS or any(len(t.speaker) > _LABEL_CHARS for t in c.turns):
+        too_long = f"a source or speaker longer than {_LABEL_CHARS} characters"
+        raise ImportFormatError(where, f"conversation {c.id!r}: {too_long}")
+
+
+def check_annotator(ident: str, where: str, seen: set[str] | dict[str, Any]) -> None:
+    if not ident or len(ident) > _ID_CHARS or ident in seen:
+        problem = f"is empty, longer than {_ID_CHARS} characters or repeated"
+        raise ImportFormatError(where, f"annotator id {ident[:60]!r} {problem}")
+
+
+def check_question(question: str, where: str) -> None:
+    if len(question) > 100:
+        raise ImportFormatError(where, f"a question name longer than 100 characters: {question[:60]!r}...")
 
 
 def load(name: str, path: str | Path, *, method: str = "conversations", **options: Any) -> Dataset:
@@ -165,31 +224,13 @@ def load(name: str, path: str | Path, *, method: str = "conversations", **option
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (1-based line number, object) for each non-blank line of a JSONL file.
+    """Yield (1-based line number, object) for each non-blank line of a JSONL file, read through the
+    reading layer (formats/reading.py: decoding, depth and number limits, texts cleaned); a line that
+    is not one JSON object raises ImportFormatError naming the file and line."""
+    from .reading import json_lines
 
-    A missing file, a line that is not JSON, or a line that is not a JSON object raises
-    ImportFormatError naming the file and line.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise ImportFormatError(str(path), "file not found; check the path")
-    with path.open("r", encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ImportFormatError(
-                    str(path),
-                    f"not valid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object",
-                    line=number,
-                ) from None
-            if not isinstance(obj, dict):
-                raise ImportFormatError(str(path), f"expected a JSON object, found {type(obj).__name__}", line=number)
-            # control characters out, oversized texts refused naming this line (textclean.py)
-            yield number, clean_imported(obj, str(path), number)
+    for record in json_lines(path):
+        yield record.line or 0, dict(record.data)
 
 
 def dump_json_line(obj: Any) -> str:

@@ -30,8 +30,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dialeval.errors import DialevalError, ImportFormatError
-from dialeval.formats import dump_json_line, iter_jsonl
+from dialeval.errors import DialevalError
+from dialeval.formats import dump_json_line
+from dialeval.formats.reading import Record, UniqueIds, json_lines
 from dialeval.records import Conversation, Dataset, Turn, Unit
 
 UNIT_KIND = "acute-pair"
@@ -45,30 +46,20 @@ def _is_human(speaker_id: str) -> bool:
     return speaker_id in HUMAN_IDS or speaker_id.endswith("_as_human")
 
 
-def _conversation(path: Path, number: int, index: int, conv_id: str, evaluated: str, data: Any) -> Conversation:
-    where = f"dialogue_dicts[{index}]"
-    if not isinstance(data, dict):
-        raise ImportFormatError(str(path), "a dialogue must be a JSON object", line=number, field=where)
+def _conversation(conv_id: str, evaluated: str, data: Record) -> Conversation:
     if "dialogue" not in data:
-        raise ImportFormatError(str(path), "missing the dialogue's turns", line=number, field=f"{where}.dialogue")
-    if not isinstance(data["dialogue"], list):
-        raise ImportFormatError(str(path), "must be a list of {id, text}", line=number, field=f"{where}.dialogue")
+        raise data.error("missing the dialogue's turns", "dialogue")
     turns: list[Turn] = []
     bots: list[str] = [evaluated]
     all_bot_ids = True
-    for t, entry in enumerate(data["dialogue"]):
-        at = f"{where}.dialogue[{t}]"
-        if not isinstance(entry, dict):
-            raise ImportFormatError(str(path), "a turn must be a JSON object", line=number, field=at)
+    for entry in data.records("dialogue"):
         # ParlAI's first pairings (2019) named the speaker of a turn `speaker`; later ones `id`
         key = "id" if "id" in entry else "speaker" if "speaker" in entry else None
         if key is None:
-            raise ImportFormatError(
-                str(path), "the turn has no 'id' (nor the older 'speaker')", line=number, field=f"{at}.id"
-            )
+            raise entry.error("the turn has no 'id' (nor the older 'speaker')", "id")
         if "text" not in entry:
-            raise ImportFormatError(str(path), "the turn has no 'text'", line=number, field=f"{at}.text")
-        speaker_id = str(entry[key])
+            raise entry.error("the turn has no 'text'", "text")
+        speaker_id = entry.ident(key)
         meta: dict[str, Any] = {"parlai_id": speaker_id, "evaluated": speaker_id == evaluated}
         meta.update({k: v for k, v in entry.items() if k not in ("id", "speaker", "text")})
         if speaker_id == evaluated:
@@ -82,60 +73,61 @@ def _conversation(path: Path, number: int, index: int, conv_id: str, evaluated: 
             speaker, bot = "bot", speaker_id
             if bot not in bots:
                 bots.append(bot)
-        turns.append(Turn(speaker=speaker, text=str(entry["text"]), bot=bot, meta=meta))
-    speakers = data.get("speakers")
-    meta = {"speakers": list(speakers) if isinstance(speakers, list) else None}
+        turns.append(Turn(speaker=speaker, text=entry.text("text"), bot=bot, meta=meta))
+    speakers = data.texts("speakers", None)
+    meta = {"speakers": speakers}
     meta.update({k: v for k, v in data.items() if k not in _DIALOGUE_KEYS})
-    if isinstance(data.get("bots"), list):
-        bots = [str(b) for b in data["bots"]]
-    source = data.get("source")
+    listed = data.texts("bots", None)
+    if listed is not None:
+        bots = listed
+    source = data.text("source", None)
     if not source:
         source = "self-chat" if all_bot_ids and len(bots) == 1 and turns else "import"
-    return Conversation(id=conv_id, bots=bots, turns=turns, source=str(source), meta=meta)
+    return Conversation(id=conv_id, bots=bots, turns=turns, source=source, meta=meta)
 
 
 def read_acute_pairings(path: str | Path) -> Dataset:
     """Read an ACUTE-Eval pairings JSONL file into a Dataset (method ``acute``, no judgments).
 
-    Dialogue ids are kept as strings; a dialogue id seen on several lines becomes one Conversation
-    (its first occurrence). Lines without ``dialogue_ids`` (onboarding) get ``<stem>-<line>-a/b``.
-    Unit ids are a ``unit_id`` key when present, else ``<stem>-<line>``.
+    Dialogue ids are kept as strings; a dialogue id seen on several lines becomes one Conversation,
+    and must show the same dialogue each time (another dialogue under a used id is an error naming
+    both lines). Lines without ``dialogue_ids`` (onboarding) get ``<stem>-<line>-a/b``.
+    Unit ids are a ``unit_id`` key when present, else ``<stem>-<line>``; an exactly repeated line is
+    read once.
     """
     path = Path(path)
     conversations: dict[str, Conversation] = {}
     units: list[Unit] = []
-    for number, line in iter_jsonl(path):
+    dialogue_ids = UniqueIds(path, "dialogue id", "dialogue_ids", repeats_expected=True)
+    unit_ids = UniqueIds(path, "unit id", "unit_id")
+    for line in json_lines(path):
+        number = line.line
         for key in ("speakers_to_eval", "dialogue_dicts"):
             if key not in line:
-                raise ImportFormatError(str(path), "missing", line=number, field=key)
-        speakers = line["speakers_to_eval"]
-        dialogues = line["dialogue_dicts"]
-        if not isinstance(speakers, list) or len(speakers) != 2:
-            raise ImportFormatError(str(path), "must list exactly two speakers", line=number, field="speakers_to_eval")
-        if not isinstance(dialogues, list) or len(dialogues) != 2:
-            raise ImportFormatError(str(path), "must hold exactly two dialogues", line=number, field="dialogue_dicts")
-        ids = line.get("dialogue_ids")
+                raise line.error("missing", key)
+        speakers = line.texts("speakers_to_eval")
+        dialogues = line.records("dialogue_dicts")
+        if len(speakers) != 2:
+            raise line.error("must list exactly two speakers", "speakers_to_eval")
+        if len(dialogues) != 2:
+            raise line.error("must hold exactly two dialogues", "dialogue_dicts")
+        ids = line.texts("dialogue_ids", None)
         if ids is None:
             ids = [f"{path.stem}-{number}-a", f"{path.stem}-{number}-b"]
-        if not isinstance(ids, list) or len(ids) != 2:
-            raise ImportFormatError(str(path), "must hold exactly two ids", line=number, field="dialogue_ids")
-        ids = [str(i) for i in ids]
+        if len(ids) != 2:
+            raise line.error("must hold exactly two ids", "dialogue_ids")
+        is_onboarding = line.boolean("is_onboarding", False)
+        unit_id = line.ident("unit_id", None) or f"{path.stem}-{number}"
+        if not unit_ids.add(unit_id, number, line.data):
+            continue
         for i in range(2):
-            conversation = _conversation(path, number, i, ids[i], str(speakers[i]), dialogues[i])
-            conversations.setdefault(ids[i], conversation)
-        payload: dict[str, Any] = {
-            "speakers_to_eval": [str(s) for s in speakers],
-            "is_onboarding": bool(line.get("is_onboarding", False)),
-        }
+            conversation = _conversation(ids[i], speakers[i], dialogues[i])
+            if dialogue_ids.add(ids[i], number, dialogues[i].data):
+                conversations[ids[i]] = conversation
+        payload: dict[str, Any] = {"speakers_to_eval": speakers, "is_onboarding": is_onboarding}
         payload.update({k: v for k, v in line.items() if k not in _LINE_KEYS})
-        units.append(
-            Unit(
-                id=str(line.get("unit_id", f"{path.stem}-{number}")),
-                kind=UNIT_KIND,
-                conversation_ids=ids,
-                payload=payload,
-            )
-        )
+        units.append(Unit(id=unit_id, kind=UNIT_KIND, conversation_ids=ids, payload=payload))
+    unit_ids.finish()
     return Dataset(
         method="acute",
         conversations=list(conversations.values()),

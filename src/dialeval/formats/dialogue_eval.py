@@ -1,4 +1,4 @@
-"""Reader of the Dialogue-Eval MTurk batch CSV (Ji et al. 2022, paper 002).
+"""Reader of the Dialogue-Eval MTurk batch CSV (Ji et al. 2022).
 
 One CSV row per MTurk assignment. `Answer.taskAnswers` is a JSON list holding one dict with, for
 each of the six slots i = 0..5 of the HIT:
@@ -28,15 +28,15 @@ Every run of the public release reads (free topic runs 1 and 2, ice-breaker). Th
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
 from dialeval.errors import ImportFormatError
+from dialeval.formats.reading import MAX_DURATION_S, Record, UniqueIds, csv_rows, parse_json, type_name
 from dialeval.records import DA_CRITERIA, Annotator, Conversation, Dataset, Judgment, Turn, Unit
+from dialeval.textclean import clean_imported
 
 METHOD = "direct-assessment"
 SLOTS = 6
@@ -60,6 +60,8 @@ def parse_marked(text: str | None) -> list[dict[str, Any]]:
     """ "#0@dogs#4@cats" -> [{"turn": 0, "value": "dogs"}, {"turn": 4, "value": "cats"}]."""
     if not text:
         return []
+    if not isinstance(text, str):
+        raise TypeError(f"expected a '#<turn>@<value>' string, got {type_name(text)}")
     parts = _MARK.split(text)
     out = []
     for k in range(1, len(parts) - 1, 2):
@@ -110,10 +112,7 @@ def parse_dialogue(text: Any, bot: str) -> list[Turn]:
 
 def _answers(raw: str, path: str, line: int) -> dict[str, Any]:
     field = "Answer.taskAnswers"
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise ImportFormatError(path, f"not valid JSON ({e.msg} at char {e.pos})", line=line, field=field) from None
+    data = clean_imported(parse_json(raw, path, line, field), path, line, field)
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
@@ -131,8 +130,9 @@ def _work_time(raw: str | None, path: str, line: int) -> float | None:
         v = float(raw)
     except ValueError:
         raise ImportFormatError(path, f"not a number: {raw!r}", line=line, field="WorkTimeInSeconds") from None
-    if v < 0 or math.isnan(v):
-        raise ImportFormatError(path, f"negative or missing duration: {raw!r}", line=line, field="WorkTimeInSeconds")
+    if not (math.isfinite(v) and 0 <= v <= MAX_DURATION_S):
+        message = f"not a duration in seconds (0 to {MAX_DURATION_S:,}): {raw!r}"
+        raise ImportFormatError(path, message, line=line, field="WorkTimeInSeconds")
     return v
 
 
@@ -149,39 +149,24 @@ def read_dialogue_eval_csv(
     """
     p = Path(path)
     spath = str(p)
-    try:
-        handle = p.open(newline="", encoding="utf-8-sig")
-    except OSError as e:
-        raise ImportFormatError(spath, f"cannot open file: {e.strerror}") from None
     ds = Dataset(method=METHOD, meta={"source": "dialogue-eval", "path": spath, "study_label": study_label or p.stem})
     annotators: dict[str, Annotator] = {}
-    seen_assignments: set[str] = set()
+    seen = UniqueIds(spath, "assignment", "AssignmentId")
     empty: list[str] = []
     rows = 0
-    with handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        for col in REQUIRED_COLUMNS:
-            if col not in header:
-                raise ImportFormatError(
-                    spath, f"missing column '{col}' (is this a Dialogue-Eval MTurk batch file?)", line=1, field=col
-                )
-        end_of_previous = reader.line_num
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as e:
-                raise ImportFormatError(spath, f"unreadable CSV: {e}", line=reader.line_num) from None
-            line = end_of_previous + 1
-            end_of_previous = reader.line_num
-            if None in row:
-                raise ImportFormatError(spath, "more cells than header columns", line=line)
-            rows += 1
-            _read_row(row, spath, line, ds, annotators, seen_assignments, empty, persona_seed_max)
+    try:
+        records = list(csv_rows(p, REQUIRED_COLUMNS))
+    except ImportFormatError as e:
+        if e.field in REQUIRED_COLUMNS:  # say what file was expected
+            message = f"missing column '{e.field}' (is this a Dialogue-Eval MTurk batch file?)"
+            raise ImportFormatError(spath, message, 1, e.field) from None
+        raise
+    for record in records:
+        rows += 1
+        _read_row(record, spath, record.line or 0, ds, annotators, seen, empty, persona_seed_max)
     if rows == 0:
         raise ImportFormatError(spath, "no data rows")
+    seen.finish()
     ds.annotators = list(annotators.values())
     ds.meta.update({"rows": rows, "empty_submissions": empty, "persona_seed_max": persona_seed_max})
     ds.meta["partial_submissions"] = sorted(
@@ -191,12 +176,12 @@ def read_dialogue_eval_csv(
 
 
 def _read_row(
-    row: dict[str, str],
+    row: Record,
     path: str,
     line: int,
     ds: Dataset,
     annotators: dict[str, Annotator],
-    seen: set[str],
+    seen: UniqueIds,
     empty: list[str],
     persona_seed_max: int,
 ) -> None:
@@ -204,9 +189,8 @@ def _read_row(
         if not (row.get(col) or "").strip():
             raise ImportFormatError(path, "empty value", line=line, field=col)
     hit, assignment, worker = row["HITId"].strip(), row["AssignmentId"].strip(), row["WorkerId"].strip()
-    if assignment in seen:
-        raise ImportFormatError(path, f"duplicate assignment {assignment}", line=line, field="AssignmentId")
-    seen.add(assignment)
+    if not seen.add(assignment, line, dict(row)):
+        return  # the same row again: read once
     work_time = _work_time(row.get("WorkTimeInSeconds"), path, line)
     answers = _answers(row["Answer.taskAnswers"] or "", path, line)
 
@@ -287,8 +271,13 @@ def _read_row(
             turns = parse_dialogue(answers.get(f"dialogue{i}", ""), name)
         except (TypeError, ValueError) as e:
             raise ImportFormatError(path, str(e), line=line, field=f"Answer.taskAnswers.dialogue{i}") from None
-        topics = parse_marked(answers.get(f"topic{i}"))
-        opinions = parse_marked(answers.get(f"topic_opinion{i}"))
+        marked = {}
+        for key in ("topic", "topic_opinion", "topic_change_opinion", "topic_chatbot_opinion"):
+            try:
+                marked[key] = parse_marked(answers.get(f"{key}{i}"))
+            except (TypeError, ValueError) as e:
+                raise ImportFormatError(path, str(e), line=line, field=f"Answer.taskAnswers.{key}{i}") from None
+        topics, opinions = marked["topic"], marked["topic_opinion"]
         meta = {
             **base_meta,
             "slot": i,
@@ -301,8 +290,8 @@ def _read_row(
             "topic_opinion": opinions[0]["value"] if opinions else None,
             "topics": topics,
             "topic_opinions": opinions,
-            "topic_change_opinions": parse_marked(answers.get(f"topic_change_opinion{i}")),
-            "topic_chatbot_opinions": parse_marked(answers.get(f"topic_chatbot_opinion{i}")),
+            "topic_change_opinions": marked["topic_change_opinion"],
+            "topic_chatbot_opinions": marked["topic_chatbot_opinion"],
         }
         if scores is None:
             meta["unrated"] = True

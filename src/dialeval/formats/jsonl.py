@@ -6,44 +6,55 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from ..errors import ImportFormatError
 from ..records import Conversation, Turn
+from .reading import Record, UniqueIds, json_lines
 
 
 def conversation_to_dict(c: Conversation) -> dict:
     return asdict(c)
 
 
-def conversation_from_dict(d: dict, path: str = "<data>", line: int | None = None) -> Conversation:
-    for key in ("id", "turns"):
-        if key not in d:
-            raise ImportFormatError(path, "missing field", line=line, field=key)
-    turns = []
-    for i, t in enumerate(d["turns"]):
-        if not isinstance(t, dict) or "speaker" not in t or "text" not in t:
-            raise ImportFormatError(path, "each turn needs 'speaker' and 'text'", line=line, field=f"turns[{i}]")
-        turns.append(Turn(**{k: v for k, v in t.items() if k in Turn.__dataclass_fields__}))
-    return Conversation(
-        id=str(d["id"]),
-        bots=list(d.get("bots", [])),
-        turns=turns,
-        source=d.get("source", "import"),
-        meta=d.get("meta", {}),
-        error=d.get("error"),
+def _turn(t: Record) -> Turn:
+    candidates = t.array("candidates", None)
+    if candidates is not None and not all(isinstance(c, dict) for c in candidates):
+        raise t.error("expected a list of objects {bot, text}", "candidates")
+    return Turn(
+        speaker=t.text("speaker", empty=False),
+        text=t.text("text"),
+        bot=t.text("bot", None),
+        is_seed=t.boolean("is_seed", False),
+        candidates=candidates,
+        chosen=t.integer("chosen", None, minimum=0),
+        meta=dict(t.record("meta", {})),
     )
 
 
+def conversation_from_record(d: Record) -> Conversation:
+    """One line of dialeval JSONL, every field read by its type (formats/reading.py)."""
+    return Conversation(
+        id=d.ident("id"),
+        bots=d.texts("bots", []),
+        turns=[_turn(t) for t in d.records("turns")],
+        source=d.text("source", "import", empty=False),
+        meta=dict(d.record("meta", {})),
+        error=d.text("error", None),
+    )
+
+
+def conversation_from_dict(d: dict, path: str = "<data>", line: int | None = None) -> Conversation:
+    return conversation_from_record(Record(d, path, line))
+
+
 def read_conversations_jsonl(path: str | Path) -> list[Conversation]:
+    """Conversations of a dialeval JSONL file; a conversation id used twice for other content is an
+    error naming both lines (an exact repeat is read once)."""
     out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ImportFormatError(str(path), f"not JSON: {exc.msg}", line=n) from None
-            out.append(conversation_from_dict(d, str(path), n))
+    ids = UniqueIds(path, "conversation id", "id")
+    for record in json_lines(path):
+        conversation = conversation_from_record(record)
+        if ids.add(conversation.id, record.line, record.data):
+            out.append(conversation)
+    ids.finish()
     return out
 
 

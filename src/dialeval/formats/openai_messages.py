@@ -9,8 +9,9 @@
 named by the line's ``model`` or ``bot`` key or by the reader's `default_bot`; an assistant message's
 own ``name`` wins over both. ``system``/``developer`` messages are not turns: their text is kept in
 ``conversation.meta["system"]`` (a string; several are joined by a blank line). ``content`` may be a
-string or a list of parts ``[{"type": "text", "text": ...}]`` (text parts are joined). Other keys of
-the line go into ``conversation.meta``.
+string or a list of parts ``[{"type": "text", "text": ...}]`` (text parts are joined; parts of other
+types, such as images, are left out; a part that is neither text nor a typed object is an error).
+Other keys of the line go into ``conversation.meta``.
 """
 
 from __future__ import annotations
@@ -19,77 +20,76 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dialeval.errors import ImportFormatError
-from dialeval.formats import dump_json_line, iter_jsonl
+from dialeval.formats import dump_json_line
+from dialeval.formats.reading import Record, UniqueIds, json_lines, type_name
 from dialeval.records import Conversation, Turn
 
 SYSTEM_ROLES = ("system", "developer")
 _LINE_KEYS = ("messages", "id", "conversation_id", "model", "bot", "bots", "source")
 
 
-def _content(path: Path, number: int, where: str, content: Any) -> str:
+def _content(message: Record) -> str:
+    content = message.get("content")
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         texts = []
-        for part in content:
+        for k, part in enumerate(content):
             if isinstance(part, str):
                 texts.append(part)
-            elif isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
-                texts.append(str(part.get("text", "")))
+            elif not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise message.error(
+                    f"a part must be text or an object with a type, found {type_name(part)}", f"content[{k}]"
+                )
+            elif part["type"] in ("text", "input_text", "output_text"):
+                text = part.get("text", "")
+                if not isinstance(text, str):
+                    raise message.error(f"expected text, found {type_name(text)}", f"content[{k}].text")
+                texts.append(text)
+            # other parts (images, audio) have no text to show annotators: left out
         return "".join(texts)
-    raise ImportFormatError(
-        str(path), "must be a string or a list of text parts", line=number, field=f"{where}.content"
-    )
+    raise message.error(f"must be a string or a list of text parts, found {type_name(content)}", "content")
 
 
 def read_openai_messages(path: str | Path, *, default_bot: str = "bot") -> list[Conversation]:
     """Read OpenAI-messages JSONL into conversations (one per line).
 
-    Conversation ids: the line's ``id`` or ``conversation_id``, else ``<stem>-<line>``. Unknown roles
-    (``tool``...) and messages without content raise ImportFormatError naming line and field.
+    Conversation ids: the line's ``id`` or ``conversation_id``, else ``<stem>-<line>``; an id used
+    twice for other content is an error naming both lines (an exact repeat is read once). Unknown
+    roles (``tool``...), messages without content and fields of the wrong type raise
+    ImportFormatError naming line and field.
     """
     path = Path(path)
     conversations: list[Conversation] = []
-    for number, line in iter_jsonl(path):
+    ids = UniqueIds(path, "conversation id", "id")
+    for line in json_lines(path):
         if "messages" not in line:
-            raise ImportFormatError(str(path), "missing the conversation's messages", line=number, field="messages")
-        messages = line["messages"]
-        if not isinstance(messages, list):
-            raise ImportFormatError(str(path), "must be a list of {role, content}", line=number, field="messages")
-        default = str(line.get("model") or line.get("bot") or default_bot)
+            raise line.error("missing the conversation's messages", "messages")
+        messages = line.records("messages")
+        default = line.text("model", None) or line.text("bot", None) or default_bot
         system: list[str] = []
         turns: list[Turn] = []
-        for i, message in enumerate(messages):
-            where = f"messages[{i}]"
-            if not isinstance(message, dict):
-                raise ImportFormatError(str(path), "a message must be a JSON object", line=number, field=where)
+        for message in messages:
             for key in ("role", "content"):
                 if key not in message:
-                    raise ImportFormatError(
-                        str(path), f"the message has no '{key}'", line=number, field=f"{where}.{key}"
-                    )
-            role = message["role"]
-            text = _content(path, number, where, message["content"])
+                    raise message.error(f"the message has no '{key}'", key)
+            role = message.text("role")
+            text = _content(message)
+            name = message.text("name", None)
             extra = {k: v for k, v in message.items() if k not in ("role", "content", "name")}
             if role in SYSTEM_ROLES:
                 system.append(text)
             elif role == "user":
                 turn_meta = dict(extra)
-                if message.get("name"):
-                    turn_meta["name"] = message["name"]
+                if name:
+                    turn_meta["name"] = name
                 turns.append(Turn(speaker="human", text=text, meta=turn_meta))
             elif role == "assistant":
-                turns.append(Turn(speaker="bot", text=text, bot=str(message.get("name") or default), meta=extra))
+                turns.append(Turn(speaker="bot", text=text, bot=name or default, meta=extra))
             else:
-                raise ImportFormatError(
-                    str(path),
-                    f"unsupported role '{role}'; expected system, developer, user or assistant",
-                    line=number,
-                    field=f"{where}.role",
-                )
-        bots = line.get("bots")
-        if not isinstance(bots, list):
+                raise message.error(f"unsupported role '{role}'; expected system, developer, user or assistant", "role")
+        bots = line.texts("bots", None)
+        if bots is None:
             bots = []
             for turn in turns:
                 if turn.bot is not None and turn.bot not in bots:
@@ -99,16 +99,19 @@ def read_openai_messages(path: str | Path, *, default_bot: str = "bot") -> list[
         meta: dict[str, Any] = {k: v for k, v in line.items() if k not in _LINE_KEYS}
         if system:
             meta["system"] = "\n\n".join(system)
-        conv_id = line.get("id", line.get("conversation_id", f"{path.stem}-{number}"))
+        conv_id = line.ident("id", None) or line.ident("conversation_id", None) or f"{path.stem}-{line.line}"
+        if not ids.add(conv_id, line.line, line.data):
+            continue
         conversations.append(
             Conversation(
-                id=str(conv_id),
-                bots=[str(b) for b in bots],
+                id=conv_id,
+                bots=bots,
                 turns=turns,
-                source=str(line.get("source") or "import"),
+                source=line.text("source", None) or "import",
                 meta=meta,
             )
         )
+    ids.finish()
     return conversations
 
 

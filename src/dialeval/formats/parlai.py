@@ -36,12 +36,15 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from dialeval.errors import ImportFormatError
-from dialeval.formats import dump_json_line, iter_jsonl
+from dialeval.formats import dump_json_line
+from dialeval.formats.reading import Record, UniqueIds, json_document, json_lines, parse_json, read_text
 from dialeval.records import Conversation, Turn
+from dialeval.textclean import clean_imported
 
 HUMAN_IDS = frozenset({"human", "human_evaluator"})
 CONTEXT_ID = "context"
@@ -66,14 +69,11 @@ def read_parlai_metadata(path: str | Path) -> dict[str, Any] | None:
     path = Path(path)
     for candidate in (metadata_path(path), path.with_name(path.name + ".metadata")):
         if candidate.exists() and candidate != path:
-            try:
-                data = json.loads(candidate.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise ImportFormatError(
-                    str(candidate), f"metadata is not valid JSON ({exc.msg})", line=exc.lineno
-                ) from None
+            data = json_document(candidate)
             if not isinstance(data, dict):
                 raise ImportFormatError(str(candidate), "metadata must be one JSON object")
+            if not isinstance(data.get("self_chat", False), bool):
+                raise ImportFormatError(str(candidate), "expected true or false", field="self_chat")
             return data
     return None
 
@@ -118,50 +118,41 @@ def read_parlai_conversations(
     sidecar = {k: v for k, v in (metadata or {}).items() if k != "opt"}
 
     conversations: list[Conversation] = []
-    for number, episode in _episodes(path):
-        if _is_model_chat(episode):
-            human_ids = human_ids | _model_chat_human_ids(episode)
+    ids = UniqueIds(path, "conversation id", "conversation_id")
+    for episode in _episodes(path):
+        number = episode.line
+        if _is_model_chat(episode.data):
+            human_ids = human_ids | _model_chat_human_ids(episode.data)
         if "dialog" not in episode:
-            raise ImportFormatError(str(path), "missing the episode's turns", line=number, field="dialog")
-        dialog = episode["dialog"]
+            raise episode.error("missing the episode's turns", "dialog")
+        dialog = episode.get("dialog")
         if not isinstance(dialog, list):
-            raise ImportFormatError(
-                str(path),
-                "must be a list of act pairs [[{id, text}, {id, text}], ...]",
-                line=number,
-                field="dialog",
-            )
-        context = episode.get("context") or []
-        if not isinstance(context, list):
-            raise ImportFormatError(str(path), "must be a list of acts", line=number, field="context")
-        context = list(context)
+            raise episode.error("must be a list of act pairs [[{id, text}, {id, text}], ...]", "dialog")
+        context = list(episode.array("context", []))
 
-        acts: list[tuple[str, dict[str, Any]]] = []
+        acts: list[tuple[str, Record]] = []
         for i, pair in enumerate(dialog):
             pair_acts = [pair] if isinstance(pair, dict) else pair
             if not isinstance(pair_acts, list):
-                raise ImportFormatError(
-                    str(path), "an act pair must be a list of acts", line=number, field=f"dialog[{i}]"
-                )
-            for j, act in enumerate(pair_acts):
+                raise episode.error("an act pair must be a list of acts", f"dialog[{i}]")
+            for j, raw in enumerate(pair_acts):
                 where = f"dialog[{i}][{j}]"
-                if not isinstance(act, dict):
-                    raise ImportFormatError(str(path), "an act must be a JSON object", line=number, field=where)
-                if "id" not in act and "speaker" in act:
+                if not isinstance(raw, dict):
+                    raise episode.error("an act must be a JSON object", where)
+                if "id" not in raw and "speaker" in raw:
                     # older ParlAI chat logs (e.g. projects/wizard_of_wikipedia/chat_example*.jsonl)
                     # name the speaker `speaker`, as the first ACUTE pairings did
-                    act = {"id": act["speaker"], **{k: v for k, v in act.items() if k != "speaker"}}
+                    raw = {"id": raw["speaker"], **{k: v for k, v in raw.items() if k != "speaker"}}
+                act = Record(raw, path, number, where)
                 for key in ("id", "text"):
                     if key not in act:
-                        raise ImportFormatError(
-                            str(path), f"the act has no '{key}'", line=number, field=f"{where}.{key}"
-                        )
-                if not isinstance(act["text"], str):
-                    raise ImportFormatError(str(path), "must be a string", line=number, field=f"{where}.text")
-                if act["id"] == CONTEXT_ID:
-                    context.append(act)
+                        raise act.error(f"the act has no '{key}'", key)
+                act.text("text")
+                speaker_id = act.ident("id")
+                if speaker_id == CONTEXT_ID:
+                    context.append(raw)
                     continue
-                acts.append((str(act["id"]), act))
+                acts.append((speaker_id, act))
 
         bot_ids = [sid for sid, _ in acts if speaker_map.get(sid, sid) != "human" and not _is_human_id(sid, human_ids)]
         shared = _self_chat_name(sorted(set(bot_ids)))
@@ -170,8 +161,9 @@ def read_parlai_conversations(
         episode_self_chat = is_self_chat and len(bot_ids) == len(acts) and self_chat_bot is not None
 
         turns: list[Turn] = []
-        for _index, (speaker_id, act) in enumerate(acts):
+        for speaker_id, act in acts:
             mapped = speaker_map.get(speaker_id)
+            name: str | None
             if mapped == "human" or (mapped is None and _is_human_id(speaker_id, human_ids)):
                 speaker, name = "human", None
             else:
@@ -183,46 +175,53 @@ def read_parlai_conversations(
                 else:
                     name = bot or speaker_id
             if "bot" in act:
-                name = act["bot"]
+                name = act.text("bot", None)
             if "speaker" in act:
-                speaker = act["speaker"]
+                speaker = act.text("speaker", empty=False)
+            candidates = act.array("candidates", None)
+            if candidates is not None and not all(isinstance(c, dict) for c in candidates):
+                raise act.error("expected a list of objects {bot, text}", "candidates")
             meta = {"parlai_id": speaker_id}
             meta.update({k: v for k, v in act.items() if k not in _TURN_KEYS})
             turns.append(
                 Turn(
                     speaker=speaker,
-                    text=act["text"],
+                    text=act.text("text"),
                     bot=name,
-                    is_seed=bool(act.get("is_seed", False)),
-                    candidates=act.get("candidates"),
-                    chosen=act.get("chosen"),
+                    is_seed=act.boolean("is_seed", False),
+                    candidates=candidates,
+                    chosen=act.integer("chosen", None, minimum=0),
                     meta=meta,
                 )
             )
 
-        bots = episode.get("bots")
-        if not isinstance(bots, list):
+        bots = episode.texts("bots", None)
+        if bots is None:
             bots = []
             for turn in turns:
                 if turn.bot is not None and turn.bot not in bots:
                     bots.append(turn.bot)
-        source = episode.get("source") or ("self-chat" if episode_self_chat else "import")
+        source = episode.text("source", None) or ("self-chat" if episode_self_chat else "import")
         conversation_meta: dict[str, Any] = {"context": context}
         extra = {k: v for k, v in episode.items() if k not in _EPISODE_KEYS}
         if extra:
             conversation_meta["parlai"] = extra
         if sidecar:
             conversation_meta["parlai_metadata"] = sidecar
+        conversation_id = episode.ident("conversation_id", None) or f"{path.stem}-{number}"
+        if not ids.add(conversation_id, number, episode.data):
+            continue
         conversations.append(
             Conversation(
-                id=str(episode.get("conversation_id", f"{path.stem}-{number}")),
-                bots=[str(b) for b in bots],
+                id=conversation_id,
+                bots=bots,
                 turns=turns,
-                source=str(source),
+                source=source,
                 meta=conversation_meta,
-                error=episode.get("error"),
+                error=episode.text("error", None),
             )
         )
+    ids.finish()
     return conversations
 
 
@@ -230,29 +229,31 @@ def fast_acute_model(path: Path, metadata: dict[str, Any] | None) -> str | None:
     """The model name of a fast-ACUTE self-chat log, which ParlAI writes as ``<model>.<task>.jsonl``
     (``model1.blended_skill_talk.jsonl``): both sides share one ParlAI id base
     (``TransformerGenerator_1/_2``) whatever the model, so the file name is what tells models apart."""
-    task = str(((metadata or {}).get("opt") or {}).get("task") or "").replace(":", "_")
+    opt = (metadata or {}).get("opt")
+    task = opt.get("task") if isinstance(opt, dict) else None
+    task = task.replace(":", "_") if isinstance(task, str) else ""
     suffix = f".{task}.jsonl"
     if task and path.name.endswith(suffix) and len(path.name) > len(suffix):
         return path.name[: -len(suffix)]
     return None
 
 
-def _episodes(path: Path):
-    """(line, episode) of a JSONL log, or (1, episode) of a file holding one JSON object (the
-    pretty-printed per-conversation files of ParlAI's crowdsourcing tasks, e.g. model_chat)."""
-    if path.exists() and path.suffix == ".json":
-        text = path.read_text(encoding="utf-8")
+def _episodes(path: Path) -> Iterator[Record]:
+    """The episodes of a JSONL log, or the one episode (line 1) of a file holding one JSON object
+    (the pretty-printed per-conversation files of ParlAI's crowdsourcing tasks, e.g. model_chat)."""
+    if path.suffix == ".json":
+        text = read_text(path)
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            data = None
+            data = parse_json(text, path)
+        except ImportFormatError:
+            data = None  # not one document: JSON lines after all (json_lines names the bad line)
         if isinstance(data, dict):
-            yield 1, data
+            yield Record(clean_imported(data, str(path), 1), path, 1)
             return
-    yield from iter_jsonl(path)
+    yield from json_lines(path)
 
 
-def _is_model_chat(episode: dict[str, Any]) -> bool:
+def _is_model_chat(episode: Mapping[str, Any]) -> bool:
     """A Mephisto model_chat result: worker ids at the top, acts carrying ``agent_idx``."""
     return (
         "workers" in episode
@@ -261,9 +262,10 @@ def _is_model_chat(episode: dict[str, Any]) -> bool:
     )
 
 
-def _model_chat_human_ids(episode: dict[str, Any]) -> frozenset[str]:
+def _model_chat_human_ids(episode: Mapping[str, Any]) -> frozenset[str]:
     # in model_chat the crowdworker is agent 0 (it sends the opening "Hi!"), the bot agent 1
-    return frozenset(str(a["id"]) for a in episode["dialog"] if isinstance(a, dict) and a.get("agent_idx") == 0)
+    acts = [a for a in episode["dialog"] if isinstance(a, dict) and a.get("agent_idx") == 0]
+    return frozenset(str(a["id"]) for a in acts if isinstance(a.get("id"), (str, int)))
 
 
 def _read_folder(folder: Path, **options: Any) -> list[Conversation]:

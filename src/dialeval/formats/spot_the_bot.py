@@ -1,4 +1,4 @@
-"""Read the Spot The Bot MongoDB export (jderiu/spot-the-bot-code, paper 001).
+"""Read the Spot The Bot MongoDB export (jderiu/spot-the-bot-code, Deriu et al. (2020)).
 
 A domain is three JSON-lines files in one folder (Mongo extended JSON, ``{"$oid": ...}`` and
 ``{"$numberLong": ...}`` wrappers):
@@ -34,13 +34,14 @@ How the records look after import (``Dataset.method == "spot-the-bot"``):
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from dialeval.errors import ImportFormatError
+from dialeval.formats.reading import MAX_DURATION_S, Record, UniqueIds, json_lines, type_name
 from dialeval.formats.rename import rename_systems
 from dialeval.records import Annotator, Conversation, Dataset, Judgment, Turn, Unit
 
@@ -48,7 +49,7 @@ METHOD = "spot-the-bot"
 QUESTION = "spot-the-bot"
 HUMAN = "human"
 
-#: The paper's short names (001, Table 1), keyed by system_type or system_name of the export.
+#: The paper's short names (Deriu et al. 2020, Table 1), keyed by system_type or system_name of the export.
 #: The PersonaChat domain (``convai2``) calls the huggingface system HF, not GPT: see
 #: :func:`paper_names`.
 PAPER_NAMES: dict[str, str] = {
@@ -63,7 +64,7 @@ PAPER_NAMES: dict[str, str] = {
     "kvmemnn": "KV",
 }
 
-# domains whose huggingface system is the ConvAI2 entry "HF" (paper 001, Dialogue Systems)
+# domains whose huggingface system is the ConvAI2 entry "HF" (Deriu et al. 2020, Dialogue Systems)
 _PERSONACHAT_DOMAINS = {"convai2", "personachat", "persona_chat"}
 
 
@@ -95,9 +96,10 @@ def label_of(is_human: Any) -> str:
     raise ValueError(f"is_human must be true, false or null, got {is_human!r}")
 
 
-def feature_winner(value0: Any, value1: Any) -> int | str | None:
-    """The entity that did better on a feature: 0, 1, 'tie' (both ticked) or None (neither)."""
-    v0, v1 = bool(value0), bool(value1)
+def feature_winner(value0: bool | None, value1: bool | None) -> int | str | None:
+    """The entity that did better on a feature: 0, 1, 'tie' (both ticked) or None (neither).
+    Values are true, false or None (not given); the reader refuses anything else."""
+    v0, v1 = value0 is True, value1 is True
     if v0 and v1:
         return "tie"
     if v0:
@@ -108,16 +110,25 @@ def feature_winner(value0: Any, value1: Any) -> int | str | None:
 
 
 def _unwrap(value: Any) -> Any:
-    """Strip Mongo extended-JSON wrappers recursively."""
+    """Strip Mongo extended-JSON wrappers recursively (ValueError/TypeError for a malformed one)."""
     if isinstance(value, dict):
         if len(value) == 1:
             ((key, inner),) = value.items()
             if key == "$oid":
-                return str(inner)
+                if not isinstance(inner, str):
+                    raise TypeError(f"$oid must be text, found {type_name(inner)}")
+                return inner
             if key in ("$numberLong", "$numberInt"):
+                if isinstance(inner, bool) or not isinstance(inner, (str, int)):
+                    raise TypeError(f"{key} must be a whole number, found {type_name(inner)}")
                 return int(inner)
             if key == "$numberDouble":
-                return float(inner)
+                if not isinstance(inner, str):
+                    raise TypeError(f"$numberDouble must be text, found {type_name(inner)}")
+                number = float(inner)
+                if not math.isfinite(number):  # legal Mongo JSON, but nothing in this export is infinite
+                    raise ValueError(f"$numberDouble {inner!r} is not a finite number")
+                return number
             if key == "$date":
                 return _unwrap(inner)
         return {k: _unwrap(v) for k, v in value.items()}
@@ -126,35 +137,12 @@ def _unwrap(value: Any) -> Any:
     return value
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise ImportFormatError(
-            str(path), f"cannot open the file ({exc.strerror}); check the folder and domain"
-        ) from exc
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                doc = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ImportFormatError(str(path), f"not valid JSON ({exc.msg})", line=number) from exc
-            if not isinstance(doc, dict):
-                raise ImportFormatError(str(path), "each line must be one JSON object", line=number)
-            yield number, _unwrap(doc)
-
-
-def _require(doc: dict[str, Any], key: str, path: Path, line: int, kind: type | tuple[type, ...] | None = None) -> Any:
-    if key not in doc:
-        raise ImportFormatError(str(path), "missing field", line=line, field=key)
-    value = doc[key]
-    if kind is not None and not isinstance(value, kind):
-        raise ImportFormatError(
-            str(path), f"expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}", line=line, field=key
-        )
-    return value
+def _lines(path: Path) -> Iterator[Record]:
+    for record in json_lines(path):
+        try:
+            yield Record(_unwrap(record.data), path, record.line)
+        except (TypeError, ValueError) as exc:
+            raise record.error(f"malformed Mongo extended JSON ({exc})") from None
 
 
 def _raw_name(system_type: str, system_name: str) -> str:
@@ -174,35 +162,33 @@ def _renamed(raw: str, system_type: str, system_name: str, rename: dict[str, str
 
 def _read_conversations(path: Path, rename: dict[str, str] | None) -> list[Conversation]:
     conversations: list[Conversation] = []
-    seen: set[str] = set()
-    for line, doc in _lines(path):
-        cid = str(_require(doc, "_id", path, line))
-        if cid in seen:
-            raise ImportFormatError(str(path), f"duplicate conversation id {cid}", line=line, field="_id")
-        seen.add(cid)
-        is_human = [bool(_require(doc, f"is_human{e}", path, line)) for e in (0, 1)]
-        types = [str(_require(doc, f"system_type{e}", path, line)) for e in (0, 1)]
-        names = [str(doc.get(f"system_name{e}", "")) for e in (0, 1)]
+    ids = UniqueIds(path, "conversation id", "_id")
+    for doc in _lines(path):
+        cid = doc.ident("_id")
+        is_human = [doc.boolean(f"is_human{e}") for e in (0, 1)]
+        types = [doc.text(f"system_type{e}") for e in (0, 1)]
+        names = [doc.text(f"system_name{e}", "") for e in (0, 1)]
         bots = []
         for e in (0, 1):
             if is_human[e] or types[e] == HUMAN:
                 bots.append(HUMAN)
             else:
                 bots.append(_renamed(_raw_name(types[e], names[e]), types[e], names[e], rename))
-        convo = _require(doc, "convo", path, line, list)
         turns = []
-        for i, utterance in enumerate(convo):
-            if not isinstance(utterance, dict) or "text" not in utterance:
-                raise ImportFormatError(str(path), f"utterance {i} has no text", line=line, field="convo")
+        for i, utterance in enumerate(doc.records("convo")):
+            if "text" not in utterance:
+                raise doc.error(f"utterance {i} has no text", "convo")
             entity = i % 2
             turns.append(
                 Turn(
                     speaker=f"entity{entity}",
-                    text=str(utterance["text"]),
+                    text=utterance.text("text"),
                     bot=None if bots[entity] == HUMAN else bots[entity],
                     meta={"exchange_nr": utterance.get("exchange_nr"), "id": utterance.get("id")},
                 )
             )
+        if not ids.add(cid, doc.line, doc.data):
+            continue
         both_human = bots == [HUMAN, HUMAN]
         if HUMAN in bots and not both_human:
             source = "import"  # human-bot conversations do not occur in the published data
@@ -215,41 +201,37 @@ def _read_conversations(path: Path, rename: dict[str, str] | None) -> list[Conve
                 turns=turns,
                 source=source,
                 meta={
-                    "domain": doc.get("domain_name"),
+                    "domain": doc.text("domain_name", None),
                     "system_type": types,
                     "system_name": names,
                     "is_human": is_human,
                 },
             )
         )
+    ids.finish()
     return conversations
 
 
-def _read_packages(path: Path, known: set[str]) -> list[Unit]:
+def _read_packages(path: Path, known: dict[str, Conversation]) -> list[Unit]:
     units = []
-    for line, doc in _lines(path):
-        pid = str(_require(doc, "_id", path, line))
-        package = _require(doc, "package", path, line, list)
+    ids = UniqueIds(path, "package id", "_id")
+    for doc in _lines(path):
+        pid = doc.ident("_id")
         segments = []
-        for entry in package:
-            if not isinstance(entry, dict) or "convo_id" not in entry or "start_turn" not in entry:
-                raise ImportFormatError(
-                    str(path), "each package entry needs convo_id and start_turn", line=line, field="package"
-                )
-            cid = str(entry["convo_id"])
+        for entry in doc.records("package"):
+            if "convo_id" not in entry or "start_turn" not in entry:
+                raise doc.error("each package entry needs convo_id and start_turn", "package")
+            cid = entry.ident("convo_id")
             if cid not in known:
-                raise ImportFormatError(
-                    str(path), f"package refers to unknown conversation {cid}", line=line, field="package"
-                )
-            try:
-                start_turn = int(entry["start_turn"])
-            except (TypeError, ValueError) as exc:
-                raise ImportFormatError(
-                    str(path), f"start_turn is not an integer: {entry['start_turn']!r}", line=line, field="start_turn"
-                ) from exc
+                raise doc.error(f"package refers to unknown conversation {cid}", "package")
+            # the index of the last utterance shown: one of the conversation's utterances
+            last = max(len(known[cid].turns) - 1, 0)
+            start_turn = entry.integer("start_turn", minimum=0, maximum=last)
             segments.append(
                 {"conversation_id": cid, "start_turn": start_turn, "exchanges": exchanges_for_start_turn(start_turn)}
             )
+        if not ids.add(pid, doc.line, doc.data):
+            continue
         units.append(
             Unit(
                 id=pid,
@@ -258,11 +240,15 @@ def _read_packages(path: Path, known: set[str]) -> list[Unit]:
                 payload={"segments": segments},
             )
         )
+    ids.finish()
     return units
 
 
-def _ms_to_datetime(ms: Any) -> datetime | None:
-    if not isinstance(ms, (int, float)) or ms <= 0:
+_LAST_MS = 253402300799_000  # 9999-12-31 in milliseconds, the last instant a datetime holds
+
+
+def _ms_to_datetime(ms: float | None) -> datetime | None:
+    if ms is None or ms <= 0:
         return None
     return datetime.fromtimestamp(ms / 1000.0, tz=UTC)
 
@@ -275,10 +261,12 @@ def _read_annotations(
     start_turns = {
         uid: {s["conversation_id"]: s["start_turn"] for s in u.payload["segments"]} for uid, u in units.items()
     }
-    for line, doc in _lines(path):
-        cid = str(_require(doc, "convo_id", path, line))
-        pid = str(_require(doc, "package_id", path, line))
-        user = str(_require(doc, "user_name", path, line))
+    ids = UniqueIds(path, "annotation id", "_id")
+    for doc in _lines(path):
+        line = doc.line
+        cid = doc.ident("convo_id")
+        pid = doc.ident("package_id")
+        user = doc.ident("user_name")
         if cid not in conversations:
             raise ImportFormatError(str(path), f"annotation of unknown conversation {cid}", line=line, field="convo_id")
         if pid not in units:
@@ -288,24 +276,31 @@ def _read_annotations(
                 str(path), f"conversation {cid} is not in package {pid}", line=line, field="convo_id"
             )
         start_turn = start_turns[pid][cid]
-        entities = [_require(doc, f"entity{e}_annotation", path, line, dict) for e in (0, 1)]
+        entities = [doc.record(f"entity{e}_annotation") for e in (0, 1)]
         value: dict[str, Any] = {"segment_exchanges": exchanges_for_start_turn(start_turn)}
         for e, ann in enumerate(entities):
             if "is_human" not in ann:
-                raise ImportFormatError(str(path), "missing field", line=line, field=f"entity{e}_annotation.is_human")
+                raise ann.error("missing", "is_human")
             try:
                 value[f"entity{e}"] = label_of(ann["is_human"])
             except ValueError as exc:
-                raise ImportFormatError(str(path), str(exc), line=line, field=f"entity{e}_annotation.is_human") from exc
-        for e, ann in enumerate(entities):
-            turn = ann.get("decision_turn")
-            value[f"decision_turn{e}"] = int(turn) if isinstance(turn, (int, float)) else None
+                raise ann.error(str(exc), "is_human") from None
+        turns = len(conversations[cid].turns)
+        for e, ann in enumerate(entities):  # the utterance at which the annotator decided
+            value[f"decision_turn{e}"] = ann.integer("decision_turn", None, minimum=0, maximum=max(turns, 1))
         for feature, key in _FEATURES.items():
-            value[feature] = feature_winner(entities[0].get(key), entities[1].get(key))
-        start, end, elapsed = doc.get("start_time"), doc.get("end_time"), doc.get("elapsed_time")
+            value[feature] = feature_winner(entities[0].boolean(key, None), entities[1].boolean(key, None))
+        # the export marks a start time its clock missed as -1 (no duration then); below that is no time
+        start = doc.number("start_time", None, minimum=-1, maximum=_LAST_MS)
+        end = doc.number("end_time", None, minimum=0, maximum=_LAST_MS)
+        elapsed = doc.number("elapsed_time", None, minimum=0)  # milliseconds
         elapsed_s = None
-        if isinstance(elapsed, (int, float)) and isinstance(start, (int, float)) and start > 0 and elapsed >= 0:
-            elapsed_s = elapsed / 1000.0
+        if elapsed is not None and start is not None and start > 0:
+            # (without a start time the export's elapsed time is meaningless, and ignored)
+            elapsed_s = doc.number("elapsed_time", maximum=MAX_DURATION_S * 1000) / 1000.0
+        annotation_id = doc.ident("_id", None)
+        if annotation_id is not None and not ids.add(annotation_id, line, doc.data):
+            continue
         if user not in annotators:
             annotators[user] = Annotator(id=user, platform="mturk")
         conv = conversations[cid]
@@ -319,9 +314,10 @@ def _read_annotations(
                 elapsed_s=elapsed_s,
                 created_at=_ms_to_datetime(end),
                 shown_order=list(conv.bots),
-                meta={"package_id": pid, "annotation_id": str(doc.get("_id")), "start_turn": start_turn},
+                meta={"package_id": pid, "annotation_id": str(annotation_id), "start_turn": start_turn},
             )
         )
+    ids.finish()
     return judgments, list(annotators.values())
 
 
@@ -347,7 +343,7 @@ def read_spot_the_bot(
     names = {**(paper_names(domain) if use_paper_names else {}), **(rename or {})}
     conversations = _read_conversations(paths["sampled"], names or None)
     by_id = {c.id: c for c in conversations}
-    units = _read_packages(paths["packed"], set(by_id))
+    units = _read_packages(paths["packed"], by_id)
     unit_map = {u.id: u for u in units}
     judgments, annotators = _read_annotations(paths["annotated"], by_id, unit_map)
     dataset = Dataset(

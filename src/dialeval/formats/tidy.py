@@ -12,7 +12,8 @@ Columns of :func:`judgments_frame`, in order:
 - ``annotator_flagged`` (bool), ``annotator_qc_status``, ``annotator_flag_reason``: from
   ``annotator.meta`` keys ``flagged``, ``qc_status`` and ``flag_reason`` / ``flag_reasons`` /
   ``filter_reasons`` (lists joined by ``;``). An annotator counts as flagged when ``flagged`` is
-  true, when a reason is present or when ``qc_status`` is one of fail/failed/flagged/excluded.
+  true, when a reason is present or when ``qc_status`` is one of fail/failed/flagged/excluded
+  (annotator_rules.qc_flags: a flag is shown, it does not filter).
 - ``excluded_reason``: why the judgment is not counted by the analysis (``meta["excluded"]``: it was
   made on an assignment that expired unfinished, was given to another annotator, or was returned on
   the platform), None when it counts.
@@ -30,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from dialeval.annotator_rules import qc_flags
 from dialeval.errors import DialevalError
 from dialeval.records import Dataset
 
@@ -53,7 +55,6 @@ BASE_COLUMNS = [
     "annotator_flag_reason",
     "excluded_reason",
 ]
-FAILED_STATUSES = frozenset({"fail", "failed", "flagged", "excluded"})
 EXPORT_FORMATS = ("csv", "jsonl", "parquet")
 _EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -64,21 +65,6 @@ def _json(value: Any) -> str | None:
 
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
-
-
-def _flags(meta: dict[str, Any]) -> tuple[bool, str | None, str | None]:
-    status = meta.get("qc_status")
-    reason: Any = None
-    for key in ("flag_reason", "flag_reasons", "filter_reasons"):
-        if meta.get(key):
-            reason = meta[key]
-            break
-    if isinstance(reason, (list, tuple, set)):
-        reason = ";".join(str(r) for r in reason)
-    flagged = (
-        bool(meta.get("flagged")) or bool(reason) or (isinstance(status, str) and status.lower() in FAILED_STATUSES)
-    )
-    return flagged, None if status is None else str(status), None if not reason else str(reason)
 
 
 def _column_values(values: list[Any]) -> pd.Series:
@@ -126,7 +112,7 @@ def judgments_frame(dataset: Dataset) -> pd.DataFrame:
                 for bot in conversations[cid].bots if cid in conversations else []:
                     if bot not in bots:
                         bots.append(bot)
-        flagged, status, reason = _flags(annotator.meta if annotator else {})
+        flagged, status, reason = qc_flags(annotator.meta if annotator else {})
         row: dict[str, Any] = {
             "method": dataset.method,
             "judgment_index": index,

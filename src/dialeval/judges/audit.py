@@ -3,7 +3,9 @@
 Per question: judge–human agreement (raw share and Cohen's kappa, 95% item-bootstrap intervals)
 beside human–human agreement on the same study; for pairwise methods the same on decisive answers
 only (no tie, no "unsure"), position bias (share of answers choosing the option shown first: on the
-judge's swapped pairs when it has them, with an exact binomial test against 1/2), length preference
+judge's swapped pairs when it has them, with an exact binomial test against 1/2) and position
+consistency (same winner in both side orders: the judge's own swapped pairs, or imported verdicts
+on one item in both orders), length preference
 (share choosing the longer option, judge vs people, Fisher's exact test), agreement per bot, the
 answers that failed, and one sentence that says where the judge agrees with people as often as
 people agree with each other.
@@ -57,12 +59,39 @@ def people_only(dataset: Dataset, include_judges: bool = False) -> Dataset:
     )
 
 
-def _latest(labels: list[Label]) -> dict[tuple[str, str], dict[str, Label]]:
-    """(question, item) -> annotator -> label (an annotator's last answer on an item counts)."""
+def _latest(
+    labels: list[Label], judges: set[str] | frozenset[str] = frozenset()
+) -> dict[tuple[str, str], dict[str, Label]]:
+    """(question, item) -> annotator -> label (an annotator's last answer on an item counts). A judge
+    that answered one item twice (imported verdicts in both side orders) and changed its answer
+    counts as a tie there, as MT-Bench scores an inconsistent pair."""
     out: dict[tuple[str, str], dict[str, Label]] = defaultdict(dict)
     for lab in labels:
+        before = out[(lab.question, lab.item)].get(lab.annotator)
+        if lab.annotator in judges and before is not None and before.label != lab.label:
+            lab = replace(lab, label="tie", decisive=False, score=0.5, chose_first=None, chose_longer=None)
         out[(lab.question, lab.item)][lab.annotator] = lab
     return out
+
+
+def _imported_swaps(dataset: Dataset, judge: str) -> dict[str, Any] | None:
+    """Position consistency of imported verdicts: on items (meta "item") the judge answered in both
+    side orders, the share where both orders name the same winner (a tie in both counts as the same),
+    as LLMBar and MT-Bench report it. None when no item has both orders."""
+    answers: dict[str, dict[tuple[str, ...], str]] = defaultdict(dict)
+    for j in dataset.judgments:
+        item = (j.meta or {}).get("item")
+        v = j.value if isinstance(j.value, dict) else {}
+        if j.annotator_id != judge or item is None or not j.shown_order or "winner" not in v:
+            continue
+        winner = str(v["winner"])
+        chosen = str(v.get(winner)) if winner in ("model_a", "model_b") else "tie"  # a model's name, or tie
+        answers[str(item)][tuple(j.shown_order)] = chosen
+    both = [orders for orders in answers.values() if len(orders) >= 2]
+    if not both:
+        return None
+    same = sum(1 for orders in both if len(set(orders.values())) == 1)
+    return {"n": len(both), "share": round(same / len(both), 4), "ci": share_test(same, len(both))["ci"]}
 
 
 def _pairs(
@@ -111,7 +140,11 @@ def _position(dataset: Dataset, judge: str, labels: list[Label], people: set[str
         out["consistent_pairs"] = {"n": len(both), "share": round(same / len(both), 4) if both else None}
     else:
         mine = [lab.chose_first for lab in labels if lab.annotator == judge and lab.chose_first is not None]
-        out = {"basis": "one side order (no swapped pairs)", "first_share": share_test(sum(mine), len(mine))}
+        swaps = _imported_swaps(dataset, judge)
+        basis = "imported verdicts in both side orders" if swaps else "one side order (no swapped pairs)"
+        out = {"basis": basis, "first_share": share_test(sum(mine), len(mine))}
+        if swaps:
+            out["consistent_pairs"] = swaps
     theirs = [lab.chose_first for lab in labels if lab.annotator in people and lab.chose_first is not None]
     out["people_first_share"] = share_test(sum(theirs), len(theirs))
     return out
@@ -143,6 +176,33 @@ def _failures(dataset: Dataset, judge: str) -> dict[str, Any]:
             answered.add(slot)
     open_ = {s: e for s, e in failed.items() if s not in answered}
     return {"n": len(open_), "examples": [f"{k} [{o}]: {e}" for (k, o), e in list(open_.items())[:3]]}
+
+
+def people_section(
+    dataset: Dataset, people: set[str], adapter: JudgeAdapter | None = None, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any] | None:
+    """People among themselves, with or without a judge: agreement on the items more than one person
+    judged (raw share and kappa; two people have no first and second rater, so the pairs count both
+    ways: Fleiss' kappa for pairs) and the share of decisive answers that chose the longer option
+    (exact binomial test against 1/2), when answers' texts are there. None when neither applies."""
+    adapter = adapter or adapter_for(dataset.method)
+    labels = [lab for lab in adapter.labels(dataset) if lab.annotator in people]
+    by_item = _latest(labels)
+    out: dict[str, Any] = {}
+    repeated = sum(1 for answers in by_item.values() if len(answers) > 1)
+    if repeated:
+        out["items_judged_more_than_once"] = repeated
+        for question in sorted({q for q, _ in by_item}):
+            out.setdefault("agreement", {})[question] = agreement(
+                _pairs(by_item, question, None, people, False), symmetric=True, n_boot=n_boot, seed=seed
+            )
+        out["kappa"] = "Fleiss' kappa over pairs of people on the same item (Scott's pi for two)"
+    if adapter.paired:
+        longer = [lab.chose_longer for lab in labels if lab.chose_longer is not None]
+        if longer:
+            out["longer_answer_share"] = share_test(sum(longer), len(longer))
+            out["longer_answer_note"] = "Share of decisive answers choosing the longer answer; 0.5 means none."
+    return out or None
 
 
 ELO = 400 / math.log(10)  # log-strength -> Elo-like points (mean 1000), as the leaderboards print
@@ -276,7 +336,7 @@ def judge_audit(
     people |= {j.annotator_id for j in dataset.judgments if j.annotator_id not in judge_set}
     kept = [j for j in dataset.judgments if j.annotator_id not in judge_set or is_verdict(j)]
     labels = adapter.labels(replace(dataset, judgments=kept))
-    by_item = _latest(labels)
+    by_item = _latest(labels, judge_set)
     questions_seen = sorted({lab.question for lab in labels})
     has_undecided = any(not lab.decisive for lab in labels)
     headline = "decisive" if adapter.paired and has_undecided else "all"

@@ -20,7 +20,7 @@ ACUTE_UNIT = "acute"  # the unit kind of an ACUTE comparison (onboarding units a
 
 
 # -- shared helpers ----------------------------------------------------------------------------------
-def _question(config: dict[str, Any], qid: str, presets: dict[str, Question]) -> Question:
+def question_wording(config: dict[str, Any], qid: str, presets: dict[str, Question]) -> Question:
     """The wording annotators see: the study file's text for this id, else the paper's preset."""
     for q in config.get("questions") or []:
         if q.get("id") == qid:
@@ -33,25 +33,25 @@ def _question(config: dict[str, Any], qid: str, presets: dict[str, Question]) ->
     return presets.get(qid, Question(qid, qid))
 
 
-def _first_is(order: str) -> int:
+def first_is(order: str) -> int:
     """Index (0 or 1) of the canonical option shown first in this order."""
     return 0 if order == "AB" else 1
 
 
-def _pair_choice(text: str, order: str, key: str = "choice") -> int:
+def pair_choice(text: str, order: str, key: str = "choice") -> int:
     """The canonical option (0 or 1) chosen in an answer {"choice": 1|2} given in `order`."""
     picked = p.choice(p.json_object(text), key, (1, 2), text)
-    shown_first = _first_is(order)
+    shown_first = first_is(order)
     return shown_first if picked == 1 else 1 - shown_first
 
 
-def _shown(options: list[str], swap: bool = True) -> Callable[[str], list[str]]:
+def shown_order(options: list[str], swap: bool = True) -> Callable[[str], list[str]]:
     """What the judge saw first and second in an order (`swap`: the options trade places in BA)."""
 
     def shown(order: str) -> list[str]:
         if not swap:
             return list(options)
-        first = _first_is(order)
+        first = first_is(order)
         return [options[first], options[1 - first]]
 
     return shown
@@ -85,18 +85,18 @@ def pairwise_task(
         combine=_agree,
         unit_id=unit_id,
         conversation_id=conversation_id,
-        shown=_shown(options),
+        shown=shown_order(options),
         meta=meta or {},
     )
 
 
-def _longer(len_a: int, len_b: int, chosen: int | None) -> bool | None:
+def longer_chosen(len_a: int, len_b: int, chosen: int | None) -> bool | None:
     if chosen is None or len_a == len_b:
         return None
     return (len_a > len_b) == (chosen == 0)
 
 
-def _human_judgments(dataset: Dataset, question: str | None = None) -> list[Judgment]:
+def human_judgments(dataset: Dataset, question: str | None = None) -> list[Judgment]:
     units = {u.id: u for u in dataset.units}
     return [
         j
@@ -105,7 +105,7 @@ def _human_judgments(dataset: Dataset, question: str | None = None) -> list[Judg
     ]
 
 
-def _judged_first(tasks: list[JudgeTask], dataset: Dataset) -> list[JudgeTask]:
+def judged_first(tasks: list[JudgeTask], dataset: Dataset) -> list[JudgeTask]:
     """Items people judged come first, so a partial run already measures agreement."""
     judged = {j.unit_id for j in dataset.judgments} | {j.conversation_id for j in dataset.judgments}
     judged.discard(None)
@@ -113,21 +113,21 @@ def _judged_first(tasks: list[JudgeTask], dataset: Dataset) -> list[JudgeTask]:
 
 
 # -- ACUTE-Eval ------------------------------------------------------------------------------------
-def _eval_text(conv: Conversation, speaker: str, n: int) -> str:
+def eval_text(conv: Conversation, speaker: str, n: int) -> str:
     return lines(conv.turns, {speaker: f"Speaker {n}"}, default="Partner")
 
 
-def _eval_length(conv: Conversation, speaker: str) -> int:
+def eval_length(conv: Conversation, speaker: str) -> int:
     """Characters of the judged speaker's turns, as shown (seed turns included)."""
     return sum(len(t.text) for t in conv.turns if t.speaker == speaker)
 
 
-def _one_bot(conv: Conversation) -> str | None:
+def one_bot(conv: Conversation) -> str | None:
     bots = sorted({t.bot for t in conv.turns if t.bot})
     return bots[0] if len(bots) == 1 else None
 
 
-def _bot_turns(conv: Conversation) -> list[tuple[int, Turn]]:
+def bot_turns(conv: Conversation) -> list[tuple[int, Turn]]:
     """(1-based bot turn, turn) for each bot turn of a live conversation."""
     out, n = [], 0
     for t in conv.turns:

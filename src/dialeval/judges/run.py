@@ -36,7 +36,7 @@ def judge_meta(j: Judgment) -> dict[str, Any]:
 
 def adapter_for(method: str) -> JudgeAdapter:
     """The method's judge adapter, named by its spec in the method registry."""
-    from ..methods import get, load_part
+    from ..registry import get, load_part
 
     spec = get(method).judge
     if spec is None:
@@ -290,13 +290,17 @@ def judge_study(
     limit: int | None = None,
     on_total: Callable[[int], None] | None = None,
     on_answer: Callable[[], None] | None = None,
+    check_judge: Callable[[Any], None] | None = None,
 ) -> JudgeRunResult:
-    """`dialeval judge`: open the study, build the judge, run it (see `run_judge`)."""
+    """`dialeval judge`: open the study, build the judge, run it (see `run_judge`). `check_judge`
+    is called with the judge bot before any work (the CLI's endpoint check; it may raise)."""
     from ..study import open_study
 
     opened = open_study(folder)
     try:
         judge, meta = build_judge_bot(opened.config, bot, bot_type, options)
+        if check_judge is not None:
+            check_judge(judge)
         _prepare_units(opened)
         dataset = opened.store.load_dataset(opened.id)
         config = opened.config.model_dump(mode="json")
@@ -331,9 +335,9 @@ def _prepare_units(opened: Any) -> None:
     labels before the first assignment. Live methods make their units during the chats."""
     import inspect
 
-    from ..methods import get
     from ..protocols import get_protocol
     from ..protocols.base import StudyContext
+    from ..registry import get
 
     spec = get(opened.config.method)
     if spec.protocol is None or spec.live:

@@ -11,7 +11,7 @@ How the web app drives a protocol (web/routes_annotator.py; the app itself never
    - the framework finds the annotator's unfinished assignment (``work.resume_assignment``: an
      open one, or their expired one when nobody took its unit since), else calls
      ``protocol.assign(annotator)``, which picks a unit under ``store.locked(study_id)`` with the
-     helpers of ``protocols/scheduling.py`` and returns an :class:`AssignmentInfo` (or None: no
+     helpers of ``scheduling/assign.py`` and returns an :class:`AssignmentInfo` (or None: no
      more work for this annotator -> the done page). The done page gives the completion code /
      Prolific redirect / MTurk submit only when ``protocol.completion(annotator, ...)`` says the
      session is complete: ``session_quota()`` submitted assignments of ``work_kinds``, or some work
@@ -72,18 +72,31 @@ import random
 import secrets
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
+from .. import clock
 from ..config import StudyConfig
 from ..errors import JudgmentError
+from ..quality import typing as input_signals
 from ..store import work
-from ..store.work import AnnotatorInfo, AssignmentInfo, UnitInfo  # noqa: F401  (re-exported)
+from ..store.facade import StudyStore
 
+# re-exported (`as` makes it explicit): what the hooks are given
+from ..store.work import AnnotatorInfo as AnnotatorInfo
+from ..store.work import AssignmentInfo as AssignmentInfo
+from ..store.work import UnitInfo as UnitInfo
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..store.store import Store
+
+# The options model of a method (a pydantic model, e.g. AcuteOptions): `class AcuteProtocol(Protocol[AcuteOptions])`
+# makes `self.options` an AcuteOptions for the type checker.
+OptionsT = TypeVar("OptionsT", bound="BaseModel")
 
 
 @dataclass
@@ -136,18 +149,25 @@ class AdminSummary:
     progress: list[dict[str, Any]] = field(default_factory=list)  # e.g. {"pair": "a vs b", "done": 3, "target": 50}
     headline: list[dict[str, Any]] = field(default_factory=list)  # e.g. {"label": "a beats b", "value": "62% (n=13)"}
     notes: list[str] = field(default_factory=list)
+    # pairwise methods: annotator row id -> {"e_value", "flagged"} of the voter screen
+    voters: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 class StudyContext:
     """One served study: folder, validated config, store, database id, URL slug."""
 
-    def __init__(self, folder: Path, config: StudyConfig, store: Any, study_id: int, slug: str):
+    def __init__(self, folder: Path, config: StudyConfig, store: Store, study_id: int, slug: str):
         self.folder = folder
         self.config = config
         self.store = store
         self.study_id = study_id
         self.slug = slug
         self._bots: dict[str, Any] = {}
+
+    @cached_property
+    def db(self) -> StudyStore:
+        """The store as this study's pages see it (one typed facade: store/facade.py)."""
+        return StudyStore(self.store, self.study_id)
 
     @property
     def method(self) -> str:
@@ -184,8 +204,9 @@ class StudyContext:
         return self._bots[name]
 
 
-class Protocol:
-    """Base class of a method. Subclasses set the class attributes and override the hooks."""
+class Protocol(Generic[OptionsT]):
+    """Base class of a method. Subclasses set the class attributes and override the hooks; they name
+    their options model as the type argument (``class AcuteProtocol(Protocol[AcuteOptions])``)."""
 
     method: ClassVar[str] = ""  # "acute", "pairwise-turn", ... (StudyConfig.method)
     # Worker filters (quality/filters.py) this method does not apply to live messages.
@@ -202,16 +223,23 @@ class Protocol:
 
     # shortcuts
     @property
-    def store(self) -> Any:
+    def store(self) -> Store:
+        """The plain Store, for the framework's helpers that take one (protocols/scheduling.py)."""
         return self.study.store
+
+    @property
+    def db(self) -> StudyStore:
+        """The study's store: every read and write a method's pages make (store/facade.py)."""
+        return self.study.db
 
     @property
     def config(self) -> StudyConfig:
         return self.study.config
 
     @property
-    def options(self) -> Any:
-        return self.study.options
+    def options(self) -> OptionsT:
+        """The study file's `protocol:` block, validated by the method's options model."""
+        return cast(OptionsT, self.study.options)
 
     # -- hooks ------------------------------------------------------------------------------------
     def prepare(self) -> int | Awaitable[int]:
@@ -222,11 +250,13 @@ class Protocol:
         """The next assignment for this annotator, or None when they are done.
 
         Called only when the annotator has no open assignment. Must schedule under
-        ``self.store.locked(self.study.study_id)`` (see scheduling.py).
+        ``self.store.locked(self.study.study_id)`` (see scheduling.py; ``self.db.locked()`` is the same lock).
         """
         raise NotImplementedError
 
-    def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any] | Awaitable[dict]:
+    def render(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo
+    ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """The template context of the task page for this assignment (resume from assignment.state)."""
         raise NotImplementedError
 
@@ -250,7 +280,7 @@ class Protocol:
 
     def work_done(self, annotator: AnnotatorInfo) -> int:
         """Submitted assignments of `work_kinds` (an assignment ended by a failed practice is no work)."""
-        history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
+        history = self.db.annotator_assignments(annotator.id)
         return sum(
             1
             for a in history
@@ -277,15 +307,15 @@ class Protocol:
         return float(self.config.annotation.expire_minutes)
 
     def expiry(self) -> datetime:
-        return utcnow() + timedelta(minutes=self.expire_minutes())
+        return clock.now() + timedelta(minutes=self.expire_minutes())
 
     def save_state(self, assignment: AssignmentInfo, state: dict[str, Any]) -> None:
         """Store the assignment's progress (and extend its expiry: the annotator is active)."""
-        work.update_state(self.store, assignment.id, state, expires_at=self.expiry())
+        self.db.update_state(assignment.id, state, expires_at=self.expiry())
         assignment.state = state
 
     def finish(self, assignment: AssignmentInfo, state: dict[str, Any] | None = None) -> None:
-        work.submit_assignment(self.store, assignment.id, state=state)
+        self.db.submit_assignment(assignment.id, state=state)
         assignment.status = "submitted"
 
     def add_judgment(
@@ -299,13 +329,22 @@ class Protocol:
         conversation: str | None = None,
         justification: str | None = None,
         elapsed_s: float | None = None,
-        shown_order: list | None = None,
-        meta: dict | None = None,
+        shown_order: list[Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        finish: bool = False,
+        state: dict[str, Any] | None = None,
     ) -> tuple[int, bool]:
-        """Commit one judgment (idempotent by request_id); `conversation` is an external id."""
-        conv_id = work.conversation_row_id(self.store, self.study.study_id, conversation) if conversation else None
-        return self.store.add_judgment(
-            self.study.study_id,
+        """Commit one judgment (idempotent by request_id); `conversation` is an external id. The
+        counts of how the request's texts were entered (quality/typing.py) go into its meta.
+
+        With `finish` (the assignment is done) or a `state` (its progress), the assignment is
+        updated in the same transaction as the judgment: one commit per answer instead of two (the
+        same as add_judgment then finish / save_state, without a window between the two)."""
+        signals = input_signals.current()
+        if signals is not None:
+            meta = {**(meta or {}), "input": signals}
+        conv_id = self.db.conversation_row_id(conversation) if conversation else None
+        out = self.db.add_judgment(
             annotator.id,
             question,
             value,
@@ -317,7 +356,15 @@ class Protocol:
             shown_order=shown_order if shown_order is not None else assignment.shown_order,
             client_request_id=request_id,
             meta=meta,
+            finish=finish,
+            state=state,
+            expires_at=None if finish or state is None else self.expiry(),
         )
+        if finish:
+            assignment.status = "submitted"
+        if state is not None:
+            assignment.state = state
+        return out
 
     def check_justification(self, text: str | None) -> str | None:
         """The cleaned justification; JudgmentError when the study requires one and it is too short."""
@@ -334,11 +381,11 @@ class Protocol:
 
     def flag(self, annotator_id: int, reasons: list[str], *, block: bool = False, **qc: Any) -> None:
         """Flag (or block) an annotator with reasons; earlier reasons are kept. Judgments are never deleted."""
-        current = work.get_annotator(self.store, annotator_id)
+        current = self.db.get_annotator(annotator_id)
         old = list((current.qc or {}).get("reasons", [])) if current else []
         merged = old + [r for r in reasons if r not in old]
         status = "blocked" if block or (current and current.status == "blocked") else "flagged"
-        self.store.set_annotator_status(annotator_id, status, merged, **qc)
+        self.db.set_annotator_status(annotator_id, status, merged, **qc)
 
     def check_live_messages(self, annotator_id: int) -> list[str]:
         """Run the worker message filters on the annotator's live-chat messages; flag on a hit."""
@@ -346,7 +393,7 @@ class Protocol:
             return []
         from ..quality import filters
 
-        conversations = work.annotator_live_messages(self.store, self.study.study_id, annotator_id)
+        conversations = self.db.annotator_live_messages(annotator_id)
         if not conversations:
             return []
         wordlist = None
@@ -367,7 +414,7 @@ class Protocol:
             return False
         from ..quality.filters import NEVER_GIVES_REASON, never_gives_reason
 
-        texts = work.annotator_justifications(self.store, self.study.study_id, annotator_id)
+        texts = self.db.annotator_justifications(annotator_id)
         if len(texts) >= minimum and never_gives_reason(texts):
             self.flag(annotator_id, [NEVER_GIVES_REASON])
             return True

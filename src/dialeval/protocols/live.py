@@ -18,8 +18,15 @@ as it is produced (bots that stream give several chunks; the others one):
 
     {"event": "start", "slots": 2}
     {"event": "chunk", "slot": 0, "text": "Hel"}
-    {"event": "error", "message": "bot 'x' server: ...", "retry": true}
+    {"event": "chunk", "slot": 0, "text": "lo", "html": "<p>Hello</p>"}
+    {"event": "error", "message": "Your partner could not answer; try again.", "retry": true}
     {"event": "done"}
+
+A chunk may carry ``html``: the sanitised Markdown of that slot's whole reply so far
+(bot_markdown.render_html), made at most every RENDER_EVERY_S per slot; the page shows it and, after
+it, the text of the chunks since (app.js ``showBotChunk``). Rendering here, on the server, keeps one
+renderer and one sanitiser for stored and streamed text alike (no Markdown library in the page),
+and the throttle keeps the work and the bytes sent small for long replies.
 
 Bots are built once per process by ``StudyContext.bot`` (bots.registry.build_bot) and reused.
 :class:`LiveProtocol` holds what the live methods share: the conversation of an assignment, the
@@ -33,23 +40,33 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, TypeVar, cast
 
+from .. import clock
+from ..bot_markdown import render_html
 from ..bots.base import Bot, BotContext, ChatMessage
 from ..errors import BotError, JudgmentError, StoreError
 from ..personas import sample_persona
+from ..quality import typing as input_signals
 from ..records import Conversation, Turn
-from ..textclean import clean_text
-from .base import Outcome, session_progress, submitted_count
+from ..textclean import CUT_MARKER, clean_text, cut_reply
+from .base import Outcome, session_progress
 
 if TYPE_CHECKING:
+    import random
+
     from ..config import StudyConfig
-    from .base import AssignmentInfo, StudyContext
+    from ..store.facade import StudyStore
+    from ..store.store import Store
+    from ..store.work import AnnotatorInfo, AssignmentInfo
+    from .base import StudyContext
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 HUMAN = "human"
 BOT = "bot"
@@ -57,6 +74,10 @@ MAX_MESSAGE_CHARS = 2000
 WATCH_TIMEOUT_S = 20.0
 # A generation that another worker process started is assumed lost after this long.
 STALE_GENERATION_S = 180.0
+# A streamed reply's Markdown is rendered again at most this often per slot (plus a little more for
+# long replies, whose every rendering costs more).
+RENDER_EVERY_S = 0.25
+RENDER_EVERY_S_PER_KCHAR = 0.03
 
 
 # -- conversations as the bots see them ------------------------------------------------------
@@ -94,10 +115,10 @@ def clean_message(text: Any, max_chars: int = MAX_MESSAGE_CHARS) -> str:
     """An annotator's message, trimmed; JudgmentError when empty or too long."""
     if not isinstance(text, str) or not text.strip():
         raise JudgmentError("Write a message first.")
-    text = text.strip()
-    if len(text) > max_chars:
+    message = text.strip()
+    if len(message) > max_chars:
         raise JudgmentError(f"A message can have at most {max_chars} characters.")
-    return text
+    return message
 
 
 def watch_timeout(value: Any) -> float:
@@ -129,7 +150,7 @@ def form_turn(data: dict[str, Any]) -> int:
         raise JudgmentError("The form names no turn; reload the page.") from None
 
 
-def persona_state(rng) -> dict[str, list[str]]:
+def persona_state(rng: random.Random) -> dict[str, list[str]]:
     """The two personas of a persona chat (PW-Turn, SM): the annotator's, and a different one the bot
     is given, drawn in that order at assignment."""
     persona = sample_persona(rng, 2)
@@ -137,16 +158,18 @@ def persona_state(rng) -> dict[str, list[str]]:
 
 
 def now_ts() -> float:
-    return time.time()
+    return clock.timestamp()
 
 
 def iso_now() -> str:
-    return datetime.now(UTC).isoformat()
+    return clock.iso_now()
 
 
 # -- generations: bot replies that outlive the request that asked for them -----------------------
 
 OnComplete = Callable[[list[str]], Awaitable[None]]
+# a method's own page action (LiveProtocol.page_actions): (annotator, assignment, posted form) -> outcome
+PageAction = Callable[["AnnotatorInfo", "AssignmentInfo", dict[str, Any]], Outcome]
 
 
 @dataclass
@@ -158,7 +181,7 @@ class Generation:
     texts: list[str] = field(default_factory=list)
     error: str | None = None
     done: bool = False
-    task: asyncio.Task | None = None
+    task: asyncio.Task[None] | None = None
     log: list[dict[str, Any]] = field(default_factory=list)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
@@ -170,7 +193,9 @@ class Generation:
             self.log.append(event)
             self._changed.notify_all()
 
-    async def wait_events(self, cursor: int, timeout: float = WATCH_TIMEOUT_S) -> tuple[list[dict], int, bool]:
+    async def wait_events(
+        self, cursor: int, timeout: float = WATCH_TIMEOUT_S
+    ) -> tuple[list[dict[str, Any]], int, bool]:
         """Events after `cursor` (waiting up to `timeout` for the first), the new cursor, finished?"""
         async with self._changed:
             if cursor >= len(self.log) and not self.done:
@@ -198,54 +223,126 @@ def find_generation(key: str) -> Generation | None:
     return _generations.get(key)
 
 
+PARTNER_FAILED = "Your partner could not answer; try again."
+
+
+@dataclass(frozen=True)
+class BotFailure:
+    """Why one bot of a generation gave no reply: for the server log and the admin page only. The
+    worker is told only `failure_notice(slots)` of the protocol, never a bot's name, URL or error
+    (in the Arena a name would end the battle's anonymity)."""
+
+    slot: int
+    bot: str
+    kind: str
+    reason: str
+
+
 def start_generation(
     key: str,
     bots: Sequence[Bot],
     history: list[ChatMessage],
     context: BotContext,
     on_complete: OnComplete,
-    on_error: Callable[[str], Awaitable[None]] | None = None,
+    on_error: Callable[[str, list[BotFailure]], Awaitable[None]] | None = None,
     max_chars: int | None = None,
+    render: Callable[[str], str] | None = None,
+    failure_notice: Callable[[list[int]], str] | None = None,
+    on_cut: Callable[[list[tuple[str, int]]], Awaitable[None]] | None = None,
 ) -> tuple[Generation, bool]:
     """Ask every bot of `bots` for its reply to `history`, concurrently, in a task of its own.
 
     Returns (generation, started). A generation already running under `key` is returned instead of
     starting a second one (a page reloaded while the bot was typing joins it). When every bot has
-    answered, `on_complete(texts)` stores the replies; a BotError (or any failure) ends the
-    generation with `error` set, `on_error(message)` is called and nothing is stored.
+    answered, `on_complete(texts)` stores the replies; when a bot fails (or anything else does) the
+    generation ends with `error` set to `failure_notice(failed slots)` (a neutral sentence), the
+    details are logged and passed to `on_error(notice, failures)`, and nothing is stored.
+    A reply longer than `max_chars` is read no further, cut at a word boundary with CUT_MARKER
+    (textclean.cut_reply), and `on_cut([(bot, chars read), ...])` records it.
+    `render` (the reply so far -> sanitised HTML) adds ``html`` to some chunks (module docstring).
     """
     existing = running_generation(key)
     if existing is not None:
         return existing, False
     gen = Generation(key=key, slots=len(bots))
     _generations[key] = gen
+    notice = failure_notice or (lambda slots: PARTNER_FAILED)
+    more = [False] * len(bots)  # a reply read no further than max_chars (it went on)
 
     async def one(slot: int, bot: Bot) -> None:
-        async for chunk in bot.stream(list(history), context):
-            if chunk:
+        rendered_at = -math.inf
+        # a stream left early (the limit reached, the round cancelled) is closed now: its HTTP response too
+        async with aclosing(cast(AsyncGenerator[str, None], bot.stream(list(history), context))) as chunks:
+            async for chunk in chunks:
+                if not chunk:
+                    continue
+                if max_chars is not None and len(gen.texts[slot]) + len(chunk) > max_chars:
+                    # enough read: keep one character over the limit (is the word at the limit whole?)
+                    gen.texts[slot] += chunk[: max_chars + 1 - len(gen.texts[slot])]
+                    more[slot] = True
+                    await gen.emit({"event": "chunk", "slot": slot, "text": CUT_MARKER})
+                    return
                 gen.texts[slot] += chunk
-                await gen.emit({"event": "chunk", "slot": slot, "text": chunk})
+                event = {"event": "chunk", "slot": slot, "text": chunk}
+                so_far = gen.texts[slot]
+                now = time.monotonic()
+                wait = RENDER_EVERY_S + RENDER_EVERY_S_PER_KCHAR * len(so_far) / 1000
+                if render is not None and now - rendered_at >= wait:
+                    event["html"] = render(so_far)
+                    rendered_at = now
+                await gen.emit(event)
 
     async def run() -> None:
         await gen.emit({"event": "start", "slots": gen.slots})
+        failures: list[BotFailure] = []
         try:
-            await asyncio.gather(*(one(i, b) for i, b in enumerate(bots)))
+            tasks = [asyncio.ensure_future(one(i, b)) for i, b in enumerate(bots)]
+            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in pending:  # one bot failed: the round is lost, the others need not finish
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for slot, (bot, task) in enumerate(zip(bots, tasks)):
+                outcome = None if task in pending else task.exception()
+                if outcome is not None:
+                    if not isinstance(outcome, BotError):
+                        log.error("bot %s failed in generation %s", bot.name, key, exc_info=outcome)
+                    kind = outcome.kind if isinstance(outcome, BotError) else "error"
+                    reason = str(outcome).removeprefix(f"bot '{bot.name}' {kind}: ")
+                    failures.append(BotFailure(slot, bot.name, kind, reason or type(outcome).__name__))
+            if failures:
+                raise _Failed()  # the round is lost; the other bots were cancelled
             # control characters out and the length bounded before a reply is stored (textclean.py)
-            texts = [clean_text(t).strip() for t in gen.texts]
-            if max_chars is not None:
-                texts = [t if len(t) <= max_chars else t[:max_chars].rstrip() + " …" for t in texts]
-            for bot, text in zip(bots, texts):
+            texts: list[str] = []
+            cut: list[tuple[str, int]] = []
+            for bot, raw, went_on in zip(bots, gen.texts, more):
+                text, shortened = clean_text(raw), False
+                if max_chars is not None:
+                    text, shortened = cut_reply(text, max_chars, went_on)
+                texts.append(text.strip())
+                if shortened:
+                    cut.append((bot.name, len(raw)))
+            for slot, (bot, text) in enumerate(zip(bots, texts)):
                 if not text:
-                    raise BotError(bot.name, "malformed", "the reply was empty")
+                    failures.append(BotFailure(slot, bot.name, "malformed", "the reply was empty"))
+            if failures:
+                raise _Failed()
+            if cut:
+                log.warning("generation %s: replies cut at %s characters (bot, read): %s", key, max_chars, cut)
+                if on_cut is not None:
+                    await on_cut(cut)
             await on_complete(texts)
             await gen.emit({"event": "done"})
         except Exception as exc:  # a failing bot must never lose the conversation
-            if not isinstance(exc, BotError):
+            if not isinstance(exc, _Failed):
                 log.exception("live generation %s failed", key)
-            gen.error = str(exc) if isinstance(exc, BotError) else f"the reply could not be made ({exc})"
+                failures = failures or [BotFailure(-1, "-", "error", f"the reply could not be made ({exc})")]
+            slots = sorted({f.slot for f in failures if f.slot >= 0})
+            gen.error = notice(slots)
+            for f in failures:
+                log.warning("bot %r failed in live generation %s: %s: %s", f.bot, key, f.kind, f.reason)
             if on_error is not None:
                 try:
-                    await on_error(gen.error)
+                    await on_error(gen.error, failures)
                 except Exception:
                     log.exception("recording the bot error of %s failed", key)
             await gen.emit({"event": "error", "message": gen.error, "retry": True})
@@ -264,10 +361,14 @@ def start_generation(
     return gen, True
 
 
+class _Failed(Exception):
+    """Some bot of a generation failed (its BotFailure says which and why)."""
+
+
 # -- the part of a protocol shared by the live methods -----------------------------------------------
 
 
-def _to_thread(fn, *args, **kwargs):
+def run_in_thread(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R]:
     return asyncio.to_thread(fn, *args, **kwargs)
 
 
@@ -292,40 +393,49 @@ class LiveProtocol:
         study: StudyContext
 
         @property
-        def store(self) -> Any: ...
+        def store(self) -> Store: ...
+        @property
+        def db(self) -> StudyStore: ...
         @property
         def config(self) -> StudyConfig: ...
         @property
         def options(self) -> Any: ...
         def save_state(self, assignment: AssignmentInfo, state: dict[str, Any]) -> None: ...
         def check_live_messages(self, annotator_id: int) -> list[str]: ...
-        def chat_bots(self, assignment, state) -> list[str]: ...
-        def can_send(self, conv, state) -> str | None: ...
-        def store_replies(self, annotator, assignment, conv, state, names, texts) -> None: ...
+        def chat_bots(self, assignment: AssignmentInfo, state: dict[str, Any]) -> list[str]: ...
+        def can_send(self, conv: Conversation, state: dict[str, Any]) -> str | None: ...
+        def store_replies(
+            self,
+            annotator: AnnotatorInfo,
+            assignment: AssignmentInfo,
+            conv: Conversation,
+            state: dict[str, Any],
+            names: list[str],
+            texts: list[str],
+        ) -> None: ...
         def finish(self, assignment: AssignmentInfo, state: dict[str, Any] | None = None) -> None: ...
 
         method: ClassVar[str]
 
     # -- conversations --------------------------------------------------------------------------
-    def current_conversation_id(self, assignment, state) -> str:
+    def current_conversation_id(self, assignment: AssignmentInfo, state: dict[str, Any]) -> str:
         return f"live-{assignment.id}"
 
-    def fresh_state(self, assignment) -> dict[str, Any]:
-        from ..store import work
+    def fresh_state(self, assignment: AssignmentInfo) -> dict[str, Any]:
 
-        fresh = work.get_assignment(self.store, assignment.id)
+        fresh = self.db.get_assignment(assignment.id)
         state = dict(fresh.state) if fresh is not None else dict(assignment.state)
         assignment.state = state
         return state
 
     def load_conversation(self, conversation_id: str) -> Conversation | None:
         try:
-            return self.store.get_conversation(self.study.study_id, conversation_id)
+            return self.db.get_conversation(conversation_id)
         except StoreError:
             return None
 
     def create_conversation(
-        self, conversation_id: str, annotator, bots: list[str], meta: dict[str, Any]
+        self, conversation_id: str, annotator: AnnotatorInfo, bots: list[str], meta: dict[str, Any]
     ) -> Conversation:
         """The live conversation, made on first use (with the fixed opener when the method has one)."""
         existing = self.load_conversation(conversation_id)
@@ -341,10 +451,12 @@ class LiveProtocol:
             source="live",
             meta={"annotator_id": annotator.id, "annotator": annotator.external_id, "started_at": iso_now(), **meta},
         )
-        self.store.save_conversation(self.study.study_id, conv)
+        self.db.save_conversation(conv)
         return self.load_conversation(conversation_id) or conv
 
-    def persona_conversation(self, annotator, assignment, state, bots: list[str], **meta: Any) -> Conversation:
+    def persona_conversation(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, state: dict[str, Any], bots: list[str], **meta: Any
+    ) -> Conversation:
         """The assignment's chat in a persona setting (PW-Turn, SM): the personas drawn at assignment
         (persona_state) are kept in the conversation's meta, with the method, `meta` and the unit."""
         return self.create_conversation(
@@ -363,7 +475,7 @@ class LiveProtocol:
     def append_turn(self, conversation: Conversation, turn: Turn, at: int | None = None) -> int | None:
         """Store `turn` at the end of the conversation (with `at`: only if it has exactly `at` turns,
         so a turn two requests both add is added once; None when it was not added)."""
-        idx = self.store.append_turn(self.study.study_id, conversation.id, turn, at=at)
+        idx = self.db.append_turn(conversation.id, turn, at=at)
         if idx is not None:
             conversation.turns.append(turn)
         return idx
@@ -372,12 +484,14 @@ class LiveProtocol:
         return f"{self.study.study_id}:{conversation.id}:{len(conversation.turns)}"
 
     # -- actions shared by the live methods --------------------------------------------------------
-    async def act_send(self, annotator, assignment, data: dict[str, Any]) -> dict[str, Any]:
+    async def act_send(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]
+    ) -> dict[str, Any]:
         """Store the annotator's message, then ask the bot(s). Idempotent per request_id."""
         text = clean_message(data.get("text"), self.config.limits.message_chars)
         request_id = data.get("request_id")
-        state = await _to_thread(self.fresh_state, assignment)
-        conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
+        state = await run_in_thread(self.fresh_state, assignment)
+        conv = await run_in_thread(self.load_conversation, self.current_conversation_id(assignment, state))
         if conv is None:
             raise JudgmentError("The conversation has not started yet; reload the page.")
         if any(t.speaker == HUMAN and t.meta.get("request_id") == request_id for t in conv.turns):
@@ -386,26 +500,33 @@ class LiveProtocol:
         if why_not:
             raise JudgmentError(why_not)
         turn = Turn(HUMAN, text, meta={"request_id": request_id, "at": iso_now()})
-        await _to_thread(self.append_turn, conv, turn)  # stored before any bot is asked
+        signals = input_signals.current()
+        if signals is not None:  # how the message was entered (quality/typing.py): counts only
+            turn.meta["input"] = signals
+        await run_in_thread(self.append_turn, conv, turn)  # stored before any bot is asked
         return await self._start(annotator, assignment, conv, state)
 
-    async def act_reply(self, annotator, assignment, data: dict[str, Any]) -> dict[str, Any]:
+    async def act_reply(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]
+    ) -> dict[str, Any]:
         """Ask the bot(s) for the stored history: the first answer after a page load, or a Retry."""
-        state = await _to_thread(self.fresh_state, assignment)
-        conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
+        state = await run_in_thread(self.fresh_state, assignment)
+        conv = await run_in_thread(self.load_conversation, self.current_conversation_id(assignment, state))
         if conv is None or not awaiting_bot(conv) or self.replies_pending(state):
             return {"finished": True}
         return await self._start(annotator, assignment, conv, state)
 
-    async def act_watch(self, annotator, assignment, data: dict[str, Any]) -> dict[str, Any]:
+    async def act_watch(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]
+    ) -> dict[str, Any]:
         """Long-poll: the events of the running generation after `cursor`."""
         timeout = watch_timeout(data.get("timeout"))
         try:
             cursor = max(0, int(data.get("cursor") or 0))
         except (TypeError, ValueError):
             cursor = 0
-        state = await _to_thread(self.fresh_state, assignment)
-        conv = await _to_thread(self.load_conversation, self.current_conversation_id(assignment, state))
+        state = await run_in_thread(self.fresh_state, assignment)
+        conv = await run_in_thread(self.load_conversation, self.current_conversation_id(assignment, state))
         if conv is None:
             return {"events": [], "cursor": 0, "finished": True}
         key = data.get("generation")
@@ -421,7 +542,7 @@ class LiveProtocol:
         error = state.get("bot_error")
         if error and error.get("turns") == len(conv.turns):
             return {
-                "events": [{"event": "error", "message": error["message"], "retry": True}],
+                "events": [{"event": "error", "message": self.stored_notice(error), "retry": True}],
                 "cursor": cursor,
                 "finished": True,
             }
@@ -431,7 +552,9 @@ class LiveProtocol:
         await asyncio.sleep(0.5)
         return {"events": [], "cursor": cursor, "finished": False}
 
-    async def event_stream(self, annotator, assignment, generation: str | None, cursor: int):
+    async def event_stream(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, generation: str | None, cursor: int
+    ) -> AsyncIterator[tuple[dict[str, Any] | None, int]]:
         """The events of a generation after `cursor`, as they happen: (event, new cursor) pairs.
 
         Server-Sent Events read this (web/routes_live.py ``/events``): a chunk reaches the page as soon as
@@ -455,7 +578,9 @@ class LiveProtocol:
         bot answers the stored conversation (the Arena gives each side a history of its own)."""
         return [self.study.bot(n) for n in names], history_for(conv.turns)
 
-    async def _start(self, annotator, assignment, conv: Conversation, state: dict[str, Any]) -> dict[str, Any]:
+    async def _start(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, conv: Conversation, state: dict[str, Any]
+    ) -> dict[str, Any]:
         names = self.chat_bots(assignment, state)
         bots, history = self.generation_bots(conv, names)
         key = self.generation_key(conv)
@@ -465,22 +590,41 @@ class LiveProtocol:
         )
 
         async def on_complete(texts: list[str]) -> None:
-            await _to_thread(self._complete, annotator, assignment, snapshot, names, texts)
+            await run_in_thread(self._complete, annotator, assignment, snapshot, names, texts)
 
-        async def on_error(message: str) -> None:
-            await _to_thread(self._failed, annotator, assignment, snapshot, names, message)
+        async def on_error(notice: str, failures: list[BotFailure]) -> None:
+            await run_in_thread(self._failed, annotator, assignment, snapshot, names, notice, failures)
+
+        async def on_cut(cut: list[tuple[str, int]]) -> None:
+            await run_in_thread(self._cut, annotator, snapshot, cut)
 
         if running_generation(key) is None:
             state = dict(state)
             state.pop("bot_error", None)
             state["generating"] = {"at": now_ts(), "turns": len(conv.turns)}
-            await _to_thread(self.save_state, assignment, state)
+            await run_in_thread(self.save_state, assignment, state)
         gen, started = start_generation(
-            key, bots, history, context, on_complete, on_error, max_chars=self.config.limits.bot_reply_chars
+            key,
+            bots,
+            history,
+            context,
+            on_complete,
+            on_error,
+            max_chars=self.config.limits.bot_reply_chars,
+            render=render_html if self.config.pages.markdown else None,
+            failure_notice=self.failure_notice,
+            on_cut=on_cut,
         )
         return {"started": started, "slots": gen.slots, "cursor": 0, "generation": key}
 
-    def _complete(self, annotator, assignment, conv: Conversation, names: list[str], texts: list[str]) -> None:
+    def _complete(
+        self,
+        annotator: AnnotatorInfo,
+        assignment: AssignmentInfo,
+        conv: Conversation,
+        names: list[str],
+        texts: list[str],
+    ) -> None:
         state = self.fresh_state(assignment)
         current = self.load_conversation(conv.id)
         if current is None or len(current.turns) != len(conv.turns):
@@ -489,17 +633,38 @@ class LiveProtocol:
         state.pop("bot_error", None)
         self.store_replies(annotator, assignment, current, state, names, texts)
 
-    def _failed(self, annotator, assignment, conv: Conversation, names: list[str], message: str) -> None:
+    def failure_notice(self, slots: list[int]) -> str:
+        """What the worker reads when bots of these slots could not answer: neutral, never a bot's
+        name, URL or error (the Arena names its side)."""
+        return PARTNER_FAILED
+
+    def _failed(
+        self,
+        annotator: AnnotatorInfo,
+        assignment: AssignmentInfo,
+        conv: Conversation,
+        names: list[str],
+        notice: str,
+        failures: list[BotFailure],
+    ) -> None:
         state = self.fresh_state(assignment)
         state.pop("generating", None)
-        state["bot_error"] = {"message": message, "turns": len(conv.turns), "at": iso_now()}
+        state["bot_error"] = {"notice": notice, "turns": len(conv.turns), "at": iso_now()}
         self.save_state(assignment, state)
-        self.store.log_event(
-            self.study.study_id,
-            "bot-error",
-            {"conversation": conv.id, "bots": names, "turns": len(conv.turns), "message": message},
-            annotator_id=annotator.id,
-        )
+        for f in failures:  # one event per failing bot: the admin page counts them per bot, with the reason
+            self.db.log_event(
+                "bot-error",
+                {"conversation": conv.id, "bot": f.bot, "kind": f.kind, "reason": f.reason, "turns": len(conv.turns)},
+                annotator_id=annotator.id,
+            )
+
+    def _cut(self, annotator: AnnotatorInfo, conv: Conversation, cut: list[tuple[str, int]]) -> None:
+        for bot, chars in cut:
+            self.db.log_event(
+                "bot-reply-cut",
+                {"conversation": conv.id, "bot": bot, "read_chars": chars, "limit": self.config.limits.bot_reply_chars},
+                annotator_id=annotator.id,
+            )
 
     def replies_pending(self, state: dict[str, Any]) -> bool:
         """True when replies were made and wait for the annotator (PW-Turn candidates)."""
@@ -509,46 +674,57 @@ class LiveProtocol:
     def chat_error(self, conv: Conversation | None, state: dict[str, Any]) -> str | None:
         error = state.get("bot_error")
         if conv is not None and error and error.get("turns") == len(conv.turns) and awaiting_bot(conv):
-            return error.get("message")
+            return self.stored_notice(error)
         return None
 
-    def finish_live(self, annotator, conversation: Conversation) -> list[str]:
+    def stored_notice(self, error: dict[str, Any]) -> str:
+        # an error stored before notices existed held the bot's own message: never shown
+        return str(error.get("notice") or self.failure_notice([]))
+
+    def finish_live(self, annotator: AnnotatorInfo, conversation: Conversation) -> list[str]:
         """The conversation is over: record when, and run the worker message filters."""
-        self.store.log_event(
-            self.study.study_id,
+        self.db.log_event(
             "live-conversation-ended",
             {"conversation": conversation.id, "turns": len(conversation.turns)},
             annotator_id=annotator.id,
         )
         return self.check_live_messages(annotator.id)
 
-    def complete_chat(self, annotator, assignment, conversation: Conversation, state: dict[str, Any]) -> Outcome:
+    def complete_chat(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, conversation: Conversation, state: dict[str, Any]
+    ) -> Outcome:
         """The annotator has done all the conversation asks: end it and submit the assignment."""
         self.finish_live(annotator, conversation)
         self.finish(assignment, {**state, "ended": "complete"})
         return Outcome(done=True)
 
-    def chat_position(self, annotator, assignment, kind: str, total: int, turns: int) -> ChatPosition:
+    def chat_position(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, kind: str, total: int, turns: int
+    ) -> ChatPosition:
         """Where the annotator is in a session of `total` chats of `turns` bot turns (units of `kind`)."""
         conv = self.load_conversation(self.current_conversation_id(assignment, assignment.state))
         done = bot_turn_count(conv) if conv else 0
-        k = min(submitted_count(self.store, self.study.study_id, annotator.id, kind) + 1, total)
+        k = min(self.db.submitted_count(annotator.id, kind) + 1, total)
         return ChatPosition(conv, done, k, total, turns)
 
-    def page_actions(self) -> dict[str, Callable[..., Outcome]]:
+    def page_actions(self) -> dict[str, PageAction]:
         """The method's own actions besides the live ones, each run in a worker thread."""
         return {}
 
-    async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
+    async def act(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str, data: dict[str, Any]
+    ) -> Outcome:
         outcome = await self.live_act(annotator, assignment, action, data)
         if outcome is not None:
             return outcome
         handler = self.page_actions().get(action)
         if handler is None:
             raise JudgmentError(f"unknown action '{action}'")
-        return await _to_thread(handler, annotator, assignment, data)
+        return await run_in_thread(handler, annotator, assignment, data)
 
-    async def live_act(self, annotator, assignment, action: str, data: dict[str, Any]):
+    async def live_act(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str, data: dict[str, Any]
+    ) -> Outcome | None:
         """Dispatch the shared live actions; None when `action` is not one of them."""
         if action == "send":
             return Outcome(data=await self.act_send(annotator, assignment, data))

@@ -1,4 +1,4 @@
-"""Onboarding for PW-Turn (paper 000, Appendix A): one fixed conversation with four response pairs.
+"""Onboarding for PW-Turn (Smith et al. 2022, Appendix A): one fixed conversation with four response pairs.
 
 At each of the four partner turns, one candidate is a sensible continuation and the other is
 clearly broken: repetitive, off-topic, ungrammatical or contradictory. A worker must pick the

@@ -1,4 +1,4 @@
-"""Worker message filters (paper 000, Appendix B / B.4; PROTOCOLS §4) and the no-reason check (003).
+"""Worker message filters (Smith et al. 2022, Appendix B / B.4) and the no-reason check (Li et al. 2019).
 
 A crowdworker is dropped from every method when, in their live chats (PW-Turn, SM-Turn), their own
 messages (the fixed "Hi!" opener excluded):
@@ -10,7 +10,7 @@ messages (the fixed "Hi!" opener excluded):
   punctuation, articles and extra spaces);
 - ``offensive_language``: use a word of the offensive word list (one or more messages).
 
-ACUTE-Eval (003) also drops workers who never give a reason for their choice (``never_gives_reason``).
+ACUTE-Eval (Li et al. 2019) also drops workers who never give a reason for their choice (``never_gives_reason``).
 
 Filtered annotators are flagged, never deleted (:func:`apply_flags`).
 """
@@ -196,7 +196,7 @@ def _check(
 
 
 def never_gives_reason(justifications: Sequence[str | None], *, min_letters: int = 3, identical_min: int = 3) -> bool:
-    """True when a worker never gave a real reason for their choices (003: such workers are dropped).
+    """True when a worker never gave a real reason for their choices (Li et al. 2019: such workers are dropped).
 
     That is: no justifications at all; or every one is empty, has fewer than `min_letters` letters or
     is a non-answer ("n/a", "idk", "none", "ok"...); or there are at least `identical_min` and all are

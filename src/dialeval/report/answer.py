@@ -30,9 +30,9 @@ def binomial_n_needed(rate: float | None, alpha: float = ALPHA, power: float = P
     approximation; None when no difference was observed)."""
     if rate is None or not 0 < rate < 1 or abs(rate - 0.5) < 1e-9:
         return None
-    from scipy.stats import norm
+    from scipy.special import ndtri  # = scipy.stats.norm.ppf, bit for bit, without importing scipy.stats
 
-    z_a, z_b = norm.ppf(1 - alpha / 2), norm.ppf(power)
+    z_a, z_b = ndtri(1 - alpha / 2), ndtri(power)
     n = ((z_a * 0.5 + z_b * math.sqrt(rate * (1 - rate))) / (rate - 0.5)) ** 2
     return int(math.ceil(n))
 
@@ -104,18 +104,25 @@ def _list(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def _ranked(names: set[str], order: list[str]) -> list[str]:
+    return sorted(names, key=lambda n: order.index(n) if n in order else len(order))
+
+
 def answer(report: dict[str, Any]) -> dict[str, Any]:
     """The report's first section: sentences generated from its statistics (see module docstring)."""
-    from ..methods import all_methods, load_part
+    from ..registry import all_methods
 
     spec = all_methods().get(str(report.get("method", "")))
     limits = spec.limits if spec else ""
     systems = [s for s in report.get("systems") or [] if isinstance(s, dict) and s.get("name")]
-    pairs = load_part(spec.answer_pairs)(report) if spec and spec.answer_pairs else []
+    answer_pairs = spec.load_answer_pairs() if spec else None
+    pairs = answer_pairs(report) if answer_pairs else []
     summary: list[str] = []
+    # what the data are: simulated annotators included or left out (report/build.py), said last
+    simulated = [report["simulated"]["note"]] if (report.get("simulated") or {}).get("note") else []
     if not systems:
         return {
-            "summary": ["No judgments yet: there is nothing to conclude."],
+            "summary": ["No judgments yet: there is nothing to conclude.", *simulated],
             "pairs": [],
             "limits": limits,
         }
@@ -123,17 +130,28 @@ def answer(report: dict[str, Any]) -> dict[str, Any]:
     best = order[0]
     beaten_by_best = {p["loser"] for p in pairs if p["decided"] and p["winner"] == best}
     others = set(order[1:])
+    # a leaderboard decides pairs by its intervals (rank = 1 + models wholly above), not by p-values
+    by_interval = bool(pairs) and all(p.get("decided_by") == "interval" for p in pairs)
     if len(order) == 1:
         summary.append(f"Only {best} has judgments; there is nothing to compare it with.")
     elif len(order) == 2 and pairs:
         pass  # the one pair's sentence below says it all
     elif others and others <= beaten_by_best:
-        summary.append(f"{best} is preferred to every other system, each difference significant at p < {ALPHA}.")
+        summary.append(
+            f"{best} ranks first, above every other system: its interval lies wholly above each of theirs."
+            if by_interval
+            else f"{best} is preferred to every other system, each difference significant at p < {ALPHA}."
+        )
     elif beaten_by_best:
         summary.append(
-            f"{best} ranks first; it is significantly preferred to {_list(sorted(beaten_by_best))}, "
+            f"{best} ranks first; its interval lies wholly above those of {_list(_ranked(beaten_by_best, order))}, "
+            "not (yet) above the others'."
+            if by_interval
+            else f"{best} ranks first; it is significantly preferred to {_list(sorted(beaten_by_best))}, "
             "not (yet) to the others."
         )
+    elif by_interval:
+        summary.append(f"{best} has the highest rating, but its interval overlaps those of all the others.")
     else:
         summary.append(
             f"{best} ranks first, but no difference between it and the others is significant yet (p < {ALPHA})."
@@ -143,10 +161,23 @@ def answer(report: dict[str, Any]) -> dict[str, Any]:
         if p["decided"]:
             by_winner.setdefault(p["winner"], []).append(p)
     for winner in sorted(by_winner, key=lambda w: order.index(w) if w in order else len(order)):
+        if by_interval:
+            losers = _ranked({p["loser"] for p in by_winner[winner]}, order)
+            if len(losers) > 2 and losers == order[len(order) - len(losers) :]:  # everyone from there down
+                summary.append(
+                    f"{winner} is rated above every system from {losers[0]} down ({len(losers)} systems; "
+                    "intervals apart)."
+                )
+            else:
+                summary.append(f"{winner} is rated above {_list(losers)} (intervals apart).")
+            continue
         parts = [f"to {p['loser']} ({p['effect']}, {p_text(p['p'])})" for p in by_winner[winner]]
         summary.append(f"{winner} is preferred " + _list(parts) + ".")
     undecided = [p for p in pairs if not p["decided"]]
     for p in undecided[:MAX_LISTED_UNDECIDED]:
+        if p.get("decided_by") == "interval":
+            summary.append(f"{p['winner']} vs {p['loser']} is undecided ({p['effect']}; {p['n']:,} {p['unit']}).")
+            continue
         text = f"{p['winner']} vs {p['loser']} is undecided ({p['effect']}, {p_text(p['p'])}, {p['n']} {p['unit']}; "
         if p["more_for_80_power"] is None and p.get("no_difference"):
             text += "no difference observed, so no number of judgments can be estimated)."
@@ -157,13 +188,36 @@ def answer(report: dict[str, Any]) -> dict[str, Any]:
         summary.append(text)
     if len(undecided) > MAX_LISTED_UNDECIDED:
         summary.append(f"{len(undecided) - MAX_LISTED_UNDECIDED} more pairs are undecided (see the tables below).")
+    summary.extend(_fragility_sentences(report))
     if report.get("filtered_annotators"):
         summary.append(
             f"{len(report['filtered_annotators'])} annotators were filtered out by quality control "
             "and are not counted above."
         )
     summary.extend(_reopened_sentences(report))
+    summary.extend(simulated)
     return {"summary": summary, "pairs": pairs, "limits": limits}
+
+
+def _fragility_sentences(report: dict[str, Any]) -> list[str]:
+    """The robustness audit (analysis/ranking.py) in words, in the first paragraph: whether a handful
+    of votes decides who is first."""
+    audit = report.get("robustness")
+    if not isinstance(audit, dict):
+        return []
+    top = audit.get("top")
+    if not isinstance(top, dict) or top.get("dropped") is None:
+        return []
+    if top["dropped"] == 0:  # equal ratings: nothing needs to go
+        return [f"{top['first']} and {top['overtaken_by']} share the top rating: the first place is a tie."]
+    share, fragile = top.get("share") or 0.0, audit.get("fragile_share", 0.001)
+    votes = f"{top['dropped']:,} of {audit.get('votes', 0):,} votes ({share:.2%})"
+    if share < fragile:
+        return [
+            f"Fragile: dropping just {votes} puts {top['overtaken_by']} above {top['first']}, "
+            f"under {fragile:.1%} of the votes; do not read the top rank as settled."
+        ]
+    return [f"Robustness: it takes dropping {votes} to put {top['overtaken_by']} above {top['first']}."]
 
 
 def _reopened_sentences(report: dict[str, Any]) -> list[str]:

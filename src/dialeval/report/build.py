@@ -16,24 +16,29 @@ from .. import __version__
 from ..analysis import analyze
 from ..jsonable import to_jsonable
 from ..records import Dataset
-from . import plots
 from .answer import answer
-from .methods_text import collection_counts, methods_paragraph
+from .methods_text import collection_counts, count_of, methods_paragraph
 
 
 def build_report(
-    dataset: Dataset, config: dict[str, Any] | None = None, include_judges: bool = False, **options: Any
+    dataset: Dataset,
+    config: dict[str, Any] | None = None,
+    include_judges: bool = False,
+    include_simulated: bool = False,
+    **options: Any,
 ) -> dict[str, Any]:
-    """The full report dict: the method's statistics (see README, 'The JSON contract') and provenance.
+    """The full report dict: the method's statistics (docs/reference/report-json.md) and provenance.
 
     LLM judges' judgments are kept out of the statistics (they get the `judge_audit` section) unless
-    `include_judges`: then their verdicts count like an annotator's.
+    `include_judges`: then their verdicts count like an annotator's. Simulated annotators
+    (`dialeval simulate`) are kept out beside real ones unless `include_simulated`; see `simulated_part`.
     """
     import warnings
 
     from ..records import is_judge_annotator
 
     config = config if config is not None else dataset.meta.get("config", {})
+    dataset, simulated = simulated_part(dataset, include_simulated)
     has_judges = any(is_judge_annotator(a) for a in dataset.annotators)
     everything = dataset
     if has_judges:  # the audit's statistics (scipy, scikit-learn) are imported only when needed
@@ -49,6 +54,8 @@ def build_report(
     if notes:
         report["analysis_warnings"] = notes
     counts = collection_counts(dataset)
+    if not counts["bots"]:  # judgments without conversations (arena imports): the systems judged
+        counts["bots"] = sorted(str(s["name"]) for s in report.get("systems") or [] if isinstance(s, dict))
     report["study"] = {
         "name": dataset.meta.get("study") or config.get("name"),
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -57,30 +64,118 @@ def build_report(
         "methods": methods_paragraph(dataset.method, counts, config),
     }
     report["filtered_annotators"] = report.get("filtered_annotators") or _filtered(dataset)
+    from ..quality.typing import summarise as typing_summary
+
+    flag_at = float(((config or {}).get("quality") or {}).get("paste_flag") or 0.5)
+    typed = typing_summary(dataset, flag_at)
+    if typed is not None:
+        report["input_signals"] = typed
+    shortened = shortened_replies(dataset)
+    if shortened:
+        report["shortened_replies"] = shortened
+    if simulated:
+        report["simulated"] = simulated
     if has_judges:
         report["judges_included"] = include_judges
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             report["judge_audit"] = judge_audit(everything, seed=options.get("seed", 0))
+    examples = _examples(everything, report, options.get("exclude_annotators"))
+    if examples:
+        report["examples"] = examples
     report = to_jsonable(report)
     report["answer"] = to_jsonable(answer(report))
     return report
 
 
+def simulated_part(dataset: Dataset, include: bool = False) -> tuple[Dataset, dict[str, Any] | None]:
+    """The data set the statistics see, and what the report says about simulated annotators.
+
+    A study whose annotators are all simulated (the demo, a `simulate --copy`) is reported as it
+    is: reporting the simulated crowd is the point. Beside real annotators, simulated ones are left
+    out unless `include`. Either way the report says so (None: no simulated data)."""
+    from dataclasses import replace
+
+    from ..records import is_judge_annotator, is_simulated_annotator
+
+    sims = {a.id for a in dataset.annotators if is_simulated_annotator(a)}
+    if not sims:
+        return dataset, None
+    real = [a for a in dataset.annotators if a.id not in sims and not is_judge_annotator(a)]
+    judged = sum(1 for j in dataset.judgments if j.annotator_id in sims)
+    info: dict[str, Any] = {"annotators": len(sims), "judgments": judged, "real_annotators": len(real)}
+    simulated = f"{count_of(len(sims), 'simulated annotator')} ({count_of(judged, 'judgment')})"
+    if not real:
+        info["included"] = True
+        info["note"] = (
+            f"All data of this report are simulated: {count_of(len(sims), 'simulated annotator')} of "
+            "`dialeval simulate` (no real annotator), for planning only."
+        )
+        return dataset, info
+    info["included"] = include
+    if include:
+        info["note"] = (
+            f"This report includes {simulated} beside {count_of(len(real), 'real annotator')} "
+            "(--include-simulated): its statistics mix simulated and real data."
+        )
+        return dataset, info
+    info["note"] = (
+        f"{simulated} of `dialeval simulate` are left out of this report; "
+        "`dialeval report --include-simulated` counts them."
+    )
+    kept = replace(
+        dataset,
+        annotators=[a for a in dataset.annotators if a.id not in sims],
+        judgments=[j for j in dataset.judgments if j.annotator_id not in sims],
+    )
+    return kept, info
+
+
+def _examples(everything: Dataset, report: dict[str, Any], exclude: list[str] | None) -> Any:
+    """The method's example browser (Method.examples), from every judgment: judges' verdicts too."""
+    from ..registry import all_methods, load_part
+
+    spec = all_methods().get(str(everything.method))
+    return load_part(spec.examples)(everything, report, exclude) if spec is not None and spec.examples else None
+
+
 _PLAIN = str.maketrans("[]{}", "()()")  # a warning's text is prose on the page, never JSON-looking
 
 
-def study_report(folder: str | Path, include_judges: bool = False) -> dict[str, Any]:
+def study_report(folder: str | Path, include_judges: bool = False, include_simulated: bool = False) -> dict[str, Any]:
     """Open a study folder and build its report dict from everything stored."""
+    from ..registry import all_methods, load_part
     from ..study import open_study
 
     opened = open_study(folder)
     try:
-        dataset = opened.store.load_dataset(opened.id)
+        method = all_methods().get(opened.config.method)
+        if method is not None and method.settle:  # e.g. arena votes whose change window is over
+            load_part(method.settle)(opened)
+        # the judgment fields the method's analysis reads, as columns (a million battles: not a
+        # million objects); None: whole judgments
+        columns = method.report_columns if method else None
+        all_turns = method.report_reads_turns if method else True
+        dataset = opened.store.load_dataset(opened.id, columns=columns, all_turns=all_turns)
         config = opened.config.model_dump(mode="json")
     finally:
         opened.close()
-    return build_report(dataset, config, include_judges=include_judges)
+    return build_report(dataset, config, include_judges=include_judges, include_simulated=include_simulated)
+
+
+def shortened_replies(dataset: Dataset) -> dict[str, int]:
+    """Per bot, its replies that workers saw cut at limits.bot_reply_chars (textclean.cut_reply):
+    every candidate of a turn (PW-Turn, Arena) counts, else the turn itself."""
+    from ..textclean import was_cut
+
+    counts: dict[str, int] = {}
+    for conv in dataset.conversations:
+        for t in conv.turns:
+            replies = [(c.get("bot"), c.get("text")) for c in t.candidates or [] if isinstance(c, dict)]
+            for bot, text in replies or [(t.bot, t.text)]:
+                if bot and isinstance(text, str) and was_cut(text):
+                    counts[str(bot)] = counts.get(str(bot), 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _filtered(dataset: Dataset) -> list[dict[str, Any]]:
@@ -95,10 +190,12 @@ def _filtered(dataset: Dataset) -> list[dict[str, Any]]:
 # -- figures --------------------------------------------------------------------------------------------
 def figures(report: dict[str, Any]) -> dict[str, Any]:
     """name -> matplotlib figure, for whatever this report has to draw."""
-    from ..methods import all_methods, load_part
+    from ..registry import all_methods
+    from . import plots  # matplotlib: imported when a figure is drawn, not by compare or report.json alone
 
     method = all_methods().get(str(report.get("method")))
-    figs: dict[str, Any] = load_part(method.figures)(report) if method and method.figures else {}
+    figures = method.load_figures() if method else None
+    figs: dict[str, Any] = figures(report) if figures else {}
     tts = report.get("time_to_significance")
     if isinstance(tts, list):
         curves = {}
@@ -164,6 +261,7 @@ def write_report(
         captions=FIGURE_CAPTIONS,
         body=Markup(_body(report)),
         systems=Markup(_systems(report)),
+        extra_style=Markup(_extra_style(report)),
     )
     html_file.parent.mkdir(parents=True, exist_ok=True)
     html_file.write_text(html, encoding="utf-8")
@@ -200,9 +298,23 @@ SECTION_TITLES = {
     "stopping": "Adaptive stopping",
     "analysis_warnings": "Warnings from the statistics",
     "judge_audit": "LLM judges beside people: agreement and bias audit",
+    "input_signals": "How annotators entered their texts: pasted or typed, speed, echo of the bots' replies",
+    "shortened_replies": "Bot replies shortened at limits.bot_reply_chars (per bot; shown marked to the workers)",
+    "simulated": "Simulated annotators",
+    "examples": "Examples: the judged items",
+    "people": "People with each other: agreement and length preference",
 }
 # Shown elsewhere on the page (title, answer, methods, systems table) or duplicated by another key.
-SKIP = {"method", "study", "systems", "answer", "grid_formatted", "by_question", "question"}
+SKIP = {"method", "study", "systems", "answer", "grid_formatted", "by_question", "question", "examples"}
+
+
+def _extra_style(report: dict[str, Any]) -> str:
+    """Style rules of sections that carry their own (the example browser's filters)."""
+    if not isinstance(report.get("examples"), dict):
+        return ""
+    from .examples_section import examples_css
+
+    return examples_css(report["examples"])
 
 
 def _systems(report: dict[str, Any]) -> str:
@@ -256,4 +368,8 @@ def _body(report: dict[str, Any]) -> str:
         for key in ("systems", "matchups"):
             if sub.get(key):
                 parts.append(render(f"by_question.{question}.{key}", sub[key], key, order))
+    if isinstance(report.get("examples"), dict):  # last: the items themselves, after every number
+        from .examples_section import examples_html
+
+        parts.append(f'<h2 id="examples">{escape(SECTION_TITLES["examples"])}</h2>{examples_html(report["examples"])}')
     return "".join(parts)

@@ -12,10 +12,17 @@ def collection_counts(dataset: Dataset) -> dict[str, Any]:
     for a in dataset.annotators:
         status = a.meta.get("status", "active")
         statuses[status] = statuses.get(status, 0) + 1
-    seconds = [j.elapsed_s for j in dataset.judgments if j.elapsed_s is not None]
+    from ..records import JudgmentColumns
+
+    if isinstance(dataset.judgments, JudgmentColumns):  # a large study, read as columns
+        seconds = dataset.judgments.frame["elapsed_s"].dropna().tolist()
+    else:
+        seconds = [j.elapsed_s for j in dataset.judgments if j.elapsed_s is not None]
     return {
         "conversations": len(dataset.conversations),
         "annotators": len(dataset.annotators),
+        # an import whose source names no annotator keeps one id for its whole crowd (formats/arena.py)
+        "pooled_annotators": any(a.meta.get("pooled") for a in dataset.annotators),
         "annotator_status": statuses,
         "units": len(dataset.units),
         "judgments": len(dataset.judgments),
@@ -25,18 +32,26 @@ def collection_counts(dataset: Dataset) -> dict[str, Any]:
 
 
 def methods_paragraph(method: str, counts: dict[str, Any], config: dict[str, Any] | None) -> str:
-    from ..methods import all_methods
+    from ..registry import all_methods
 
     spec = all_methods().get(method)
     name, cite, how = (spec.title, spec.paper, spec.methods_text or "") if spec else (method, "", "")
     config = config or {}
     parts = [f"Method: {name} ({cite})." if cite else f"Method: {name}.", how]
     bots = counts.get("bots") or []
-    parts.append(
-        f"{counts['annotators']} annotators gave {counts['judgments']} judgments on {counts['units']} units "
-        f"built from {counts['conversations']} conversations of {len(bots)} systems"
-        + (f" ({', '.join(bots)})." if bots else ".")
-    )
+    if counts.get("pooled_annotators"):
+        who = "An anonymous crowd (the source names no annotator)"
+    else:
+        who = count_of(counts["annotators"], "annotator")
+    sentence = f"{who} gave {count_of(counts['judgments'], 'judgment')}"
+    if counts["units"]:
+        sentence += f" on {count_of(counts['units'], 'unit')}"
+        if counts["conversations"]:
+            sentence += f" built from {count_of(counts['conversations'], 'conversation')}"
+    elif counts["conversations"]:
+        sentence += f" on {count_of(counts['conversations'], 'conversation')}"
+    sentence += f" of {count_of(len(bots), 'system')}" + (f" ({', '.join(bots)})." if bots else ".")
+    parts.append(sentence)
     if counts.get("annotator_hours"):
         parts.append(f"Recorded annotation time: {counts['annotator_hours']} annotator-hours.")
     imported = config.get("imported_from")
@@ -45,7 +60,8 @@ def methods_paragraph(method: str, counts: dict[str, Any], config: dict[str, Any
     else:
         onboarding = config.get("onboarding") or {}
         # only methods whose pages run the onboarding check (the others ignore `onboarding`)
-        if onboarding.get("enabled") and spec is not None and spec.onboarding_check:
+        runs = spec is not None and spec.onboarding_check and _onboarding_runs(method, config)
+        if onboarding.get("enabled") and runs:
             parts.append(f"Annotators passed an onboarding check first; failing it meant: {onboarding.get('on_fail')}.")
         quality = config.get("quality") or {}
         if quality.get("worker_filters"):
@@ -55,3 +71,21 @@ def methods_paragraph(method: str, counts: dict[str, Any], config: dict[str, Any
                 "and their judgments left out of the statistics, not deleted."
             )
     return " ".join(parts)
+
+
+def count_of(count: int, noun: str) -> str:
+    """'1 system', '26,919 judgments'."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _onboarding_runs(method: str, config: dict[str, Any]) -> bool:
+    """Whether the method's options let the onboarding check run (ACUTE: a weak bot is named)."""
+    from pydantic import ValidationError
+
+    from ..registry import get, load_part
+
+    try:
+        options = load_part(get(method).options).model_validate(config.get("protocol") or {})
+    except (ValidationError, KeyError, ImportError, AttributeError):
+        return True
+    return bool(getattr(options, "onboarding_runs", True))

@@ -30,6 +30,9 @@ def _stars(p: float | None) -> str:
     return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
 
 
+ANNOTATED_CELLS = 30  # systems up to which the win-rate grid prints each cell's number
+
+
 def winrate_heatmap(
     rows: list[dict],
     a: str = "a",
@@ -54,12 +57,20 @@ def winrate_heatmap(
         i, j = index[r[a]], index[r[b]]
         grid[i, j], grid[j, i] = value, 1 - value
         marks[i][j] = marks[j][i] = _stars(r.get("p"))
-    size = max(3.5, 0.75 * len(names) + 2)
+    # Beyond ANNOTATED_CELLS systems a grid of printed numbers is unreadable and costly (100 models:
+    # 10,000 texts on a 77-inch figure, minutes and gigabytes to draw): colours only, on a page-sized
+    # figure; report.json and the HTML table hold the numbers.
+    annotated = len(names) <= ANNOTATED_CELLS
+    size = max(3.5, 0.75 * len(names) + 2) if annotated else min(18.0, 0.15 * len(names) + 4)
     fig, ax = _subplots((size, size * 0.85))
     im = ax.imshow(grid, cmap="RdBu", vmin=0, vmax=1)
-    ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
-    ax.set_yticks(range(len(names)), names)
-    for i in range(len(names)):
+    ticks: dict[str, Any] = {"rotation": 45, "ha": "right"}
+    if not annotated:
+        ticks = {"rotation": 90, "ha": "center", "fontsize": max(3, min(8, 600 // len(names)))}
+    ax.set_xticks(range(len(names)), names, **ticks)
+    ticks.pop("rotation"), ticks.pop("ha")
+    ax.set_yticks(range(len(names)), names, **ticks)
+    for i in range(len(names) if annotated else 0):
         for j in range(len(names)):
             if not np.isnan(grid[i, j]):
                 ax.text(

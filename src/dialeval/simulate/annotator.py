@@ -21,13 +21,15 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx
 
-from .. import methods
+from .. import registry
+from ..registry import SimulationStep
 from ..store import work
+from ..web.auth import IDENTITY_COOKIE
 from . import model
 from .model import AnnotatorProfile, SimTruth
 
@@ -35,6 +37,25 @@ TOPICS = ("cooking", "football", "travel", "music", "films", "gardening", "books
 _ASSIGNMENT = re.compile(r'/s/[^/"]+/a/(\d+)/([a-z_\-]+)"')
 _STAGE = re.compile(r'id="live"[^>]*data-stage="([a-z_]+)"')
 _CSRF = re.compile(r'<meta name="csrf-token" content="([^"]*)"')
+# A shown text's block on a task page: `<div class="text">` holding the escaped raw text, or the
+# `<div class="md">` of its Markdown (bot_markdown.py), which holds no further </div>.
+_TEXT_BLOCK = re.compile(r'<div class="text">(.*?)</div>', re.DOTALL)
+
+
+def shown_texts(fragment: str) -> list[str]:
+    """The texts a page fragment shows, as read: tags out, entities decoded, whitespace collapsed."""
+    return [_as_read(block) for block in _TEXT_BLOCK.findall(fragment)]
+
+
+def _as_read(markup: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", markup)).split())
+
+
+def shows(shown: str, stored: str) -> bool:
+    """True when `shown` (from shown_texts) is `stored` as the page shows it: raw or as Markdown."""
+    from ..bot_markdown import render
+
+    return shown in (_as_read(html.escape(stored)), _as_read(render(stored)))
 
 
 class SimulationError(Exception):
@@ -107,11 +128,11 @@ class SimulatedAnnotator:
         self._conv_cache: dict[str, Any] = {}
         self._used_messages: dict[str, list[str]] = {}
         self.gone = False  # a step saw something it cannot handle: this annotator stops
-        simulation = methods.get(method).simulation
+        simulation = registry.get(method).simulation
         if simulation is None:
             raise SimulationError(f"method '{method}' has no simulated annotator")
         self.simulation = simulation
-        self._step = methods.load_part(simulation.step)
+        self._step = cast(SimulationStep, registry.get(method).load_simulation_step())
 
     # -- HTTP ------------------------------------------------------------------------------------
     def url(self, path: str = "") -> str:
@@ -175,6 +196,24 @@ class SimulatedAnnotator:
         if not page.path.endswith("/instructions"):
             raise SimulationError(f"consent did not lead to the instructions but to {page.path}")
         self.post_form(self.url("instructions"), {"csrf": self.csrf})
+        if self.log.annotator_id is None:
+            self.log.annotator_id = self._signed_in_as()
+        if self.log.annotator_id is not None:  # before any judgment: never counted as a person's
+            work.mark_simulated(self.store, self.log.annotator_id)
+
+    def _signed_in_as(self) -> int | None:
+        """The annotator id in this browser's identity cookie. The payload of an itsdangerous token
+        is readable without the key (only the signature needs it), as for any client of the app."""
+        from itsdangerous import URLSafeTimedSerializer
+
+        value = self.client.cookies.get(IDENTITY_COOKIE)
+        if not value:
+            return None
+        _valid, payload = URLSafeTimedSerializer("-").loads_unsafe(value)
+        try:
+            return int(payload["a"])
+        except (KeyError, TypeError, ValueError):
+            return None
 
     def run(self) -> AnnotatorLog:
         try:
@@ -338,6 +377,7 @@ class SimulatedAnnotator:
     def candidates_shown(self, page: str) -> list[str]:
         """The texts of the candidate replies on a pairwise live page, in page order."""
         return [
-            html.unescape(t).strip()
-            for t in re.findall(r'<label class="candidate">.*?<span class="text">(.*?)</span>', page, re.DOTALL)
+            t
+            for label in re.findall(r'<label class="candidate">(.*?)</label>', page, re.DOTALL)
+            for t in shown_texts(label)
         ]

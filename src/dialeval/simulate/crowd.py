@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DialevalError
-from ..methods import get as get_method
-from ..methods import load_part
+from ..registry import get as get_method
+from ..registry import load_part
 from ..store import work
 from .annotator import AnnotatorLog, SimulatedAnnotator
 from .model import SimTruth, sample_profile
@@ -111,8 +111,17 @@ def simulate_study(
     abandon_p: float = 0.05,
     refresh_p: float = 0.1,
     double_submit_p: float = 0.05,
+    spammer_share: float = 0.0,
+    adversary_share: float = 0.0,
+    adversary_target: str | None = None,
 ) -> SimulationResult:
     """Run `annotators` simulated people (a `careless_share` of them careless) through the study.
+
+    A `spammer_share` of them answer at random but otherwise behave (real chat messages and
+    reasons: the quality control does not catch them); an `adversary_share` always vote for one bot,
+    `adversary_target` (default: the weakest bot of the truth) when it is one of the two, honestly
+    otherwise. Careless, spammers and adversaries are disjoint; who was what is saved in
+    ``<folder>/simulation/annotators.json`` (by the annotator's external id, as reports name them).
 
     Without `base_url` the real app is started in this process (simulate/server.py). The truth
     (per-bot strengths; default from the bots' order in study.yaml) is saved to
@@ -124,8 +133,15 @@ def simulate_study(
     from .server import running_app
 
     folder = Path(folder)
-    if not 0 <= careless_share <= 1:
-        raise ValueError("careless_share must be between 0 and 1")
+    for name, share in (
+        ("careless_share", careless_share),
+        ("spammer_share", spammer_share),
+        ("adversary_share", adversary_share),
+    ):
+        if not 0 <= share <= 1:
+            raise ValueError(f"{name} must be between 0 and 1")
+    if careless_share + spammer_share + adversary_share > 1:
+        raise ValueError("careless, spammer and adversary shares add up to more than 1")
     opened = open_study(folder)
     try:
         config = opened.config
@@ -137,6 +153,15 @@ def simulate_study(
         rng = random.Random(f"{seed}:crowd")
         n_careless = round(annotators * careless_share)
         careless = set(rng.sample(range(annotators), n_careless))
+        rest = [i for i in range(annotators) if i not in careless]
+        spammers = set(rng.sample(rest, min(len(rest), round(annotators * spammer_share))))
+        rest = [i for i in rest if i not in spammers]
+        adversaries = set(rng.sample(rest, min(len(rest), round(annotators * adversary_share))))
+        target = adversary_target or (truth.order()[-1] if truth.order() else None)
+        if adversaries and target not in truth.strengths:
+            raise DialevalError(
+                f"--adversary-target '{target}' is not a bot of this study ({', '.join(truth.order())})"
+            )
         profiles = [
             sample_profile(
                 random.Random(f"{seed}:profile:{i}"),
@@ -148,6 +173,10 @@ def simulate_study(
             )
             for i in range(annotators)
         ]
+        for i in spammers:
+            profiles[i].role = "spammer"
+        for i in adversaries:
+            profiles[i].role, profiles[i].favourite = "adversary", target
         simulation = get_method(config.method).simulation
         corpus = load_corpus() if simulation is not None and simulation.corpus else None
         study_slug = slug or slugify(config.name)
@@ -175,15 +204,41 @@ def simulate_study(
                 logs = run_all(url)
         else:
             logs = run_all(base_url)
+        _save_roles(opened, folder, profiles, logs)
         return collect(opened, config.method, folder, logs, truth)
     finally:
         opened.close()
 
 
+ROLES_FILE = Path("simulation") / "annotators.json"
+
+
+def _save_roles(opened, folder: Path, profiles: list, logs: list[AnnotatorLog]) -> None:
+    """Who was careless, a spammer or an adversary, by external id (merged with earlier runs)."""
+    import json
+
+    external = {r["id"]: r["external_id"] for r in work.list_annotators(opened.store, opened.id)}
+    path = folder / ROLES_FILE
+    roles = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    for profile, log in zip(profiles, logs):
+        if log.annotator_id in external:
+            role = "careless" if profile.careless else profile.role
+            roles[str(external[log.annotator_id])] = {
+                "name": profile.name,
+                "role": role,
+                "favourite": profile.favourite,
+            }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(roles, indent=2, sort_keys=True), encoding="utf-8")
+
+
 def collect(opened, method: str, folder: Path, logs: list[AnnotatorLog], truth: SimTruth) -> SimulationResult:
     """Compare what the simulated annotators did with what the store kept."""
     store, sid = opened.store, opened.id
-    simulation = get_method(method).simulation
+    spec = get_method(method)
+    if spec.settle:  # the crowd has gone: what it still held (an arena vote inside its window) is final
+        load_part(spec.settle)(opened, gone={log.annotator_id for log in logs if log.annotator_id is not None})
+    simulation = spec.simulation
     checks = load_part(simulation.checks) if simulation is not None and simulation.checks else None
     stored = Counter(j.annotator_id for j in work.list_judgments(store, sid, include_excluded=True))
     rows = {r["id"]: r for r in work.list_annotators(store, sid)}

@@ -130,6 +130,16 @@ class AnnotatorProfile:
     refresh_p: float = 0.1
     double_submit_p: float = 0.05
     platform: str = "volunteer"  # volunteer | prolific | link
+    # honest | spammer (random answers, otherwise careful: real messages and reasons, so the
+    # quality control does not catch them) | adversary (always votes for `favourite` when it is
+    # one of the two; honest otherwise)
+    role: str = "honest"
+    favourite: str | None = None
+
+    @property
+    def random_answers(self) -> bool:
+        """Answers at random: careless or a spammer."""
+        return self.careless or self.role == "spammer"
 
 
 def sample_profile(
@@ -141,14 +151,17 @@ def sample_profile(
     refresh_p: float = 0.1,
     double_submit_p: float = 0.05,
 ) -> AnnotatorProfile:
-    """A random annotator: noise ~ U(0.3, 0.9), side bias ~ N(0, 0.3), lenience ~ N(0, 0.5)."""
+    """A random annotator: noise ~ U(0.3, 0.9), side bias ~ N(0, 0.3), lenience ~ N(0, 0.5), speed
+    lognormal with mean 1 (sigma 0.25)."""
     return AnnotatorProfile(
         name=name,
         careless=careless,
         noise=rng.uniform(0.3, 0.9),
         side_bias=rng.gauss(0.0, 0.3),
         lenience=rng.gauss(0.0, 0.5),
-        speed=math.exp(rng.gauss(0.0, 0.25)) * (0.33 if careless else 1.0),
+        # exp(N(-s²/2, s)) has mean 1, so the crowd's mean time is the documented one (exp(N(0, s))
+        # would run 3% slow).
+        speed=math.exp(rng.gauss(-0.25 * 0.25 / 2, 0.25)) * (0.33 if careless else 1.0),
         careless_style=rng.choice(CARELESS_STYLES),
         abandon_p=abandon_p,
         refresh_p=refresh_p,
@@ -162,6 +175,23 @@ def choose_pairwise(strength_a: float, strength_b: float, side_bias: float, nois
     """0 to choose A (shown left / first), 1 for B: P(A) = sigmoid((s_a - s_b) / noise + side_bias)."""
     p_a = sigmoid((strength_a - strength_b) / max(noise, 1e-6) + side_bias)
     return 0 if rng.random() < p_a else 1
+
+
+def pick_side(
+    profile: AnnotatorProfile,
+    bot_a: str | None,
+    bot_b: str | None,
+    strength_a: float,
+    strength_b: float,
+    rng: random.Random,
+) -> int:
+    """0 for A (left / first), 1 for B, by the annotator's role: at random (careless, spammer), for
+    the adversary's favourite when it is one of the two, else choose_pairwise."""
+    if profile.random_answers:
+        return rng.randrange(2)
+    if profile.role == "adversary" and profile.favourite in (bot_a, bot_b) and bot_a != bot_b:
+        return 0 if bot_a == profile.favourite else 1
+    return choose_pairwise(strength_a, strength_b, profile.side_bias, profile.noise, rng)
 
 
 def likert(strength: float, lenience: float, noise: float, rng: random.Random, low: int = 1, high: int = 5) -> int:
@@ -256,7 +286,7 @@ def sm_turn_qualities(
 def seconds_table() -> dict[str, float]:
     """Mean seconds per step kind (one choice, one segment, one turn rating, one chat message, ...):
     the shared kinds plus every method's own."""
-    from ..methods import all_methods
+    from ..registry import all_methods
 
     table = dict(SECONDS_PER_JUDGMENT)
     for method in all_methods().values():

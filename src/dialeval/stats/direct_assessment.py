@@ -1,4 +1,4 @@
-"""Direct Assessment statistics (Ji et al. 2022, paper 002). Pure: DataFrames in, DataFrames out.
+"""Direct Assessment statistics (Ji et al. 2022). Pure: DataFrames in, DataFrames out.
 
 Input frame (`ratings`): one row per rated conversation with columns
   annotator, conversation, system, is_qc (bool), and one column per criterion (raw 0..100 slider

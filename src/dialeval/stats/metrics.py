@@ -1,4 +1,4 @@
-"""Word-overlap metrics compared with human scores in paper 002 §7: BLEU-1/4, ROUGE-L, METEOR, GLEU.
+"""Word-overlap metrics compared with human scores in Ji et al. (2022), §7: BLEU-1/4, ROUGE-L, METEOR, GLEU.
 
 BLEU, GLEU and METEOR come from nltk, ROUGE-L from rouge-score. Scores are corpus-level per system
 (BLEU, GLEU: nltk's corpus functions; ROUGE-L, METEOR: mean of per-response scores).

@@ -1,15 +1,15 @@
-"""Pairwise statistics: ACUTE-Eval (PW-Dialog, 003) and PW-Turn (000 §3.1.2, Appendices C/E).
+"""Pairwise statistics: ACUTE-Eval (PW-Dialog; Li et al. 2019) and PW-Turn (Smith et al. 2022, §3.1.2, Appendices C/E).
 
 Inputs are plain DataFrames; this module imports nothing from dialeval.
 
-- `binomial_p`, `stars`: two-sided binomial test against 50% (scipy.stats.binomtest).
+- `binomial_p`, `stars`: two-sided binomial test against 50% (stats/binomial.py: scipy.stats.binomtest's value).
 - `pair_table`: wins, win rate and p per unordered bot pair from `df[winner, loser]`.
-- `win_rate_grid`: the all-bots grid of 003 Tables 2, 4–8 with significance.
-- `agreement`, `question_agreement`: inter-annotator agreement (003 Table 1).
+- `win_rate_grid`: the all-bots grid of Li et al. 2019, Tables 2, 4–8 with significance.
+- `agreement`, `question_agreement`: inter-annotator agreement (Li et al. 2019, Table 1).
 - `aa_test`: the A/A sanity check (same bot on both sides ⇒ ≈50% for the first side).
 - `pw_turn_scores`: Lin, Sqr and WTA (x^1, x^2, x^∞ combination per conversation) for a bot pair.
-- `per_turn_win_rates`: the win rate per bot-turn index (000 Table 5 / Figure 3).
-- `chunk_variability`: std of a win rate across chunks of equal annotator time (000 Appendix E).
+- `per_turn_win_rates`: the win rate per bot-turn index (Smith et al. 2022, Table 5 / Figure 3).
+- `chunk_variability`: std of a win rate across chunks of equal annotator time (Smith et al. 2022, Appendix E).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
+
+from .binomial import two_sided_p
 
 __all__ = [
     "WinRateGrid",
@@ -67,7 +68,7 @@ def _binomial_p(k: int, failures: int, p0: float) -> float:
     n = k + failures
     if n == 0:
         return 1.0
-    return float(binomtest(k, n, p0, alternative="two-sided").pvalue)
+    return two_sided_p(k, n, p0)
 
 
 def _rate(x: float, y: float) -> float:
@@ -129,7 +130,7 @@ class WinRateGrid:
         return self.p < alpha
 
     def formatted(self) -> pd.DataFrame:
-        """Percentages with stars, as in 003's tables ('66*'); empty where no match was played."""
+        """Percentages with stars, as in the tables of Li et al. (2019) ('66*'); empty where no match was played."""
         out = self.rates.copy().astype(object)
         for r in self.rates.index:
             for c in self.rates.columns:
@@ -167,7 +168,7 @@ def win_rate_grid(
 def agreement(df: pd.DataFrame, item: str | Sequence[str] = "item", choice: str = "choice") -> dict:
     """Agreement among annotators on items that got at least two annotations.
 
-    - `majority`: share of annotations that picked their item's most chosen option (003 Table 1's
+    - `majority`: share of annotations that picked their item's most chosen option (Li et al. 2019, Table 1's
       "agreement rate for the most chosen response"), pooled over items;
     - `pairwise`: share of annotator pairs on the same item that made the same choice;
     - `p`: two-sided binomial test of the pooled majority count against 50% (meaningful for binary

@@ -1,4 +1,4 @@
-"""Judgments and annotator time needed for a significant result (000 §4.4.3, Appendix F).
+"""Judgments and annotator time needed for a significant result (Smith et al. 2022, §4.4.3, Appendix F).
 
 Pairwise methods use the two-sided binomial test against 50%, single-model methods the two-sided
 independent t-test, both at alpha = 0.05. For a grid of study sizes n the probability that the
@@ -10,7 +10,7 @@ test comes out significant (its power) is computed
   drawn as a multinomial over (win, loss, tie) counts, and resampling n ratings as a multinomial
   over the distinct observed values, which are the same distributions at a fraction of the cost.
 
-Direct Assessment's one-sided Mann-Whitney U test (002) is handled the same way: a normal
+Direct Assessment's one-sided Mann-Whitney U test (Ji et al. 2022) is handled the same way: a normal
 approximation (Noether) for the closed form and resampling of the per-conversation scores
 (:func:`mann_whitney_time_to_significance`).
 
@@ -22,7 +22,7 @@ approximations, whose power grows with n, they are equal. The resampled ``n_need
 off the curve's sizes (every n to 60, then geometric steps of about 7 %, plus the exact n's).
 
 Time = n × seconds per judgment + onboarding seconds × annotators needed, where annotators needed
-= ceil(n / judgments per annotator); onboarding is included as 000 does. This module imports
+= ceil(n / judgments per annotator); onboarding is included as Smith et al. (2022) do. This module imports
 nothing from dialeval.
 """
 
@@ -34,7 +34,18 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy import stats as sps
+
+
+class _ScipyStats:
+    """scipy.stats, imported on first use: a report that sizes nothing does not pay its import."""
+
+    def __getattr__(self, name: str):
+        import scipy.stats
+
+        return getattr(scipy.stats, name)
+
+
+sps = _ScipyStats()
 
 __all__ = [
     "annotator_hours",
@@ -157,7 +168,7 @@ def ttest_power(effect_size: float, n_per_group: ArrayLike, alpha: float = 0.05)
     return np.where(ns >= 2, pw, 0.0)
 
 
-def cohens_d(x: Sequence[float], y: Sequence[float]) -> float:
+def cohens_d(x: ArrayLike, y: ArrayLike) -> float:
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     pooled = ((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2)
     if pooled <= 0:
@@ -197,8 +208,8 @@ def _resampled_moments(
 
 
 def simulate_ttest_power(
-    x: Sequence[float],
-    y: Sequence[float],
+    x: ArrayLike,
+    y: ArrayLike,
     n_per_group: ArrayLike,
     n_sim: int = 1000,
     alpha: float = 0.05,
@@ -356,8 +367,8 @@ def pairwise_time_to_significance(
 
 
 def single_model_time_to_significance(
-    x: Sequence[float] | None = None,
-    y: Sequence[float] | None = None,
+    x: ArrayLike | None = None,
+    y: ArrayLike | None = None,
     effect_size: float | None = None,
     seconds_per_judgment: float = 300.0,
     onboarding_seconds: float = 0.0,
@@ -422,7 +433,7 @@ def single_model_time_to_significance(
     }
 
 
-# --- one-sided Mann-Whitney U (Direct Assessment, 002 §6) ------------------------------------------------
+# --- one-sided Mann-Whitney U (Direct Assessment, Ji et al. 2022, §6) ------------------------------------------------
 
 
 def _distinct(values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:

@@ -3,7 +3,7 @@
 Pure and method-independent: a *match* is ``(a, b, outcome)`` with outcome +1 (a won), -1 (b won)
 or 0 (draw). Spot The Bot uses one match per annotation; any pairwise method can do the same.
 
-The procedure follows paper 001 (after Dušek et al. 2018) and its released code:
+The procedure follows Deriu et al. (2020) (after Dušek et al. 2018) and its released code:
 
 - :func:`bootstrap_ranks`: resample the matches with replacement ``n_bootstrap`` times, rank the
   systems on each resample (vectorised with numpy: one matrix product per resample batch).

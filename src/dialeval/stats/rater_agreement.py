@@ -14,7 +14,8 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
+
+from .binomial import two_sided_p, wilson_interval
 
 
 def _kappa(conf: np.ndarray) -> np.ndarray:
@@ -81,14 +82,13 @@ def share_test(successes: int, n: int, p0: float = 0.5, level: float = 0.95) -> 
     """A share with its Wilson interval and the two-sided exact binomial test against p0."""
     if n == 0:
         return {"n": 0, "share": None, "ci": None, "p_value": None}
-    test = stats.binomtest(successes, n, p0)
-    ci = test.proportion_ci(confidence_level=level, method="wilson")
+    low, high = wilson_interval(successes, n, level)
     return {
         "n": n,
         "k": successes,
         "share": round(successes / n, 4),
-        "ci": [round(float(ci.low), 4), round(float(ci.high), 4)],
-        "p_value": float(f"{test.pvalue:.4g}"),
+        "ci": [round(low, 4), round(high, 4)],
+        "p_value": float(f"{two_sided_p(successes, n, p0):.4g}"),
     }
 
 
@@ -96,5 +96,7 @@ def two_shares_test(k1: int, n1: int, k2: int, n2: int) -> float | None:
     """Two-sided Fisher exact test that two shares k1/n1 and k2/n2 are equal (None without data)."""
     if n1 == 0 or n2 == 0:
         return None
+    from scipy import stats  # only the judge audit compares two shares: scipy.stats' 1 s import is its own
+
     _, p = stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]])
     return float(f"{p:.4g}")

@@ -85,9 +85,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import optimize
-from scipy import stats as sps
 from scipy.special import betaln, logsumexp
+
+# scipy.optimize and scipy.stats (1 s to import) are imported in the functions that use them: the
+# scheduler imports this module for every command that plans work, and uses neither.
 
 __all__ = [
     "block_log_e_process",
@@ -246,6 +247,8 @@ def confidence_sequence(
     def g(p: float) -> float:
         return (k * math.log(p) if k else 0.0) + ((m - k) * math.log1p(-p) if m - k else 0.0) - c
 
+    from scipy import optimize
+
     phat = k / m
     eps = 1e-15
     lo = 0.0 if k == 0 else optimize.brentq(g, eps, phat, xtol=1e-13) if g(eps) < 0 else 0.0
@@ -297,6 +300,8 @@ def decision_bounds(
 def naive_bounds(n_max: int, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """(lo, hi) of the fixed-size two-sided exact binomial test at each n (reject when wins ≤ lo[n]
     or ≥ hi[n]). Applied after every judgment this is the naive rule, which is *not* anytime-valid."""
+    from scipy import stats as sps
+
     ns = np.arange(n_max + 1)
     q = alpha / 2.0
     nn = np.maximum(ns, 1)
@@ -661,6 +666,8 @@ class NaivePairTest:
         self.n += 1
         self.wins_a += int(won)
         if not self.decided and self.n >= self.min_n:
+            from scipy import stats as sps
+
             # two-sided exact binomial p at 0.5 (symmetric: twice the smaller tail, as binomtest)
             p = min(1.0, 2.0 * float(sps.binom.cdf(min(self.wins_a, self.n - self.wins_a), self.n, 0.5)))
             if p < self.alpha:

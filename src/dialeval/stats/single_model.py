@@ -1,4 +1,4 @@
-"""Single-model statistics: SM-Turn and SM-Dialog (000 §3.1.4, §4.3, §4.4.1, Appendix G).
+"""Single-model statistics: SM-Turn and SM-Dialog (Smith et al. 2022, §3.1.4, §4.3, §4.4.1, Appendix G).
 
 Two tidy inputs; this module imports nothing from dialeval:
 - turns:  one row per rated bot turn, `df[conversation, bot, turn, <quality>...]` with 0/1 marks;
@@ -38,7 +38,7 @@ def _stars(p: float) -> str:
 
 
 def likert_to_unit(x, low: float = 1.0, high: float = 5.0):
-    """Shift and scale a Likert score from [low, high] to [0, 1] (000 Appendix G)."""
+    """Shift and scale a Likert score from [low, high] to [0, 1] (Smith et al. 2022, Appendix G)."""
     return (np.asarray(x, dtype=float) - low) / (high - low)
 
 
@@ -117,7 +117,7 @@ def likert_summary(dialog: pd.DataFrame, qualities: Sequence[str] = QUALITIES) -
 
 
 def ttest(x: Sequence[float], y: Sequence[float]) -> dict:
-    """Two-sided independent two-sample t-test (pooled variance, as in 000 Appendix F)."""
+    """Two-sided independent two-sample t-test (pooled variance, as in Smith et al. 2022, Appendix F)."""
     a = np.asarray(x, dtype=float)
     b = np.asarray(y, dtype=float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
@@ -170,7 +170,7 @@ def effective_win_rate(
     sample_size: int = 1,
     seed: int | None = 0,
 ) -> dict:
-    """Effective win rate of bot A (scores x) over bot B (scores y), 000 §4.4.1.
+    """Effective win rate of bot A (scores x) over bot B (scores y), Smith et al. 2022, §4.4.1.
 
     Each bootstrap round draws `sample_size` ratings with replacement from each bot and A wins the
     round when the mean of its draw is higher (a tie counts half). With the default sample_size=1
@@ -222,7 +222,7 @@ def ols_turn_coefficients(
     turn_range: tuple[int, int] | None = None,
     qualities: Sequence[str] = QUALITIES,
 ) -> dict:
-    """OLS of the end-of-conversation Likert score on the per-turn SM-Turn ratings (000 Figure 6).
+    """OLS of the end-of-conversation Likert score on the per-turn SM-Turn ratings (Smith et al. 2022, Figure 6).
 
     y = Likert, X = one column per turn index (the rating of that turn) plus a constant. With
     `quality=None` both sides are averaged over the qualities first, as in the paper. Conversations

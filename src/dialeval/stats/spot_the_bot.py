@@ -1,6 +1,6 @@
-"""Spot The Bot statistics (paper 001): win function, pairwise win rates, agreement, time, stability.
+"""Spot The Bot statistics (Deriu et al. 2020): win function, pairwise win rates, agreement, time, stability.
 
-Pure: pandas/numpy/scipy/krippendorff in, DataFrames and dicts out; nothing from the project.
+Pure: pandas/numpy/scipy in, DataFrames and dicts out; nothing from the project.
 
 The input is an *annotation frame*, one row per annotated segment (one annotator, one segment):
 
@@ -23,6 +23,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 from scipy.stats import chi2_contingency
+
+from .reliability import krippendorff_alpha
 
 LABEL_SCORE = {"human": 2, "unsure": 1, "bot": 0}
 LABELS = ("human", "unsure", "bot")
@@ -175,10 +177,26 @@ def label_agreement(frame: pd.DataFrame, n_annotations: int = 2) -> pd.DataFrame
     return pd.DataFrame(rows, columns=["system", "label", "agreement", "n"])
 
 
-def _abs_distance(v1, v2, i1=None, i2=None, n_v=None, dtype=np.float64):
+def _abs_distance(a: float, b: float) -> float:
     # |a - b| on the values -1, 0, +1: a tie against a preference counts half a disagreement (as the
     # released code's distance: 0 same, 0.5 one tie, 1 opposite; alpha does not depend on the scale).
-    return np.abs(np.asarray(v1, dtype=float) - np.asarray(v2, dtype=float)).astype(dtype)
+    return abs(a - b)
+
+
+def feature_reliability_data(frame: pd.DataFrame, feature: str) -> np.ndarray:
+    """The reliability data matrix of one feature (coders x units, NaN where missing), as
+    :func:`feature_alpha` rates it. Empty (0 x 0) when no segment has two annotations."""
+    keys = ["conversation_id", "exchanges"]
+    sizes = frame.groupby(keys)["system0"].transform("size")
+    f = frame[sizes >= 2]
+    if f.empty:
+        return np.empty((0, 0))
+    unit = f.groupby(keys, sort=False).ngroup().to_numpy()
+    coder = f.groupby(keys, sort=False).cumcount().to_numpy()
+    flip = np.where(f["system0"].astype(str).to_numpy() <= f["system1"].astype(str).to_numpy(), 1, -1)
+    data = np.full((coder.max() + 1, unit.max() + 1), np.nan)
+    data[coder, unit] = feature_outcomes(f[feature]) * flip
+    return data
 
 
 def feature_alpha(frame: pd.DataFrame, features: Sequence[str] = FEATURES) -> dict[str, float]:
@@ -188,25 +206,9 @@ def feature_alpha(frame: pd.DataFrame, features: Sequence[str] = FEATURES) -> di
     -1 worse) so that pooling pairs is meaningful; distance |a - b|. Ties of "neither" count as 0.
     Segments with a single annotation are left out (they carry no agreement information).
     """
-    import krippendorff
-
-    keys = ["conversation_id", "exchanges"]
-    sizes = frame.groupby(keys)["system0"].transform("size")
-    f = frame[sizes >= 2]
-    if f.empty:
-        return {feat: float("nan") for feat in features}
-    unit = f.groupby(keys, sort=False).ngroup().to_numpy()
-    coder = f.groupby(keys, sort=False).cumcount().to_numpy()
-    flip = np.where(f["system0"].astype(str).to_numpy() <= f["system1"].astype(str).to_numpy(), 1, -1)
-    out: dict[str, float] = {}
-    for feature in features:
-        data = np.full((coder.max() + 1, unit.max() + 1), np.nan)
-        data[coder, unit] = feature_outcomes(f[feature]) * flip
-        if np.unique(data[~np.isnan(data)]).size < 2:
-            out[feature] = float("nan")
-            continue
-        out[feature] = float(krippendorff.alpha(reliability_data=data, level_of_measurement=_abs_distance))
-    return out
+    return {
+        feature: krippendorff_alpha(feature_reliability_data(frame, feature), _abs_distance) for feature in features
+    }
 
 
 # --- time ----------------------------------------------------------------------------------------------
@@ -329,7 +331,7 @@ def subsample_stability(
 def feature_win_rates(
     frame: pd.DataFrame, features: Sequence[str] = FEATURES, correction: bool = True
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per-feature win rates (paper 001 Table 2), computed as Eq. 1 on the feature preferences
+    """Per-feature win rates (Deriu et al. 2020, Table 2), computed as Eq. 1 on the feature preferences
     (entity that did better wins, ties are draws).
 
     Returns ``(pairwise, systems)``: ``pairwise`` has the columns of :func:`pairwise_win_rates` plus

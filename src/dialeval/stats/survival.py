@@ -1,4 +1,4 @@
-"""Survival analysis for Spot The Bot (paper 001, PROTOCOLS.md §5).
+"""Survival analysis for Spot The Bot (Deriu et al. 2020).
 
 Data model
 ----------

@@ -1,4 +1,4 @@
-"""Justification text: lengths and distinctive terms per chosen bot (000 Appendix D).
+"""Justification text: lengths and distinctive terms per chosen bot (Smith et al. 2022, Appendix D).
 
 Input: DataFrame[bot, text] with one row per justification, `bot` being the bot the annotator
 chose. This module imports nothing from dialeval.

@@ -1,11 +1,11 @@
-"""The database schema: one set of tables for every method (DESIGN.md, 'Data model').
+"""The database schema: one set of tables for every method (docs/architecture.md).
 
 Judgments are the pivot. Nothing is ever deleted: filtered annotators get a status and a reason.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import (
     JSON,
@@ -21,12 +21,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from .. import clock
+
 # Bump when the tables change, and add a step to migrations.MIGRATIONS.
 SCHEMA_VERSION = 2
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class Base(DeclarativeBase):
@@ -46,7 +44,7 @@ class Study(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     method: Mapped[str] = mapped_column(String(40))
     config: Mapped[dict] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=clock.now)
 
 
 class BotRow(Base):
@@ -69,7 +67,7 @@ class ConversationRow(Base):
     bots: Mapped[list] = mapped_column(JSON, default=list)
     meta: Mapped[dict] = mapped_column(JSON, default=dict)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=clock.now)
 
 
 class TurnRow(Base):
@@ -86,7 +84,7 @@ class TurnRow(Base):
     candidates: Mapped[list | None] = mapped_column(JSON, nullable=True)
     chosen: Mapped[int | None] = mapped_column(Integer, nullable=True)
     meta: Mapped[dict] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=clock.now)
 
 
 class AnnotatorRow(Base):
@@ -100,7 +98,7 @@ class AnnotatorRow(Base):
     status: Mapped[str] = mapped_column(String(20), default="active")
     qc: Mapped[dict] = mapped_column(JSON, default=dict)
     meta: Mapped[dict] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=clock.now)
 
 
 class UnitRow(Base):
@@ -112,7 +110,7 @@ class UnitRow(Base):
     kind: Mapped[str] = mapped_column(String(40))
     conversation_ids: Mapped[list] = mapped_column(JSON, default=list)
     payload: Mapped[dict] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=clock.now)
 
 
 class AssignmentRow(Base):
@@ -125,7 +123,7 @@ class AssignmentRow(Base):
     status: Mapped[str] = mapped_column(String(20), default="assigned")
     shown_order: Mapped[list | None] = mapped_column(JSON, nullable=True)
     state: Mapped[dict] = mapped_column(JSON, default=dict)  # per-method progress (resume after refresh)
-    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime] = mapped_column(default=clock.now)
     expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
     submitted_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
@@ -150,7 +148,7 @@ class JudgmentRow(Base):
     shown_order: Mapped[list | None] = mapped_column(JSON, nullable=True)
     client_request_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
     meta: Mapped[dict] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=clock.now)
 
 
 class EventRow(Base):
@@ -162,7 +160,7 @@ class EventRow(Base):
     kind: Mapped[str] = mapped_column(String(60))
     annotator_id: Mapped[int | None] = mapped_column(ForeignKey("annotators.id"), nullable=True)
     payload: Mapped[dict] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=clock.now)
 
 
 # -- tables shared by every serving process and host (created on open when missing; additive) --------

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine, func, select, text
+from sqlalchemy import JSON, Engine, Table, func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from .. import __version__
+from .. import __version__, clock
 from ..errors import StoreBusy, StoreError
-from ..records import Annotator, Conversation, Dataset, Judgment, Turn, Unit
+from ..records import Annotator, Conversation, Dataset, Judgment, Turn, Unit, is_judge_annotator
 from . import migrations
 from .engine import READ_ONLY, check_connection, database_url, make_engine
 from .schema import (
@@ -312,7 +312,7 @@ class Store:
     ) -> tuple[bool, float]:
         """Token bucket `key` in the database (so every worker and host counts the same bucket):
         (allowed, seconds until one more token)."""
-        now = time.time() if now is None else now
+        now = clock.timestamp() if now is None else now
         for _attempt in range(3):
             try:
                 with self.session() as s:
@@ -478,9 +478,11 @@ class Store:
             rows = [_conversation_row(study_id, c) for c in new_convs]
             s.add_all(rows)
             s.flush()
+            turns = _TurnInsert(s)
             for conv, row in zip(new_convs, rows):
                 conv_ids[conv.id] = row.id
-                s.add_all(_turn_rows(row.id, conv.turns))
+                turns.add(row.id, conv.turns)
+            turns.flush()
 
             ann_ids = dict(
                 s.execute(
@@ -547,6 +549,118 @@ class Store:
                 "judgments": len(judgment_rows),
             }
 
+    def save_stream(
+        self,
+        study_id: int,
+        items: Iterable[tuple[Annotator, Judgment, list[Conversation]]],
+        finish: Callable[[dict[str, int]], dict | None],
+        batch: int = 20_000,
+    ) -> dict[str, int] | None:
+        """Store judgments as a reader yields them (with their annotator and conversations), in one
+        transaction like save_dataset: all of it, or nothing. Memory stays flat in the number of
+        judgments: rows go in batches through SQLAlchemy Core executemany (psycopg 3 pipelines it on
+        PostgreSQL), never as ORM objects. Annotators and conversations already in the study are
+        kept as they are. `finish(counts)` returns the import's source record, written in the same
+        transaction, or None to roll everything back (the records were imported before)."""
+        counts = {"conversations": 0, "annotators": 0, "units": 0, "judgments": 0}
+        try:
+            return self._save_stream(study_id, items, finish, batch, counts)
+        except _Undo:
+            return None
+
+    def _save_stream(self, study_id, items, finish, batch, counts) -> dict[str, int]:
+        table = JudgmentRow.__table__
+        with self.session() as s:
+            bulk = _BulkInsert(s, table, _STREAM_COLUMNS)
+            with _bulk_cache(bulk.connection), _indexes_at_the_end(bulk.connection, JudgmentRow.__tablename__):
+                return self._save_stream_in(s, bulk, study_id, items, finish, batch, counts)
+
+    def _save_stream_in(self, s, bulk, study_id, items, finish, batch, counts) -> dict[str, int]:
+        ann_ids: dict[str, int] = {
+            name: ident
+            for name, ident in s.execute(
+                select(AnnotatorRow.external_id, AnnotatorRow.id).where(AnnotatorRow.study_id == study_id)
+            )
+        }
+        conv_ids = set(s.scalars(select(ConversationRow.external_id).where(ConversationRow.study_id == study_id)))
+        pending: list[tuple[Annotator, Judgment]] = []
+        new_anns: dict[str, Annotator] = {}
+
+        def flush() -> None:
+            if new_anns:
+                created = clock.now()
+                s.execute(
+                    insert(cast(Table, AnnotatorRow.__table__)),
+                    [
+                        {
+                            "study_id": study_id,
+                            "external_id": a.id,
+                            "platform": a.platform,
+                            "status": a.meta.get("status", "active"),
+                            "qc": a.meta.get("qc", {}),
+                            "meta": a.meta,
+                            "created_at": created,
+                        }
+                        for a in new_anns.values()
+                    ],
+                )
+                names = list(new_anns)
+                for k in range(0, len(names), 500):  # under SQLite's limit of bound variables
+                    ann_ids.update(
+                        (name, ident)
+                        for name, ident in s.execute(
+                            select(AnnotatorRow.external_id, AnnotatorRow.id).where(
+                                AnnotatorRow.study_id == study_id, AnnotatorRow.external_id.in_(names[k : k + 500])
+                            )
+                        ).all()
+                    )
+                counts["annotators"] += len(new_anns)
+                new_anns.clear()
+            if pending:
+                now = clock.now()
+                bulk.run(
+                    [
+                        (
+                            study_id,
+                            ann_ids[j.annotator_id],
+                            j.question,
+                            j.value,
+                            j.justification,
+                            j.elapsed_s,
+                            j.shown_order,
+                            j.meta,
+                            j.created_at or now,
+                        )
+                        for _, j in pending
+                    ]
+                )
+                counts["judgments"] += len(pending)
+                pending.clear()
+
+        for annotator, judgment, conversations in items:
+            if judgment.unit_id is not None or judgment.conversation_id is not None:
+                raise StoreError("a streamed judgment cannot refer to a unit or conversation")
+            if annotator.id not in ann_ids and annotator.id not in new_anns:
+                new_anns[annotator.id] = annotator
+            new = [c for c in conversations if c.id not in conv_ids] if conversations else None
+            if new:  # battles with their text: few per file in practice; ORM rows for the turns
+                rows = [_conversation_row(study_id, c) for c in new]
+                s.add_all(rows)
+                s.flush()
+                for conv, row in zip(new, rows):
+                    conv_ids.add(conv.id)
+                    s.add_all(_turn_rows(row.id, conv.turns))
+                counts["conversations"] += len(new)
+            pending.append((annotator, judgment))
+            if len(pending) >= batch:
+                flush()
+        flush()
+        source = finish(dict(counts))
+        if source is None:
+            raise _Undo
+        s.add(EventRow(study_id=study_id, kind=IMPORT_EVENT, payload=source))
+        return counts
+
     def imported_sources(self, study_id: int) -> list[dict]:
         """The sources imported into a study (as given to save_dataset), oldest first."""
         with self.read() as s:
@@ -561,17 +675,31 @@ class Store:
             )
         return [dict(r) for r in rows]
 
-    def load_dataset(self, study_id: int) -> Dataset:
-        """The whole study as records, the input of analysis and export."""
+    def load_dataset(self, study_id: int, columns: dict[str, Any] | None = None, all_turns: bool = True) -> Dataset:
+        """The whole study as records, the input of analysis and export. With `columns` (a method's
+        report_columns) and every judgment of its question, the judgments come as JudgmentColumns:
+        only the fields the analysis reads, as a column each (_judgment_columns). With
+        `all_turns=False` (a report whose analysis reads no turn: Method.report_reads_turns) each
+        conversation holds only the turns the report's other sections read (_report_turns)."""
         with self.read() as s:
             study = s.get(Study, study_id)
             if study is None:
                 raise StoreError(f"no study #{study_id}")
+            C = ConversationRow
+            # Core rows, not ORM objects: 100,000 conversations are read in a second, not ten
             conv_rows = list(
-                s.scalars(
-                    select(ConversationRow).where(ConversationRow.study_id == study_id).order_by(ConversationRow.id)
+                s.connection().execute(
+                    select(C.id, C.external_id, C.source, C.bots, C.meta, C.error)
+                    .where(C.study_id == study_id)
+                    .order_by(C.id)
                 )
             )
+            ann_rows = list(
+                s.scalars(select(AnnotatorRow).where(AnnotatorRow.study_id == study_id).order_by(AnnotatorRow.id))
+            )
+            has_judges = any(is_judge_annotator(Annotator(r.external_id, r.platform)) for r in ann_rows)
+            # the judge audit reads whole conversations
+            turn_where = None if all_turns or has_judges else _report_turns(s, study_id)
             turns_by_conv: dict[int, list[TurnRow]] = {}
             turn_query = (
                 select(TurnRow)
@@ -579,12 +707,11 @@ class Store:
                 .where(ConversationRow.study_id == study_id)
                 .order_by(TurnRow.conversation_id, TurnRow.idx)
             )
+            if turn_where is not None:
+                turn_query = turn_query.where(turn_where)
             for t in s.scalars(turn_query):
                 turns_by_conv.setdefault(t.conversation_id, []).append(t)
             conv_ext = {r.id: r.external_id for r in conv_rows}
-            ann_rows = list(
-                s.scalars(select(AnnotatorRow).where(AnnotatorRow.study_id == study_id).order_by(AnnotatorRow.id))
-            )
             ann_ext = {r.id: r.external_id for r in ann_rows}
             unit_rows = list(s.scalars(select(UnitRow).where(UnitRow.study_id == study_id).order_by(UnitRow.id)))
             unit_ext = {r.id: r.external_id for r in unit_rows}
@@ -599,26 +726,12 @@ class Store:
                     )
                 )
             }
-            judgments = [
-                Judgment(
-                    annotator_id=ann_ext[j.annotator_id],
-                    unit_id=unit_ext.get(j.unit_id),
-                    question=j.question,
-                    value=j.value,
-                    conversation_id=conv_ext.get(j.conversation_id),
-                    justification=j.justification,
-                    elapsed_s=j.elapsed_s,
-                    created_at=j.created_at,
-                    shown_order=j.shown_order,
-                    meta={
-                        **(j.meta or {}),
-                        "judgment_id": j.id,
-                        "assignment_id": j.assignment_id,
-                        **({"excluded": excluded[j.assignment_id]} if j.assignment_id in excluded else {}),
-                    },
-                )
-                for j in s.scalars(select(JudgmentRow).where(JudgmentRow.study_id == study_id).order_by(JudgmentRow.id))
-            ]
+            judgments: Any = None
+            # an LLM judge's judgments go to the judge audit, which reads whole Judgment objects
+            if columns is not None and not has_judges:
+                judgments = _judgment_columns(s, study_id, columns, ann_ext, unit_ext, conv_ext, excluded)
+            if judgments is None:
+                judgments = self._judgment_objects(s, study_id, ann_ext, unit_ext, conv_ext, excluded)
             return Dataset(
                 method=study.method,
                 conversations=[_conversation_record(r, turns_by_conv.get(r.id, [])) for r in conv_rows],
@@ -643,9 +756,121 @@ class Store:
                 meta={"study": study.name, "config": study.config, **_judge_guided(s, study_id)},
             )
 
+    @staticmethod
+    def _judgment_objects(s, study_id, ann_ext, unit_ext, conv_ext, excluded) -> list[Judgment]:
+        J = JudgmentRow.__table__.c
+        return [
+            Judgment(
+                annotator_id=ann_ext[j.annotator_id],
+                unit_id=unit_ext.get(j.unit_id),
+                question=j.question,
+                value=j.value,
+                conversation_id=conv_ext.get(j.conversation_id),
+                justification=j.justification,
+                elapsed_s=j.elapsed_s,
+                created_at=j.created_at,
+                shown_order=j.shown_order,
+                meta={
+                    **(j.meta or {}),
+                    "judgment_id": j.id,
+                    "assignment_id": j.assignment_id,
+                    **({"excluded": excluded[j.assignment_id]} if j.assignment_id in excluded else {}),
+                },
+            )
+            # Core rows (the ORM's identity map and instance state would double the time)
+            for j in s.connection().execute(select(*J).where(J.study_id == study_id).order_by(J.id))
+        ]
+
+
+def _report_turns(s, study_id: int) -> Any:
+    """The WHERE clause of the turns a report reads besides its analysis, or None for every turn.
+    Those sections: automatic_metrics reads turns with a meta "reference" (analysis/metrics.py),
+    shortened_replies the bot replies cut at limits.bot_reply_chars (textclean.was_cut), and the
+    typing summary (quality/typing.py) every bot text once any turn or judgment carries typed-input
+    signals (meta "input"): then every turn. The test is a superset on the JSON text (LIKE, in the
+    database: imported Direct Assessment studies hold millions of turns, none of them needed); the
+    sections apply the exact test to what it lets through."""
+    from sqlalchemy import String, cast, or_
+
+    from ..textclean import CUT_MARKER
+
+    def mentions(col: Any, word: str) -> Any:
+        return cast(col, String).like(f"%{word}%")
+
+    C, T, J = ConversationRow, TurnRow, JudgmentRow
+    in_study = select(T.id).join(C, T.conversation_id == C.id).where(C.study_id == study_id)
+    typed = s.scalar(in_study.where(mentions(T.meta, '"input"')).limit(1)) is not None or (
+        s.scalar(select(J.id).where(J.study_id == study_id, mentions(J.meta, '"input"')).limit(1)) is not None
+    )
+    if typed:
+        return None
+    cut = CUT_MARKER.strip(" …")  # ASCII: the JSON text of candidates may escape the ellipsis
+    return or_(mentions(T.meta, '"reference"'), mentions(T.text, cut), mentions(T.candidates, cut))
+
+
+def _judgment_columns(s, study_id, columns, ann_ext, unit_ext, conv_ext, excluded) -> Any:
+    """The judgments as records.JudgmentColumns, reading only the wanted JSON fields: the database
+    extracts them (SQLAlchemy's JSON index: JSON_EXTRACT on SQLite, ->> on PostgreSQL) and each
+    batch of rows becomes pyarrow arrays, then one pandas DataFrame (kept libraries, no engine of
+    ours). None when some judgment is of another question (the analysis then takes objects).
+    Without pyarrow (the base install has it only with the extra 'parquet') pandas builds the frame."""
+    import pandas as pd
+
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pa = None
+
+    from ..records import JudgmentColumns
+
+    J = JudgmentRow
+    question = columns["question"]
+    other = s.scalar(select(func.count()).where(J.study_id == study_id, (J.question != question) | J.value.is_(None)))
+    if other:
+        return None
+    value_keys, meta_keys = list(columns.get("value", {})), list(columns.get("meta", {}))
+    fields: list[Any] = [
+        J.id.label("judgment_id"),
+        J.annotator_id.label("annotator"),
+        J.unit_id.label("unit"),
+        J.conversation_id.label("conversation"),
+        J.elapsed_s.label("elapsed_s"),
+        J.assignment_id.label("assignment_id"),
+    ]
+    for name, kind in columns.get("value", {}).items():
+        fields.append(getattr(J.value[name], f"as_{kind}")().label(f"value.{name}"))
+    for name, kind in columns.get("meta", {}).items():
+        fields.append(getattr(J.meta[name], f"as_{kind}")().label(f"meta.{name}"))
+    names = [str(f.name) for f in fields]
+    stmt = select(*fields).where(J.study_id == study_id).order_by(J.id)
+    batches = []
+    # on the session's connection (Core rows; the ORM's row handling would double the time)
+    rows = s.connection().execution_options(yield_per=100_000).execute(stmt)
+    for part in rows.partitions():
+        if pa is not None:
+            cols = list(zip(*part))
+            batches.append(pa.record_batch([pa.array(c) for c in cols], names=names))
+        else:
+            batches.append(pd.DataFrame.from_records([tuple(r) for r in part], columns=names))
+    if batches and pa is not None:
+        frame = pa.Table.from_batches(batches).to_pandas()
+    elif batches:
+        frame = pd.concat(batches, ignore_index=True)
+    else:
+        frame = pd.DataFrame({n: [] for n in names})
+    frame["annotator"] = frame["annotator"].map(ann_ext)
+    frame["unit"] = frame["unit"].map(unit_ext)
+    frame["conversation"] = frame["conversation"].map(conv_ext)
+    frame["question"] = question
+    frame["excluded"] = frame["assignment_id"].map(excluded)
+    for name, kind in columns.get("value", {}).items():
+        if kind == "boolean":  # SQLite gives 0/1
+            frame[f"value.{name}"] = frame[f"value.{name}"].map({0: False, 1: True})  # (True == 1, False == 0)
+    return JudgmentColumns(frame, value_keys, meta_keys)
+
 
 def _judge_guided(s, study_id: int) -> dict[str, Any]:
-    """{"judge_guided": the pools the scheduler froze (guided.py)} when the study has them, else {}."""
+    """{"judge_guided": the pools the scheduler froze (scheduling/tickets.py)} when the study has them, else {}."""
     from .work import GUIDED_POOLS_EVENT
 
     row = s.scalars(
@@ -654,10 +879,177 @@ def _judge_guided(s, study_id: int) -> dict[str, Any]:
     return {"judge_guided": dict(row.payload)} if row is not None else {}
 
 
+_STREAM_COLUMNS = (
+    "study_id",
+    "annotator_id",
+    "question",
+    "value",
+    "justification",
+    "elapsed_s",
+    "shown_order",
+    "meta",
+    "created_at",
+)
+
+
+class _BulkInsert:
+    """One INSERT statement run on many rows through the DBAPI's executemany: each value is turned
+    into what the database takes by the column type's own SQLAlchemy bind processor (JSON text, the
+    SQLite datetime format), so rows read back exactly as the ORM's would, without the per-row cost
+    of building them through the ORM or Core's parameter handling."""
+
+    def __init__(self, session: Session, table: Any, columns: tuple[str, ...]):
+        self.connection = session.connection()
+        dialect = self.connection.dialect
+        compiled = insert(table).compile(dialect=dialect, column_keys=list(columns))
+        self.sql = str(compiled)
+        self.columns = columns
+        # positional (SQLite's ?) or named (psycopg's %(name)s) parameters, in the statement's order
+        self.positions = [columns.index(k) for k in compiled.positiontup] if compiled.positiontup else None
+        self.processors = [table.c[c].type.dialect_impl(dialect).bind_processor(dialect) for c in columns]
+        # PostgreSQL through psycopg 3: the rows go by COPY (one stream, no statement per row),
+        # each value dumped by the same adapters as the INSERT's parameters
+        self.copy_sql = None
+        if dialect.name == "postgresql" and dialect.driver == "psycopg":
+            quote = dialect.identifier_preparer
+            names = ", ".join(quote.quote(c) for c in columns)
+            self.copy_sql = f"COPY {quote.format_table(table)} ({names}) FROM STDIN"
+        if dialect.name == "sqlite" and getattr(dialect, "_json_serializer", None) is None:
+            # JSON on SQLite: the processor is json.dumps with default settings; the same text from
+            # one C encoder made once (json.dumps makes one per call, half its time on small dicts)
+            self.processors = [
+                _json_dumps if isinstance(table.c[c].type, JSON) else p for c, p in zip(columns, self.processors)
+            ]
+
+    def run(self, rows: list[tuple]) -> None:
+        # column by column: each converter mapped over its column, rows rebuilt by zip (C loops,
+        # not a Python call per value)
+        converted = [column if p is None else list(map(p, column)) for p, column in zip(self.processors, zip(*rows))]
+        if self.copy_sql is not None:
+            raw: Any = self.connection.connection.dbapi_connection  # psycopg's, in the session's transaction
+            with raw.cursor() as cursor, cursor.copy(self.copy_sql) as copy:
+                for row in zip(*converted):
+                    copy.write_row(row)
+            return
+        if self.positions is not None:
+            params: list[Any] = list(zip(*(converted[k] for k in self.positions)))
+        else:
+            params = [dict(zip(self.columns, row)) for row in zip(*converted)]
+        self.connection.exec_driver_sql(self.sql, params)
+
+
+def _make_json_dumps() -> Callable[[Any], str]:
+    """json.dumps(value) with default settings, the same text, from one C encoder made once.
+    Without the circular-reference check: the values come from parsed JSON, which has no cycles."""
+    from json import encoder
+
+    make = getattr(encoder, "c_make_encoder", None)
+    if make is None:  # a Python without the C accelerator
+        return json.dumps
+    default = json.JSONEncoder().default
+    chunks = make(None, default, encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+
+    def dumps(value: Any) -> str:
+        if isinstance(value, str):  # as JSONEncoder.encode: the C encoder takes containers and scalars alike,
+            return encoder.encode_basestring_ascii(value)  # but encode() special-cases str
+        return "".join(chunks(value, 0))
+
+    return dumps
+
+
+_json_dumps = _make_json_dumps()
+
+
+# SQLite's page cache during a bulk load: each judgment goes into the table and its five indexes
+# (annotator, study, question, ...), and with the default 2 MB cache the index pages of a million
+# rows are evicted and read back between inserts (a third of the insert time on 1M battles).
+# 256 MB holds the indexes of several million judgments; the default is back after the load.
+BULK_CACHE_KB = 256 * 1024
+
+
+@contextmanager
+def _bulk_cache(connection: Any) -> Iterator[None]:
+    if connection.dialect.name != "sqlite":
+        yield
+        return
+    before = connection.exec_driver_sql("PRAGMA cache_size").scalar()
+    connection.exec_driver_sql(f"PRAGMA cache_size=-{BULK_CACHE_KB}")
+    try:
+        yield
+    finally:
+        try:
+            connection.exec_driver_sql(f"PRAGMA cache_size={int(before)}")
+        except Exception:  # a connection broken by the error being raised: it is discarded anyway
+            pass
+
+
+@contextmanager
+def _indexes_at_the_end(connection: Any, table: str) -> Iterator[None]:
+    """SQLite, loading an empty table (a new study's first import): its secondary indexes are
+    dropped for the load and built once at the end, from their own CREATE statements, in the same
+    transaction (SQLite's DDL is transactional: an error or Ctrl-C rolls the drop back with the
+    rows, and readers of the WAL snapshot never see the table without them). Building an index
+    over sorted keys once costs less than a million random inserts into it. Not on PostgreSQL,
+    where DROP INDEX would lock the table that other studies share."""
+    if connection.dialect.name != "sqlite" or connection.exec_driver_sql(f'SELECT 1 FROM "{table}" LIMIT 1').first():
+        yield
+        return
+    indexes = connection.exec_driver_sql(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", (table,)
+    ).all()
+    for name, _ in indexes:
+        connection.exec_driver_sql(f'DROP INDEX "{name}"')
+    yield
+    for _, sql in indexes:
+        connection.exec_driver_sql(sql)
+
+
+class _Undo(Exception):
+    """Roll back a streamed import (save_stream's `finish` found it imported before)."""
+
+
 def _conversation_row(study_id: int, c: Conversation) -> ConversationRow:
     return ConversationRow(
         study_id=study_id, external_id=c.id, source=c.source, bots=list(c.bots), meta=c.meta, error=c.error
     )
+
+
+class _TurnInsert:
+    """The turns of many new conversations, inserted in batches through _BulkInsert: an import of
+    100,000 rated dialogues holds millions of turns, too many to build as ORM objects (gigabytes,
+    minutes). The rows are those _turn_rows would give (created_at: one clock reading a batch)."""
+
+    COLUMNS = (
+        "conversation_id",
+        "idx",
+        "speaker",
+        "text",
+        "bot",
+        "is_seed",
+        "candidates",
+        "chosen",
+        "meta",
+        "created_at",
+    )
+    BATCH = 20_000
+
+    def __init__(self, session: Session):
+        self.bulk = _BulkInsert(session, TurnRow.__table__, self.COLUMNS)
+        self.rows: list[tuple] = []
+
+    def add(self, conversation_id: int, turns: list[Turn], start: int = 0) -> None:
+        self.rows += [
+            (conversation_id, start + i, t.speaker, t.text, t.bot, t.is_seed, t.candidates, t.chosen, t.meta, None)
+            for i, t in enumerate(turns)
+        ]
+        if len(self.rows) >= self.BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            now = clock.now()
+            self.bulk.run([(*row[:-1], now) for row in self.rows])
+            self.rows = []
 
 
 def _turn_rows(conversation_id: int, turns: list[Turn], start: int = 0) -> list[TurnRow]:
@@ -677,7 +1069,7 @@ def _turn_rows(conversation_id: int, turns: list[Turn], start: int = 0) -> list[
     ]
 
 
-def _conversation_record(row: ConversationRow, turns: list[TurnRow]) -> Conversation:
+def _conversation_record(row: Any, turns: list[TurnRow]) -> Conversation:
     return Conversation(
         id=row.external_id,
         bots=list(row.bots or []),

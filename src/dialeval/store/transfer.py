@@ -27,15 +27,24 @@ def _url_path(engine: Engine) -> str | None:
     return engine.url.database if engine.dialect.name == "sqlite" else None
 
 
-def _study_filter(table: Table, study_id: int, conversations: Table):
+# A study as prepared (`copy_study(prepared_only=True)`, for `dialeval simulate --copy`)
+PREPARED_TABLES = frozenset({"studies", "bots", "conversations", "turns"})
+
+
+def _study_filter(table: Table, study_id: int, conversations: Table, prepared_only: bool = False):
     """The WHERE clause selecting `study_id`'s rows of `table` (None: copy the table whole)."""
     cols = table.c
+    own = conversations.c.study_id == study_id
+    if prepared_only:  # live chats are annotators' data, not part of the prepared study
+        own = own & (conversations.c.source != "live")
     if table.name == "studies":
         return cols.id == study_id
+    if table.name == "conversations":
+        return own
     if "study_id" in cols:
         return cols.study_id == study_id
     if table.name == "turns":
-        return cols.conversation_id.in_(select(conversations.c.id).where(conversations.c.study_id == study_id))
+        return cols.conversation_id.in_(select(conversations.c.id).where(own))
     if table.name == "rate_buckets":
         return cols.key.like(f"study{study_id}:%")
     return None
@@ -59,9 +68,12 @@ def target_is_empty(engine: Engine, study_name: str) -> None:
         )
 
 
-def copy_study(source: Engine, target: Engine, study_id: int) -> dict[str, int]:
+def copy_study(source: Engine, target: Engine, study_id: int, prepared_only: bool = False) -> dict[str, int]:
     """Copy every row of one study from `source` to `target` (whose schema is created or
-    migrated first), ids kept; returns rows per table. One snapshot of the source."""
+    migrated first), ids kept; returns rows per table. One snapshot of the source.
+    `prepared_only`: the study as made before collection -- its row, bots and the conversations
+    generated or imported beforehand, never an annotator, a live chat or a judgment (units are
+    built again when the copy is served)."""
     with target.begin() as conn:
         migrations.upgrade(conn, _dialeval_version())
     counts: dict[str, int] = {}
@@ -82,8 +94,10 @@ def copy_study(source: Engine, target: Engine, study_id: int) -> dict[str, int]:
                 for model_table in Base.metadata.sorted_tables:
                     if model_table.name == "dialeval_schema" or model_table.name not in meta.tables:
                         continue
+                    if prepared_only and model_table.name not in PREPARED_TABLES:
+                        continue
                     table = meta.tables[model_table.name]
-                    where = _study_filter(table, study_id, conversations)
+                    where = _study_filter(table, study_id, conversations, prepared_only)
                     q = select(table)
                     if where is not None:
                         q = q.where(where)
@@ -184,12 +198,12 @@ def study_uid_in(url: str, name: str) -> str | None:
         engine.dispose()
 
 
-def copy_between(source_url: str, target_url: str, study_name: str) -> dict[str, int]:
+def copy_between(source_url: str, target_url: str, study_name: str, prepared_only: bool = False) -> dict[str, int]:
     """Copy the study named `study_name` from one database URL to another (restore, migrate)."""
     sid = study_id_in(source_url, study_name)
     source, target = make_engine(source_url), make_engine(target_url)
     try:
-        return copy_study(source, target, sid)
+        return copy_study(source, target, sid, prepared_only)
     finally:
         source.dispose()
         target.dispose()

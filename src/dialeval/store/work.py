@@ -8,15 +8,19 @@ the others open their own.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, overload
+from typing import Any, Protocol, overload
+from weakref import WeakKeyDictionary
 
-from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.sql.elements import ColumnElement
 
+from .. import clock
 from ..errors import StoreError
-from ..records import Dataset, Unit
+from ..records import SIMULATED_PLATFORM, Unit
 from .schema import (
     AnnotatorRow,
     AssignmentRow,
@@ -26,11 +30,6 @@ from .schema import (
     TurnRow,
     UnitRow,
 )
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
 
 # Assignment statuses: assigned (open) | submitted | expired (unit back in the pool; the annotator
 # gets it back on return if nobody took it) | abandoned (expired, and its unit was given to somebody
@@ -58,6 +57,17 @@ def _aware(ts: datetime | None) -> datetime | None:
     if ts is not None and ts.tzinfo is None:
         return ts.replace(tzinfo=UTC)
     return ts
+
+
+class Transactions(Protocol):
+    """What these queries need of a store: its transactions (store.Store; named structurally, as
+    store.py imports this module)."""
+
+    @property
+    def is_postgres(self) -> bool: ...
+    def read(self) -> AbstractContextManager[Session]: ...
+    def session(self) -> AbstractContextManager[Session]: ...
+    def locked(self, study_id: int) -> AbstractContextManager[Session]: ...
 
 
 @dataclass
@@ -139,7 +149,7 @@ def _assignment(row: AssignmentRow, unit: UnitRow) -> AssignmentInfo:
 
 
 # -- annotators ----------------------------------------------------------------------------------
-def get_annotator(store, annotator_id: int) -> AnnotatorInfo | None:
+def get_annotator(store: Transactions, annotator_id: int) -> AnnotatorInfo | None:
     with store.read() as s:
         row = s.get(AnnotatorRow, annotator_id)
         return _annotator(row) if row is not None else None
@@ -149,14 +159,24 @@ def annotator_from_row(row: AnnotatorRow) -> AnnotatorInfo:
     return _annotator(row)
 
 
-def update_annotator_meta(store, annotator_id: int, **meta: Any) -> None:
+def update_annotator_meta(store: Transactions, annotator_id: int, **meta: Any) -> None:
     with store.session() as s:
         row = s.get(AnnotatorRow, annotator_id)
         if row is not None:
             row.meta = {**(row.meta or {}), **meta}
 
 
-def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
+def mark_simulated(store: Transactions, annotator_id: int) -> None:
+    """Give a `dialeval simulate` annotator the platform `simulated` (records.SIMULATED_PLATFORM),
+    keeping the door it came in by under meta["entered_as"]."""
+    with store.session() as s:
+        row = s.get(AnnotatorRow, annotator_id)
+        if row is not None and row.platform != SIMULATED_PLATFORM:
+            row.meta = {**(row.meta or {}), "entered_as": row.platform}
+            row.platform = SIMULATED_PLATFORM
+
+
+def list_annotators(store: Transactions, study_id: int) -> list[dict[str, Any]]:
     """The admin table: one dict per annotator with counts, time spent and QC status."""
     with store.read() as s:
         rows = list(s.scalars(select(AnnotatorRow).where(AnnotatorRow.study_id == study_id).order_by(AnnotatorRow.id)))
@@ -189,6 +209,8 @@ def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
                     "id": r.id,
                     "external_id": r.external_id,
                     "platform": r.platform,
+                    # the door a simulated annotator came in by (link, prolific, volunteer, ...)
+                    "entered_as": (r.meta or {}).get("entered_as", r.platform),
                     "status": r.status,
                     "reasons": list((r.qc or {}).get("reasons", [])),
                     "qc": dict(r.qc or {}),
@@ -207,7 +229,7 @@ def list_annotators(store, study_id: int) -> list[dict[str, Any]]:
         return out
 
 
-def annotator_justifications(store, study_id: int, annotator_id: int) -> list[str | None]:
+def annotator_justifications(store: Transactions, study_id: int, annotator_id: int) -> list[str | None]:
     with store.read() as s:
         return list(
             s.scalars(
@@ -222,7 +244,7 @@ def annotator_justifications(store, study_id: int, annotator_id: int) -> list[st
         )
 
 
-def annotator_live_messages(store, study_id: int, annotator_id: int) -> list[list[str]]:
+def annotator_live_messages(store: Transactions, study_id: int, annotator_id: int) -> list[list[str]]:
     """The annotator's own messages, one list per live conversation (meta.annotator_id == theirs).
 
     Seed turns and turns with meta {"fixed": true} (the fixed "Hi!") are left out.
@@ -246,10 +268,33 @@ def annotator_live_messages(store, study_id: int, annotator_id: int) -> list[lis
         return out
 
 
+# -- what is kept per process ----------------------------------------------------------------------
+@dataclass
+class StoreCaches:
+    """What this module keeps in memory for one Store, rows that never change once stored: a
+    conversation's row id (a replace updates the row), and the study's units (only ever added;
+    `units_cached` checks the count and highest id before using them). The scheduler keeps its own
+    (scheduling/process_state.py)."""
+
+    conversation_ids: dict[tuple[int, str], int] = field(default_factory=dict)
+    units: dict[tuple[int, str | None], tuple[tuple[Any, ...], list[UnitInfo]]] = field(default_factory=dict)
+
+
+_CACHES: WeakKeyDictionary[Any, StoreCaches] = WeakKeyDictionary()
+
+
+def store_caches(store: Any) -> StoreCaches:
+    """The caches of `store` (made on first use; they go with the Store object)."""
+    caches = _CACHES.get(store)
+    if caches is None:
+        caches = _CACHES[store] = StoreCaches()
+    return caches
+
+
 # -- conversations -------------------------------------------------------------------------------
-def conversation_row_id(store, study_id: int, external_id: str) -> int | None:
+def conversation_row_id(store: Transactions, study_id: int, external_id: str) -> int | None:
     # a conversation keeps its row id for good (a replace updates the row), so found ids are kept
-    known = store.__dict__.setdefault("_conversation_ids", {})
+    known = store_caches(store).conversation_ids
     found = known.get((study_id, external_id))
     if found is not None:
         return found
@@ -264,16 +309,18 @@ def conversation_row_id(store, study_id: int, external_id: str) -> int | None:
     return found
 
 
-def list_conversations(store, study_id: int, source: str | None = None) -> list[dict[str, Any]]:
+def list_conversations(store: Transactions, study_id: int, source: str | None = None) -> list[dict[str, Any]]:
     """Id, source, bots, turn count and error of every conversation (the admin browser, unit building)."""
     with store.read() as s:
-        counts = dict(
+        counts: dict[int, int] = dict(
             s.execute(
                 select(TurnRow.conversation_id, func.count())
                 .join(ConversationRow, TurnRow.conversation_id == ConversationRow.id)
                 .where(ConversationRow.study_id == study_id)
                 .group_by(TurnRow.conversation_id)
-            ).all()
+            )
+            .tuples()
+            .all()
         )
         q = select(ConversationRow).where(ConversationRow.study_id == study_id)
         if source is not None:
@@ -292,14 +339,32 @@ def list_conversations(store, study_id: int, source: str | None = None) -> list[
 
 
 # -- units ---------------------------------------------------------------------------------------
-def add_units(store, study_id: int, method: str, units: list[Unit]) -> int:
+def add_units(store: Transactions, study_id: int, method: str, units: list[Unit]) -> int:
     """Store units whose external id is new; returns how many were added."""
     if not units:
         return 0
-    return store.save_dataset(study_id, Dataset(method=method, units=units))["units"]
+    with store.session() as s:
+        have = set(s.scalars(select(UnitRow.external_id).where(UnitRow.study_id == study_id)))
+        new = list({u.id: u for u in units if u.id not in have}.values())
+        now = clock.now()
+        rows = [
+            {
+                "study_id": study_id,
+                "external_id": u.id,
+                "kind": u.kind,
+                "conversation_ids": list(u.conversation_ids),
+                "payload": dict(u.payload),
+                "created_at": now,
+            }
+            for u in new
+        ]
+        # a bulk insert, not one ORM object per unit: a study of 300 bots has ~180,000 ACUTE units
+        for start in range(0, len(rows), 10_000):
+            s.execute(insert(UnitRow), rows[start : start + 10_000])
+        return len(new)
 
 
-def list_units(session_or_store, study_id: int, kind: str | None = None) -> list[UnitInfo]:
+def list_units(session_or_store: Session | Transactions, study_id: int, kind: str | None = None) -> list[UnitInfo]:
     def run(s: Session) -> list[UnitInfo]:
         q = select(UnitRow).where(UnitRow.study_id == study_id)
         if kind is not None:
@@ -315,14 +380,14 @@ def list_units(session_or_store, study_id: int, kind: str | None = None) -> list
         return run(s)
 
 
-def units_cached(session: Session, store, study_id: int, kind: str | None = None) -> list[UnitInfo]:
+def units_cached(session: Session, store: Transactions, study_id: int, kind: str | None = None) -> list[UnitInfo]:
     """The study's units, read once per process and again only when units were added.
 
     Units are never changed after they are stored (only added: live methods make them on demand),
-    so (count, highest id) tells whether the copy kept on the store is still complete.
+    so (count, highest id) tells whether the copy kept for the store is still complete.
     """
     mark = tuple(session.execute(select(func.count(), func.max(UnitRow.id)).where(UnitRow.study_id == study_id)).one())
-    cache = store.__dict__.setdefault("_unit_cache", {})
+    cache = store_caches(store).units
     hit = cache.get((study_id, kind))
     if hit is not None and hit[0] == mark:
         return hit[1]
@@ -331,7 +396,7 @@ def units_cached(session: Session, store, study_id: int, kind: str | None = None
     return units
 
 
-def count_units(store, study_id: int, kind: str | None = None) -> int:
+def count_units(store: Transactions, study_id: int, kind: str | None = None) -> int:
     with store.read() as s:
         q = select(func.count()).select_from(UnitRow).where(UnitRow.study_id == study_id)
         if kind is not None:
@@ -342,7 +407,7 @@ def count_units(store, study_id: int, kind: str | None = None) -> int:
 # -- assignments ---------------------------------------------------------------------------------
 def expire_assignments(session: Session, study_id: int, now: datetime | None = None) -> int:
     """Mark open assignments past their expiry as expired (their units go back to the pool)."""
-    now = now or utcnow()
+    now = now or clock.now()
     ids = list(
         session.scalars(
             select(AssignmentRow.id).where(
@@ -374,8 +439,69 @@ def unit_load(session: Session, study_id: int, kind: str | None = None) -> dict[
     return dict(out)
 
 
+@dataclass
+class _LoadCache:
+    top: int = 0  # the highest assignment id read
+    load: dict[int, dict[str, int]] = field(default_factory=dict)  # as unit_load returns it
+    # assignments whose status may still change (assigned, expired): id -> (unit id, status)
+    pending: dict[int, tuple[int, str]] = field(default_factory=dict)
+
+
+_COUNTED = ("assigned", "submitted")
+_FINAL = ("submitted", "abandoned", "returned")  # statuses an assignment never leaves
+
+
+def _count(cache: _LoadCache, unit_id: int, status: str, sign: int) -> None:
+    if status in _COUNTED:
+        entry = cache.load.setdefault(unit_id, {"submitted": 0, "assigned": 0})
+        entry[status] += sign
+
+
+def unit_load_cached(session: Session, store: Transactions, study_id: int) -> dict[int, dict[str, int]]:
+    """unit_load(session, study_id), kept per process on the store and brought up to date from the
+    assignments created since (ids above the highest read) and the status of those still open or
+    expired, instead of counting every assignment of the study at each assignment.
+
+    Sound because assignments are created only under the study lock (scheduling.assign_locked),
+    so they commit in id order, and a status leaves `assigned`/`expired` only for a final one
+    (submitted, abandoned, returned) or back to `assigned` (a revival): re-reading the pending
+    ones each time sees every change. Call it under the study lock."""
+    caches: dict[int, _LoadCache] = store.__dict__.setdefault("_unit_load_cache", {})
+    cache = caches.get(study_id)
+    if cache is None:
+        cache = _LoadCache()
+    new = session.execute(
+        select(AssignmentRow.id, AssignmentRow.unit_id, AssignmentRow.status).where(
+            AssignmentRow.study_id == study_id, AssignmentRow.id > cache.top
+        )
+    ).all()
+    ids = list(cache.pending)
+    changed: list[Any] = []
+    for k in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+        changed += session.execute(
+            select(AssignmentRow.id, AssignmentRow.status).where(AssignmentRow.id.in_(ids[k : k + 500]))
+        ).all()
+    for aid, status in changed:
+        unit_id, before = cache.pending[aid]
+        if status == before:
+            continue
+        _count(cache, unit_id, before, -1)
+        _count(cache, unit_id, status, +1)
+        if status in _FINAL:
+            del cache.pending[aid]
+        else:
+            cache.pending[aid] = (unit_id, status)
+    for aid, unit_id, status in new:
+        _count(cache, unit_id, status, +1)
+        if status not in _FINAL:
+            cache.pending[aid] = (unit_id, status)
+        cache.top = max(cache.top, aid)
+    caches[study_id] = cache
+    return cache.load
+
+
 def annotator_assignments(
-    session_or_store, study_id: int, annotator_id: int, include_expired: bool = False
+    session_or_store: Session | Transactions, study_id: int, annotator_id: int, include_expired: bool = False
 ) -> list[AssignmentInfo]:
     def run(s: Session) -> list[AssignmentInfo]:
         q = (
@@ -399,8 +525,8 @@ def create_assignment(
     unit_id: int,
     annotator_id: int,
     *,
-    shown_order: list | None,
-    state: dict | None = None,
+    shown_order: list[Any] | None,
+    state: dict[str, Any] | None = None,
     expires_at: datetime | None = None,
 ) -> AssignmentInfo:
     row = AssignmentRow(
@@ -428,17 +554,19 @@ def create_assignment(
     return _assignment(row, unit)
 
 
-def get_assignment(store, assignment_id: int) -> AssignmentInfo | None:
+def get_assignment(store: Transactions, assignment_id: int) -> AssignmentInfo | None:
     with store.read() as s:
         row = s.get(AssignmentRow, assignment_id)
         if row is None:
             return None
-        return _assignment(row, s.get(UnitRow, row.unit_id))
+        return _assignment(row, s.get_one(UnitRow, row.unit_id))
 
 
-def open_assignment(store, study_id: int, annotator_id: int, now: datetime | None = None) -> AssignmentInfo | None:
+def open_assignment(
+    store: Transactions, study_id: int, annotator_id: int, now: datetime | None = None
+) -> AssignmentInfo | None:
     """The annotator's unfinished, unexpired assignment (the oldest), if any."""
-    now = now or utcnow()
+    now = now or clock.now()
     with store.read() as s:
         q = (
             select(AssignmentRow, UnitRow)
@@ -457,7 +585,7 @@ def open_assignment(store, study_id: int, annotator_id: int, now: datetime | Non
         return None
 
 
-def open_assignments_holding(store, study_id: int, key: str) -> list[AssignmentInfo]:
+def open_assignments_holding(store: Transactions, study_id: int, key: str) -> list[AssignmentInfo]:
     """The study's unfinished assignments (expired by time or not) whose state holds `key`."""
     with store.read() as s:
         q = (
@@ -469,8 +597,15 @@ def open_assignments_holding(store, study_id: int, key: str) -> list[AssignmentI
         return [_assignment(a, u) for a, u in s.execute(q) if key in (a.state or {})]
 
 
-def update_state(store, assignment_id: int, state: dict, expires_at: datetime | None = None) -> None:
-    with store.session() as s:
+def update_state(
+    session_or_store: Session | Transactions,
+    assignment_id: int,
+    state: dict[str, Any],
+    expires_at: datetime | None = None,
+) -> None:
+    """Store an assignment's progress; in the caller's transaction when given a Session."""
+
+    def run(s: Session) -> None:
         row = s.get(AssignmentRow, assignment_id)
         if row is None:
             return
@@ -478,9 +613,38 @@ def update_state(store, assignment_id: int, state: dict, expires_at: datetime | 
         if expires_at is not None and row.status == "assigned":
             row.expires_at = expires_at
 
+    if isinstance(session_or_store, Session):
+        return run(session_or_store)
+    with session_or_store.session() as s:
+        return run(s)
 
-def submit_assignment(store, assignment_id: int, state: dict | None = None) -> None:
-    with store.session() as s:
+
+def advance_state(
+    store: Transactions,
+    assignment_id: int,
+    key: str,
+    expected: tuple[Any, ...],
+    state: dict[str, Any],
+    expires_at: datetime | None = None,
+) -> bool:
+    """Store `state` only if the stored state's `key` is still one of `expected` (compare-and-set):
+    of concurrent copies of one step (a double click, a retried request) exactly one goes through."""
+    with store.session() as s:  # SQLite: the write lock at BEGIN; PostgreSQL: the row lock below
+        row = s.get(AssignmentRow, assignment_id, with_for_update=store.is_postgres)
+        if row is None or (row.state or {}).get(key) not in expected:
+            return False
+        row.state = dict(state)
+        if expires_at is not None and row.status == "assigned":
+            row.expires_at = expires_at
+        return True
+
+
+def submit_assignment(
+    session_or_store: Session | Transactions, assignment_id: int, state: dict[str, Any] | None = None
+) -> None:
+    """Close an assignment as submitted; in the caller's transaction when given a Session."""
+
+    def run(s: Session) -> None:
         row = s.get(AssignmentRow, assignment_id)
         if row is None:
             return
@@ -488,7 +652,7 @@ def submit_assignment(store, assignment_id: int, state: dict | None = None) -> N
             row.state = dict(state)
         if row.status != "submitted":
             row.status = "submitted"
-            row.submitted_at = utcnow()
+            row.submitted_at = clock.now()
             s.add(
                 EventRow(
                     study_id=row.study_id,
@@ -498,8 +662,13 @@ def submit_assignment(store, assignment_id: int, state: dict | None = None) -> N
                 )
             )
 
+    if isinstance(session_or_store, Session):
+        return run(session_or_store)
+    with session_or_store.session() as s:
+        return run(s)
 
-def assignment_status_counts(store, study_id: int) -> dict[str, int]:
+
+def assignment_status_counts(store: Transactions, study_id: int) -> dict[str, int]:
     with store.read() as s:
         return {
             status: int(n)
@@ -512,7 +681,7 @@ def assignment_status_counts(store, study_id: int) -> dict[str, int]:
 
 
 # -- judgments -----------------------------------------------------------------------------------
-def judgment_exists(store, annotator_id: int, request_id: str) -> bool:
+def judgment_exists(store: Transactions, annotator_id: int, request_id: str) -> bool:
     with store.read() as s:
         return (
             s.scalar(
@@ -540,7 +709,7 @@ class JudgmentLite:
 
 
 def list_judgments(
-    session_or_store,
+    session_or_store: Session | Transactions,
     study_id: int,
     *,
     assignment_id: int | None = None,
@@ -589,7 +758,7 @@ def list_judgments(
 
 
 def add_event(
-    session: Session, study_id: int, kind: str, payload: dict | None = None, annotator_id: int | None = None
+    session: Session, study_id: int, kind: str, payload: dict[str, Any] | None = None, annotator_id: int | None = None
 ) -> None:
     session.add(EventRow(study_id=study_id, kind=kind, annotator_id=annotator_id, payload=payload or {}))
 
@@ -600,7 +769,7 @@ def create_unit(
     external_id: str,
     kind: str,
     conversation_ids: list[str],
-    payload: dict | None = None,
+    payload: dict[str, Any] | None = None,
 ) -> UnitInfo:
     """Get or create a unit inside the caller's (locked) transaction (live methods make units on demand)."""
     row = session.scalar(select(UnitRow).where(UnitRow.study_id == study_id, UnitRow.external_id == external_id))
@@ -617,7 +786,7 @@ def create_unit(
     return UnitInfo(row.id, row.external_id, row.kind, list(row.conversation_ids or []), dict(row.payload or {}))
 
 
-# -- adaptive collection (protocols/scheduling.py) ------------------------------------------------
+# -- adaptive collection (scheduling/plan.py) -----------------------------------------------------
 @dataclass
 class ScoredJudgment:
     """A judgment as the adaptive scheduler replays it, with its annotator's status."""
@@ -658,7 +827,7 @@ def scheduling_judgments(
     ]
 
 
-def annotator_status_mark(session: Session, study_id: int) -> tuple:
+def annotator_status_mark(session: Session, study_id: int) -> tuple[tuple[str, int], ...]:
     """How many annotators of the study have each status: changes when anyone is flagged or blocked."""
     return tuple(
         sorted(
@@ -679,7 +848,31 @@ def count_assignments(session: Session, study_id: int) -> int:
     )
 
 
-def list_events(session_or_store, study_id: int, kind: str | None = None) -> list[dict[str, Any]]:
+def bot_incidents(store: Transactions, study_id: int) -> list[dict[str, Any]]:
+    """Per bot, what went wrong in live chats (for the admin page): failed replies (the `bot-error`
+    events, with each distinct reason and how often) and replies cut at limits.bot_reply_chars
+    (`bot-reply-cut`). Bots with neither are left out."""
+    rows: dict[str, dict[str, Any]] = {}
+
+    def row(bot: str) -> dict[str, Any]:
+        return rows.setdefault(bot, {"bot": bot, "failures": 0, "reasons": {}, "shortened": 0})
+
+    for e in list_events(store, study_id, "bot-error"):
+        p = e["payload"]
+        if "bot" not in p:  # written before failures were recorded per bot
+            continue
+        r = row(str(p["bot"]))
+        r["failures"] += 1
+        reason = f"{p.get('kind', 'error')}: {p.get('reason', '')}"
+        r["reasons"][reason] = r["reasons"].get(reason, 0) + 1
+    for e in list_events(store, study_id, "bot-reply-cut"):
+        row(str(e["payload"].get("bot")))["shortened"] += 1
+    return [rows[b] for b in sorted(rows)]
+
+
+def list_events(
+    session_or_store: Session | Transactions, study_id: int, kind: str | None = None
+) -> list[dict[str, Any]]:
     """Events of the study (oldest first): {id, kind, annotator_id, payload, created_at}."""
 
     def run(s: Session) -> list[dict[str, Any]]:
@@ -704,13 +897,13 @@ def list_events(session_or_store, study_id: int, kind: str | None = None) -> lis
 
 
 # -- expiry, resumption, returns (issue 8) --------------------------------------------------------
-def _counted(assignment_column):
+def _counted(assignment_column: InstrumentedAttribute[int | None]) -> ColumnElement[bool]:
     """SQL condition: the judgment has no assignment, or its assignment is not expired/abandoned/returned."""
     excluded = select(AssignmentRow.id).where(AssignmentRow.status.in_(tuple(EXCLUDED_ASSIGNMENT_STATUSES)))
     return assignment_column.is_(None) | assignment_column.not_in(excluded)
 
 
-def excluded_assignments(store, study_id: int) -> dict[int, str]:
+def excluded_assignments(store: Transactions, study_id: int) -> dict[int, str]:
     """assignment id -> why its judgments are not counted (expired, abandoned, returned)."""
     with store.session() as s:
         return {
@@ -753,7 +946,7 @@ def _revive(session: Session, row: AssignmentRow, expires_at: datetime | None) -
 
 
 def resume_assignment(
-    store, study_id: int, annotator_id: int, expires_at: datetime | None, now: datetime | None = None
+    store: Transactions, study_id: int, annotator_id: int, expires_at: datetime | None, now: datetime | None = None
 ) -> tuple[AssignmentInfo | None, str | None]:
     """The assignment the annotator should continue, and a notice for them.
 
@@ -762,8 +955,11 @@ def resume_assignment(
     nobody was given its unit since, it is revived; when somebody was, it becomes `abandoned` and the
     notice says so (the caller then assigns fresh work). Locks only when an expired one is found.
     """
-    now = now or utcnow()
-    with store.session() as s:
+    now = now or clock.now()
+    # Read first, in a read transaction: every task page comes here, and on SQLite a write
+    # transaction waits its turn behind every other writer of the study (Store._writer_turn).
+    # Only an open assignment past its expiry is written (its expiry extended).
+    with store.read() as s:
         rows = list(
             s.execute(
                 select(AssignmentRow, UnitRow)
@@ -772,17 +968,27 @@ def resume_assignment(
                 .order_by(AssignmentRow.id)
             )
         )
+        overdue = None
         for a, u in rows:
             if a.status == "assigned":
                 exp = _aware(a.expires_at)
-                if exp is not None and exp <= now:
-                    a.expires_at = expires_at
-                    return _assignment(a, u), RESUMED_NOTICE
-                return _assignment(a, u), None
+                if exp is None or exp > now:
+                    return _assignment(a, u), None
+                overdue = a.id
+                break
         latest = rows[-1][0] if rows else None
-        if latest is None or latest.status != "expired":
-            return None, None
-        latest_id = latest.id
+        latest_id = latest.id if latest is not None else None
+        latest_expired = latest is not None and latest.status == "expired"
+    if overdue is not None:
+        with store.session() as s:
+            a = s.get(AssignmentRow, overdue)
+            if a is not None and a.status == "assigned":
+                a.expires_at = expires_at
+                return _assignment(a, s.get_one(UnitRow, a.unit_id)), RESUMED_NOTICE
+        # expired by another request meanwhile: look again from the start
+        return resume_assignment(store, study_id, annotator_id, expires_at, now)
+    if not latest_expired:
+        return None, None
     with store.locked(study_id) as s:
         row = s.get(AssignmentRow, latest_id)
         if row is None or row.status != "expired":  # changed meanwhile: let the caller look again
@@ -799,12 +1005,12 @@ def resume_assignment(
             )
             return None, REASSIGNED_NOTICE
         _revive(s, row, expires_at)
-        info = _assignment(row, s.get(UnitRow, row.unit_id))
+        info = _assignment(row, s.get_one(UnitRow, row.unit_id))
         info.notice = RESUMED_NOTICE
         return info, RESUMED_NOTICE
 
 
-def revive_assignment(store, study_id: int, assignment_id: int, expires_at: datetime | None) -> bool:
+def revive_assignment(store: Transactions, study_id: int, assignment_id: int, expires_at: datetime | None) -> bool:
     """Reopen an expired assignment whose unit nobody took since (a late answer still counts)."""
     with store.locked(study_id) as s:
         row = s.get(AssignmentRow, assignment_id)
@@ -821,7 +1027,7 @@ def revive_assignment(store, study_id: int, assignment_id: int, expires_at: date
         return True
 
 
-def mark_returned(store, study_id: int, annotator_id: int, reason: str = "returned") -> int:
+def mark_returned(store: Transactions, study_id: int, annotator_id: int, reason: str = "returned") -> int:
     """The annotator's platform submission was returned or timed out: free their unfinished work
     (open and expired assignments become `returned`) and record it. Returns how many were freed."""
     with store.locked(study_id) as s:
@@ -838,7 +1044,7 @@ def mark_returned(store, study_id: int, annotator_id: int, reason: str = "return
             row.status = "returned"
         ann = s.get(AnnotatorRow, annotator_id)
         if ann is not None:
-            ann.meta = {**(ann.meta or {}), "returned_at": utcnow().isoformat(), "returned_reason": reason}
+            ann.meta = {**(ann.meta or {}), "returned_at": clock.now().isoformat(), "returned_reason": reason}
         s.add(
             EventRow(
                 study_id=study_id,
@@ -850,7 +1056,7 @@ def mark_returned(store, study_id: int, annotator_id: int, reason: str = "return
         return len(rows)
 
 
-def find_annotator(store, study_id: int, external_id: str) -> AnnotatorInfo | None:
+def find_annotator(store: Transactions, study_id: int, external_id: str) -> AnnotatorInfo | None:
     with store.session() as s:
         row = s.scalar(
             select(AnnotatorRow).where(AnnotatorRow.study_id == study_id, AnnotatorRow.external_id == external_id)
@@ -858,13 +1064,13 @@ def find_annotator(store, study_id: int, external_id: str) -> AnnotatorInfo | No
         return _annotator(row) if row is not None else None
 
 
-# -- judge-guided collection (protocols/guided.py) -----------------------------------------------------
+# -- judge-guided collection (scheduling/tickets.py) ---------------------------------------------------
 GUIDED_POOLS_EVENT = "judge-guided-pools"  # the pools the scheduler froze at the first assignment
 
 
 def annotator_unit_judgments(
     session: Session, study_id: int, annotator_external_id: str
-) -> list[tuple[str, Any, dict]]:
+) -> list[tuple[str, Any, dict[str, Any]]]:
     """(unit external id, value, meta) of every judgment one annotator (e.g. a judge) gave on a unit."""
     q = (
         select(UnitRow.external_id, JudgmentRow.value, JudgmentRow.meta)
@@ -876,7 +1082,7 @@ def annotator_unit_judgments(
     return [(ext, value, dict(meta or {})) for ext, value, meta in session.execute(q)]
 
 
-def assignment_states(session: Session, study_id: int, kind: str) -> list[tuple[str, dict]]:
+def assignment_states(session: Session, study_id: int, kind: str) -> list[tuple[str, dict[str, Any]]]:
     """(status, state) of every assignment of the study on units of one kind, oldest first."""
     q = (
         select(AssignmentRow.status, AssignmentRow.state)
@@ -885,3 +1091,42 @@ def assignment_states(session: Session, study_id: int, kind: str) -> list[tuple[
         .order_by(AssignmentRow.id)
     )
     return [(status, dict(state or {})) for status, state in session.execute(q)]
+
+
+# Bot replies read for the admin page's bot-echo similarity (quality/typing.py); enough for a study's
+# replies, bounded for one page load.
+ECHO_BOT_TURNS = 20_000
+
+
+def typed_inputs(store: Transactions, study_id: int) -> tuple[dict[str, list[tuple[str, dict[str, Any]]]], list[str]]:
+    """For the admin page: {annotator external id: [(text, input counts)]} of every justification and
+    chat message that carries the page's counts (meta ``input``), and the study's bot replies (at
+    most ECHO_BOT_TURNS) for the echo similarity."""
+    texts: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    bots: list[str] = []
+    with store.read() as s:
+        judged = s.execute(
+            select(AnnotatorRow.external_id, JudgmentRow.justification, JudgmentRow.meta)
+            .join(AnnotatorRow, AnnotatorRow.id == JudgmentRow.annotator_id)
+            .where(JudgmentRow.study_id == study_id)
+        )
+        for annotator, justification, meta in judged:
+            signals = (meta or {}).get("input")
+            if isinstance(signals, dict):
+                texts.setdefault(str(annotator), []).append((justification or "", signals))
+        turns = s.execute(
+            select(ConversationRow.meta, TurnRow.text, TurnRow.meta, TurnRow.bot)
+            .join(ConversationRow, ConversationRow.id == TurnRow.conversation_id)
+            .where(ConversationRow.study_id == study_id)
+            .order_by(TurnRow.id.desc())
+        )
+        for conv_meta, text, meta, bot in turns:
+            if bot is not None:
+                if len(bots) < ECHO_BOT_TURNS:
+                    bots.append(text)
+                continue
+            signals = (meta or {}).get("input")
+            owner = (conv_meta or {}).get("annotator")
+            if isinstance(signals, dict) and owner:
+                texts.setdefault(str(owner), []).append((text, signals))
+    return texts, bots

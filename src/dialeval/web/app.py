@@ -18,12 +18,14 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from .. import registry
 from ..errors import DialevalError
 from . import routes_admin, routes_annotator, routes_entry, routes_live
 from .error_pages import install_error_handlers
+from .limits import BodyLimits
 from .middleware import ACCESS_LOG_ENV, install_middleware
-from .pages import HERE, make_environment
-from .served import ServedStudy, open_served, run_hook_blocking, slugify
+from .pages import HERE, make_environment, method_static_folder, method_static_url
+from .served import ServedStudy, open_served, paused_gc, run_hook_blocking, slugify
 
 __all__ = ["ACCESS_LOG_ENV", "STUDY_FOLDERS_ENV", "app_from_env", "create_app", "make_environment", "slugify"]
 
@@ -46,13 +48,19 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
     if prepare:
         for served in studies.values():
             if served.protocol is not None:
-                run_hook_blocking(served.protocol.prepare)
+                with paused_gc():
+                    run_hook_blocking(served.protocol.prepare)
 
     app = FastAPI(title="dialeval", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.studies = studies
     app.state.env = make_environment()
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    # each method's own CSS and JavaScript, from its package (a method carries all of itself)
+    for method in registry.all_methods().values():
+        if (static := method_static_folder(method)) is not None:
+            app.mount(method_static_url(method.id, "").rstrip("/"), StaticFiles(directory=str(static)))
     install_middleware(app)
+    app.add_middleware(BodyLimits)  # outermost: a body too large or too slow never reaches a route
     install_error_handlers(app)
     for module in (routes_entry, routes_annotator, routes_live, routes_admin):
         app.include_router(module.router)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
+from .limits import valid_id
+
 SECRET_ENV = "DIALEVAL_SECRET"
 ADMIN_TOKEN_ENV = "DIALEVAL_ADMIN_TOKEN"
 SECRET_FILE = ".secret"
@@ -105,7 +107,9 @@ class CookieSigner:
             return None
         try:
             data = self._id.loads(value, max_age=COOKIE_MAX_AGE)
-            return Identity(int(data["a"]), str(data["n"]))
+            if not valid_id(data["a"]):  # signed by us, so never; but a leaked key must not crash a page
+                return None
+            return Identity(data["a"], str(data["n"]))
         except (BadSignature, KeyError, TypeError, ValueError):
             return None
 
@@ -131,7 +135,7 @@ class CookieSigner:
             return None
         try:
             data = self._id.loads(value, max_age=max_age)
-            return int(data["move"])
+            return data["move"] if valid_id(data["move"]) else None
         except (BadSignature, KeyError, TypeError, ValueError):
             return None
 

@@ -10,7 +10,6 @@ Plain ``def`` dependencies read the database and run in a worker thread.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Annotated, Any
 
@@ -22,6 +21,7 @@ from ..store import work
 from ..textclean import clean_value
 from .csrf import CSRF_FIELD, CSRF_HEADER, csrf_valid, same_origin
 from .error_pages import WebError
+from .limits import BadJSON, PathId, loads_json
 from .served import ServedStudy
 from .session import AnnotatorSession, find_session
 
@@ -60,7 +60,9 @@ async def read_form(request: Request) -> dict[str, Any]:
     ctype = request.headers.get("content-type", "")
     if ctype.startswith("application/json"):
         try:
-            data = json.loads(body or b"{}")
+            data = loads_json(body)
+        except BadJSON as exc:
+            raise WebError(400, f"The request body was refused: {exc}.") from None
         except ValueError:
             raise WebError(400, "The request body is not valid JSON.") from None
         if not isinstance(data, dict):
@@ -141,7 +143,7 @@ async def action_name(action: str) -> str:
 ActionName = Annotated[str, Depends(action_name)]
 
 
-async def owned_assignment(assignment_id: int, served: Served, session: Session) -> AssignmentInfo:
+async def owned_assignment(assignment_id: PathId, served: Served, session: Session) -> AssignmentInfo:
     """Assignment {assignment_id} of this study (404), given to this annotator (403 otherwise)."""
     assignment = await run_in_threadpool(work.get_assignment, served.ctx.store, assignment_id)
     if assignment is None or assignment.study_id != served.ctx.study_id:

@@ -12,6 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from ..errors import DialevalError
 from ..store.engine import BUSY_ERRORS
@@ -67,6 +68,12 @@ async def store_busy(request: Request, exc: Exception):
     return HTMLResponse(html, status_code=503, headers=headers)
 
 
+async def client_gone(request: Request, exc: Exception):
+    # The browser left (or sent a broken body) before its request was read: nobody reads this
+    # answer, and it is not our error to log.
+    return JSONResponse({"ok": False, "error": "The request ended before its body arrived."}, status_code=400)
+
+
 async def dialeval_error(request: Request, exc: DialevalError):
     return await web_error(request, WebError(400, str(exc)))
 
@@ -90,4 +97,5 @@ def install_error_handlers(app: FastAPI) -> None:
     for busy in BUSY_ERRORS:  # StoreBusy, the pool's timeout, "too many clients", server gone
         app.exception_handler(busy)(store_busy)
     app.exception_handler(DialevalError)(dialeval_error)
+    app.exception_handler(ClientDisconnect)(client_gone)
     app.exception_handler(RequestValidationError)(validation_error)

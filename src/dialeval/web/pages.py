@@ -9,8 +9,10 @@ from typing import Any
 import jinja2
 from fastapi import Request
 from fastapi.responses import HTMLResponse
+from markupsafe import Markup
 
-from .. import methods
+from .. import registry
+from ..bot_markdown import render as render_bot_text
 
 HERE = Path(__file__).parent
 
@@ -23,8 +25,40 @@ def make_environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["tojson_attr"] = lambda v: json.dumps(v)
-    env.globals["instructions_template"] = lambda method: methods.get(method).instructions
+    env.filters["bot_markdown"] = bot_markdown
+    render_bot_text("")  # parser and sanitiser built now, not on a live reply's first words
+    env.globals["instructions_template"] = lambda method: registry.get(method).instructions
+    env.globals["method_static"] = method_static_url
     return env
+
+
+def method_static_folder(method: registry.Method) -> Path | None:
+    """The method's own CSS and JavaScript: the `static/` folder beside its `templates/` (None: none)."""
+    from importlib import resources
+
+    if not method.templates:
+        return None
+    folder = Path(str(resources.files(method.templates) / "static"))
+    return folder if folder.is_dir() else None
+
+
+def method_static_url(method_id: str, name: str) -> str:
+    """Where a method's page loads one of its own files: `{{ method_static(study.method, "x.css") }}`."""
+    return f"/m/{method_id}/static/{name}"
+
+
+@jinja2.pass_context
+def bot_markdown(context: Any, text: str, markdown: bool | None = None) -> Markup:
+    """`{{ text | bot_markdown }}`: a bot's text as the page shows it (bot_markdown.py), rendered
+    Markdown unless the study file says `pages: {markdown: false}` (or `markdown=` is given).
+    Never for annotators' own text. It reads the page's `study`: a macro using it must be imported
+    `with context`, else this stops with an error (a silent default could ignore the study's choice)."""
+    if markdown is None:
+        if "study" not in context:
+            raise RuntimeError("bot_markdown needs the page's `study` (import the macro `with context`)")
+        config = getattr(context["study"], "config", None)
+        markdown = config.pages.markdown if config is not None else True
+    return Markup(render_bot_text(text, markdown=markdown))
 
 
 def template_loader() -> jinja2.BaseLoader:
@@ -32,7 +66,7 @@ def template_loader() -> jinja2.BaseLoader:
     from importlib import resources
 
     folders = [str(HERE / "templates")]
-    for method in methods.all_methods().values():
+    for method in registry.all_methods().values():
         if method.templates:
             folders.append(str(resources.files(method.templates) / "templates"))
     return jinja2.FileSystemLoader(folders)

@@ -19,12 +19,15 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from ..quality.typing import summarise_texts
+from ..records import SIMULATED_PLATFORM
 from ..store import work
 from ..textclean import clean_text
 from .auth import ADMIN_COOKIE, token_matches
 from .csrf import CSRF_FIELD, CSRF_HEADER, csrf_token, csrf_valid, same_origin
 from .deps import Served, posted_form
 from .error_pages import WebError
+from .limits import PathId
 from .pages import render
 from .served import ServedStudy
 
@@ -98,6 +101,9 @@ async def admin(request: Request, served: Served, token: str | None = None):
     summary = None
     if served.protocol is not None:
         summary = await run_in_threadpool(served.protocol.admin_summary)
+    incidents = await run_in_threadpool(work.bot_incidents, store, sid)
+    texts, bot_texts = await run_in_threadpool(work.typed_inputs, store, sid)
+    typed = summarise_texts(texts, bot_texts, served.ctx.config.quality.paste_flag)
     completions = {r["id"]: r for r in await run_in_threadpool(completion_rows, served, annotators)}
     for a in annotators:
         a["completion"] = completions.get(a["id"], {})
@@ -109,6 +115,9 @@ async def admin(request: Request, served: Served, token: str | None = None):
         statuses=statuses,
         annotators=annotators,
         summary=summary,
+        incidents=incidents,
+        typed=typed,
+        limits=served.ctx.config.limits,
         error=served.error,
         csrf=csrf_token(served.secret, "admin:" + nonce),
     )
@@ -117,7 +126,7 @@ async def admin(request: Request, served: Served, token: str | None = None):
 # Before the /{what} route below, which would take "returned" for an unknown status (routes
 # match in the order they are added).
 @router.post("/s/{slug}/admin/annotators/{annotator_id}/returned")
-async def mark_returned(request: Request, served: Served, _form: AdminForm, annotator_id: int):
+async def mark_returned(request: Request, served: Served, _form: AdminForm, annotator_id: PathId):
     ann = await run_in_threadpool(work.get_annotator, served.ctx.store, annotator_id)
     if ann is None or ann.study_id != served.ctx.study_id:
         raise WebError(404, "No such annotator.")
@@ -126,7 +135,7 @@ async def mark_returned(request: Request, served: Served, _form: AdminForm, anno
 
 
 @router.post("/s/{slug}/admin/annotators/{annotator_id}/{what}")
-async def set_status(request: Request, served: Served, data: AdminForm, annotator_id: int, what: str):
+async def set_status(request: Request, served: Served, data: AdminForm, annotator_id: PathId, what: str):
     if what not in {"block", "unblock", "flag"}:
         raise WebError(404, "Unknown admin action.")
     ann = await run_in_threadpool(work.get_annotator, served.ctx.store, annotator_id)
@@ -275,7 +284,9 @@ def completion_rows(served: ServedStudy, annotators: list[dict] | None = None) -
         code = None
         if state == "complete":
             code = rec.completion_code or served.signer.completion_code(a["id"])
-        if state == "complete" and a["status"] == "active":
+        if a["platform"] == SIMULATED_PLATFORM:  # `dialeval simulate`: nobody to pay or reject
+            decision, reason = "none", "simulated annotator (dialeval simulate)"
+        elif state == "complete" and a["status"] == "active":
             decision, reason = "approve", ""
         elif state == "complete":
             decision, reason = "review", "; ".join(a["reasons"]) or a["status"]

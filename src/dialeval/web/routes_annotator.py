@@ -16,7 +16,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from .. import clock
 from ..protocols.base import Outcome
+from ..quality import typing as input_signals
 from ..store import work
 from ..store.work import AnnotatorInfo
 from . import entry as entry_mod
@@ -77,10 +79,16 @@ async def consent(request: Request, served: Served, session: Session):
 
 @router.post("/s/{slug}/consent")
 async def consent_post(request: Request, served: Served, session: Session, data: CheckedForm):
-    if data.get("agree") != "yes":
-        raise WebError(400, "Please tick the box to agree before you continue, or close this page to leave.")
+    if data.get("agree") != "yes":  # the form again, with the message beside its box (also without JavaScript)
+        return render(
+            request,
+            "consent.html",
+            status=400,
+            error="Please tick the box to agree before you continue, or close this page to leave.",
+            **page_context(served, session),
+        )
     await run_in_threadpool(
-        work.update_annotator_meta, served.ctx.store, session.annotator.id, consented_at=work.utcnow().isoformat()
+        work.update_annotator_meta, served.ctx.store, session.annotator.id, consented_at=clock.now().isoformat()
     )
     return RedirectResponse(url_for(request, served, "instructions"), status_code=303)
 
@@ -95,7 +103,7 @@ async def instructions(request: Request, served: Served, session: Session):
 @router.post("/s/{slug}/instructions")
 async def instructions_post(request: Request, served: Served, session: Session, data: CheckedForm):
     await run_in_threadpool(
-        work.update_annotator_meta, served.ctx.store, session.annotator.id, instructed_at=work.utcnow().isoformat()
+        work.update_annotator_meta, served.ctx.store, session.annotator.id, instructed_at=clock.now().isoformat()
     )
     return RedirectResponse(url_for(request, served, "task"), status_code=303)
 
@@ -168,7 +176,9 @@ async def act(
             f"You are sending messages too fast; wait {wait} s and try again.",
             headers={"Retry-After": str(wait)},
         )
-    outcome = await call(protocol.act, annotator, assignment, action, data)
+    # how the texts of this form were entered (pasted, typed; counts only): stored with what it makes
+    with input_signals.use(input_signals.parse_signals(data.get("input_signals"))):
+        outcome = await call(protocol.act, annotator, assignment, action, data)
     if not isinstance(outcome, Outcome):
         outcome = Outcome()
     return outcome_response(request, served, outcome)
@@ -235,7 +245,7 @@ async def done(request: Request, served: Served, session: Session):
             work.update_annotator_meta,
             served.ctx.store,
             annotator.id,
-            completed_at=work.utcnow().isoformat(),
+            completed_at=clock.now().isoformat(),
             completion={
                 "state": "complete",
                 "done": completion.done,

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from .. import clock
 from ..store import work
 from ..store.work import AnnotatorInfo
 from . import entry as entry_mod
@@ -85,6 +86,7 @@ async def platform_entry(request: Request, served: ServedStudy, ent: entry_mod.E
     """A Prolific/MTurk arrival. The platform id is bound to the first browser session that used it;
     another browser is refused or asked to confirm (recruitment.second_browser)."""
     store, sid = served.ctx.store, served.ctx.study_id
+    assert ent.external_id is not None  # entry_page sends only arrivals the platform names here
     row = await run_in_threadpool(store.get_or_create_annotator, sid, ent.external_id, ent.platform, ent.meta)
     annotator = await run_in_threadpool(work.get_annotator, store, row.id)
     if annotator is None:  # created just above; gone only if the study was deleted meanwhile
@@ -128,7 +130,7 @@ def record_platform_meta(served: ServedStudy, annotator: AnnotatorInfo, meta: di
                 {
                     "assignment_id": meta["mturk_assignment_id"],
                     "hit_id": meta.get("mturk_hit_id"),
-                    "first_seen": work.utcnow().isoformat(),
+                    "first_seen": clock.now().isoformat(),
                 }
             )
         extra["mturk_assignments"] = seen

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from .deps import LiveChat, OwnedAssignment, Served, Session
+from .limits import CursorParam, header_id
 
 router = APIRouter()
 
@@ -25,12 +26,12 @@ async def events(
     protocol: LiveChat,
     assignment: OwnedAssignment,
     generation: str = "",
-    cursor: int = 0,
+    cursor: CursorParam = 0,
 ):
     """A live reply as Server-Sent Events: each chunk is sent as soon as the bot produced it."""
     annotator = session.annotator
-    last = request.headers.get("last-event-id", "")
-    start = int(last) if last.isdigit() else max(0, cursor)
+    last = header_id(request.headers.get("last-event-id"))
+    start = last if last is not None else max(0, cursor)
 
     async def stream():
         yield "retry: 1500\n\n"

@@ -30,9 +30,30 @@ def study_links(app, host: str, port: int) -> list[dict[str, str]]:
                 "mturk": url + "  (ExternalQuestion: MTurk adds workerId, assignmentId, hitId, turkSubmitTo)",
                 "admin": f"{base}/s/{served.slug}/admin?token={served.admin_token}",
                 "error": served.error or "",
+                "completion_warning": completion_warning(served.ctx.config.recruitment) or "",
             }
         )
     return out
+
+
+PLACEHOLDER = "REPLACE-"  # the start of `init`'s completion code placeholder
+
+
+def completion_warning(recruitment) -> str | None:
+    """What is wrong with a Prolific study's completion code, in one line (None: nothing)."""
+    code = recruitment.completion_code
+    if code and code.upper().startswith(PLACEHOLDER):
+        return (
+            f"recruitment.completion_code is still the placeholder '{code}': paste your Prolific study's "
+            "completion code into study.yaml"
+        )
+    if recruitment.platform in ("prolific", "link") and not code:  # the Prolific link above works either way
+        return (
+            "no recruitment.completion_code in study.yaml: a worker coming by the prolific link gets a code of "
+            "their own, which Prolific cannot check, and is not sent back to Prolific; paste your Prolific "
+            "study's completion code there before using that link"
+        )
+    return None
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -82,6 +103,8 @@ def serve(
             continue
         for key in ("annotator", "volunteer", "prolific", "mturk", "admin"):
             print_fn(f"    {key:<10} {link[key]}")
+        if link["completion_warning"]:
+            print_fn(f"    warning: {link['completion_warning']}")
     if open_browser:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         threading.Timer(1.0, webbrowser.open, args=(f"http://{shown}:{port}/",)).start()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..spec import Method, PlanningModel, SimulationModel
+from ...registry import Method, PlanningModel, SimulationModel
 from .questions import ACUTE_QUESTIONS
 
 _P = __name__
@@ -39,8 +39,13 @@ METHOD = Method(
         seconds={"acute": 60.0},
         abandon_within=0,
     ),
-    # 000 §4.1: PW-Dialog, 6.03 worker-hours for 324 ratings
-    planning=PlanningModel(seconds_per_judgment=6.03 * 3600 / 324, test="binomial", source="000 §4.1"),
+    # Smith et al. 2022, §4.1: PW-Dialog, 6.03 worker-hours for 324 ratings
+    planning=PlanningModel(
+        seconds_per_judgment=6.03 * 3600 / 324,
+        test="binomial",
+        source="Smith et al. 2022, §4.1",
+        pilot="dialeval.report.pilot:pairwise_pilot",
+    ),
     question_presets=ACUTE_QUESTIONS,
     importers=("acute-pairings", "parlai", "openai-messages", "dialeval"),
     paired=True,

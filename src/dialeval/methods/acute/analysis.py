@@ -1,4 +1,5 @@
-"""ACUTE-Eval (PW-Dialog) analysis: a Dataset in, the JSON-ready report dict out (003; 000 §3.1.3).
+"""ACUTE-Eval (PW-Dialog) analysis: a Dataset in, the JSON-ready report dict out (Li et al. 2019;
+Smith et al. 2022, §3.1.3).
 
 Judgment values: {"winner": conversation id, "loser": conversation id}. A conversation is mapped
 to the bot under evaluation through unit.payload["speakers_to_eval"] (aligned with
@@ -11,25 +12,28 @@ The helpers it shares with the other pairwise analyses are in `analysis/shared.p
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dialeval.analysis.annotators import annotator_options, choice_model_section, model_judges, screen_choices
+from dialeval.analysis.ranking import style_of_choices
 from dialeval.analysis.shared import (
-    _anytime_valid_p,
-    _frame,
-    _jsonable,
-    _justifications,
-    _leaderboard,
-    _onboarding_seconds,
-    _split_judgments,
-    _stopping,
-    _systems_from_matchups,
-    _tts_pairwise,
+    anytime_valid_p,
+    bt_leaderboard,
+    judgment_frame,
+    justification_summary,
+    mean_onboarding_seconds,
+    pairwise_stopping,
+    robustness_section,
+    split_judgments,
+    systems_from_matchups,
+    tts_pairwise,
 )
-from dialeval.records import Dataset, Judgment
+from dialeval.jsonable import to_jsonable
+from dialeval.records import Dataset, Judgment, Unit
 from dialeval.stats import pairwise as pw
 
 __all__ = ["analyze_acute"]
@@ -51,13 +55,13 @@ def _conversation_bot(dataset: Dataset) -> dict[str, str]:
 
 def acute_frame(
     dataset: Dataset, exclude_annotators: Iterable[str] | None = None
-) -> tuple[pd.DataFrame, list[Judgment], dict]:
+) -> tuple[pd.DataFrame, list[Judgment], dict[str, Any]]:
     """One row per kept judgment: question, annotator, unit, winner/loser conversation and bot,
     first_conv (shown first), elapsed_s, created_at, justification."""
-    units = {u.id: u for u in dataset.units}
+    units: dict[str | None, Unit] = {u.id: u for u in dataset.units}  # a judgment without a unit finds none
     conv_bot: dict[Any, str] = _conversation_bot(dataset)
-    kept, onboarding, summary = _split_judgments(dataset, exclude_annotators)
-    unit_speakers: dict[str | None, dict] = {}
+    kept, onboarding, summary = split_judgments(dataset, exclude_annotators)
+    unit_speakers: dict[str | None, dict[Any, str]] = {}  # unit -> conversation -> its bot
     rows, unmapped = [], 0
     for j in kept:
         v = j.value if isinstance(j.value, dict) else {}
@@ -76,7 +80,7 @@ def acute_frame(
         if wb is None or lb is None:
             unmapped += 1
             continue
-        shown = j.shown_order or (unit.conversation_ids if unit is not None else None) or [None]
+        shown: Sequence[str | None] = j.shown_order or (unit.conversation_ids if unit is not None else None) or [None]
         rows.append(
             {
                 "question": j.question,
@@ -91,18 +95,20 @@ def acute_frame(
                 "elapsed_s": j.elapsed_s,
                 "created_at": j.created_at,
                 "justification": j.justification,
-                "guided": (j.meta or {}).get("guided"),  # judge-guided ticket (guided.py), else None
+                "guided": (j.meta or {}).get("guided"),  # judge-guided ticket (scheduling/tickets.py), else None
             }
         )
     summary["unmapped_judgments"] = unmapped
-    return _frame(kept, rows), onboarding, summary
+    return judgment_frame(kept, rows), onboarding, summary
 
 
-def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim: int, seed: int | None) -> dict:
+def _analyze_question(
+    df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim: int, seed: int | None
+) -> dict[str, Any]:
     duel = df[df["winner"] != df["loser"]]
     counts = pd.concat([duel["winner"], duel["loser"]]).value_counts().to_dict()
     matchups = pw.pair_table(duel)
-    systems = _systems_from_matchups(matchups, counts)
+    systems = systems_from_matchups(matchups, counts)
     order = [s["name"] for s in systems]
     matchups = pw.pair_table(duel, order=order)
     grid = pw.win_rate_grid(duel, bots=order)
@@ -151,26 +157,46 @@ def _analyze_question(df: pd.DataFrame, onboarding_s: float, n_boot: int, n_sim:
     for m in timed.itertuples():
         rows = by_pair.get((m.a, m.b) if m.a < m.b else (m.b, m.a), np.zeros(0, dtype=int))
         outcomes = (winners[rows] == m.a).astype(float)
-        r = _tts_pairwise(outcomes, sec, onboarding_s, per_annotator, n_sim, seed)
+        r = tts_pairwise(outcomes, sec, onboarding_s, per_annotator, n_sim, seed)
         if r is not None:
             tts.append({"a": m.a, "b": m.b, **r})
 
     return {
         "n": len(df),
         "systems": systems,
-        "matchups": _jsonable(matchups),
+        "matchups": to_jsonable(matchups),
         "grid": grid.to_dict(),
-        "grid_formatted": _jsonable(grid.formatted().reset_index().rename(columns={"index": "bot"})),
-        "leaderboard": _leaderboard(votes, n_boot, seed),
+        "grid_formatted": to_jsonable(grid.formatted().reset_index().rename(columns={"index": "bot"})),
+        "leaderboard": bt_leaderboard(votes, n_boot, seed),
+        "robustness": robustness_section(votes),
         "agreement": agree,
         "aa_test": aa,
-        "justifications": _justifications(duel, "winner"),
+        "justifications": justification_summary(duel, "winner"),
         "seconds_per_judgment": sec,
         "time_to_significance": tts,
     }
 
 
-def _unfiltered_outcomes(dataset: Dataset) -> dict[str, list[tuple]]:
+def _style(dataset: Dataset, df: pd.DataFrame, board: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Style control on the evaluated speaker's lines of the two conversations (analysis/ranking.py)."""
+    spoken: dict[tuple[str, str], str] = {}
+    for conv in dataset.conversations:
+        for t in conv.turns:
+            if t.bot is not None and not t.is_seed:
+                key = (conv.id, t.bot)
+                spoken[key] = spoken[key] + "\n\n" + t.text if key in spoken else t.text
+    rows = []
+    for r in df[df["winner"] != df["loser"]].itertuples(index=False):
+        first_is_winner = r.first_conv == r.winner_conv
+        first, other = (r.winner, r.loser) if first_is_winner else (r.loser, r.winner)
+        conv_first, conv_other = (r.winner_conv, r.loser_conv) if first_is_winner else (r.loser_conv, r.winner_conv)
+        text_first, text_other = spoken.get((conv_first, first)), spoken.get((conv_other, other))
+        if text_first is not None and text_other is not None:
+            rows.append((first, other, text_first, text_other, first_is_winner))
+    return style_of_choices(rows, [{"name": row["name"]} for row in board])
+
+
+def _unfiltered_outcomes(dataset: Dataset) -> dict[str, list[tuple[Any, ...]]]:
     """Per question, (winner, loser, winner, annotator) of every non-onboarding judgment, those of
     filtered annotators included (what the scheduler saw before they were filtered)."""
     everyone = Dataset(dataset.method, dataset.conversations, [], dataset.units, dataset.judgments, dataset.meta)
@@ -189,7 +215,7 @@ def analyze_acute(
     n_boot: int = 1000,
     n_sim: int = 500,
     seed: int | None = 0,
-) -> dict:
+) -> dict[str, Any]:
     """ACUTE-Eval report.
 
     Top level (for the most answered question; every question under `by_question`): method,
@@ -199,7 +225,7 @@ def analyze_acute(
     conversations with >= 2 annotations), aa_test (same bot on both sides), justifications,
     time_to_significance (per matchup, when judgments carry elapsed_s; with more than
     45 matchups only for the pairs adjacent in the ranking), question_agreement
-    (003 Table 1: per question), excluded, stopping ({rule, selection, pairs: the anytime-valid
+    (Li et al. 2019, Table 1: per question), excluded, stopping ({rule, selection, pairs: the anytime-valid
     stopping table per bot pair, ...}; see adaptive.stopping_section; "monitoring only" when the
     study's `adaptive.enabled` is false).
     """
@@ -216,26 +242,49 @@ def analyze_acute(
                 "by_question": {},
                 "question_agreement": [],
                 "time_to_significance": [],
-                "stopping": _stopping(dataset, "acute", []),
+                "stopping": pairwise_stopping(dataset, "acute", []),
             }
         )
-        return _jsonable(report)
-    onboarding_s = _onboarding_seconds(onboarding)
+        jsonable: dict[str, Any] = to_jsonable(report)
+        return jsonable
+    onboarding_s = mean_onboarding_seconds(onboarding)
+    config = dataset.meta.get("config") if isinstance(dataset.meta, dict) else None
+    everyone_rows = df
+    df, screened_out = screen_choices(df, "winner", "loser", annotator_options(config))
     by_q = {q: _analyze_question(g, onboarding_s, n_boot, n_sim, seed) for q, g in df.groupby("question", sort=True)}
     everyone = _unfiltered_outcomes(dataset) if excluded["filtered_judgments"] else {}
     for q, g in df.groupby("question", sort=True):
         outcomes = list(zip(g["winner"], g["loser"], g["winner"], g["annotator"], g["guided"]))
-        by_q[q]["stopping"] = _stopping(dataset, "acute", outcomes, everyone.get(q), question=q)
-        _anytime_valid_p(by_q[q])
+        by_q[q]["stopping"] = pairwise_stopping(dataset, "acute", outcomes, everyone.get(q), question=q)
+        anytime_valid_p(by_q[q])
     main = df["question"].value_counts().sort_index().idxmax()
     items = df.assign(item=[tuple(sorted((w, l_))) for w, l_ in zip(df["winner_conv"], df["loser_conv"])])
     qa = pw.question_agreement(items, question="question", item="item", choice="winner_conv")
     report.update({"question": main, **by_q[main]})
     report["by_question"] = by_q
     report["question_agreement"] = qa
+    style = _style(dataset, df[df["question"] == main], report.get("leaderboard") or [])
+    if style is not None:
+        report["style_control"] = style
     report["onboarding_seconds"] = onboarding_s
+    main_rows = everyone_rows[everyone_rows["question"] == main]
+    report["annotator_model"] = choice_model_section(
+        config,
+        main_rows.assign(
+            pair=[" | ".join(sorted((w, l_))) for w, l_ in zip(main_rows["winner_conv"], main_rows["loser_conv"])]
+        ),
+        winner="winner",
+        loser="loser",
+        item=("pair",),
+        choice="winner_conv",
+        other="loser_conv",
+        judges=model_judges(dataset),
+        excluded=screened_out,
+        seed=seed or 0,
+    )
     from ...analysis.metrics import metric_report
 
     if (metrics := metric_report(dataset, report)) is not None:
         report["automatic_metrics"] = metrics
-    return _jsonable(report)
+    jsonable = to_jsonable(report)
+    return jsonable

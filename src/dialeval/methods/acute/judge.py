@@ -7,18 +7,19 @@ from typing import Any
 
 from ...judges.common import (
     ACUTE_UNIT,
-    _eval_length,
-    _eval_text,
-    _first_is,
-    _human_judgments,
-    _judged_first,
-    _longer,
-    _pair_choice,
-    _question,
+    eval_length,
+    eval_text,
+    first_is,
+    human_judgments,
+    judged_first,
+    longer_chosen,
+    pair_choice,
     pairwise_task,
+    question_wording,
 )
 from ...judges.prompts import compose
 from ...judges.tasks import Answer, JudgeAdapter, JudgeTask, Label
+from ...questions import Question
 from ...records import Dataset
 from .questions import ACUTE_QUESTIONS
 
@@ -33,12 +34,14 @@ def acute_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTask]:
         if any(c not in convs for c in ids):
             continue
         speakers = list(unit.payload.get("eval_speakers") or ["entity1", "entity1"])
-        question = _question(config, str(unit.payload.get("question", "preference")), ACUTE_QUESTIONS)
+        question = question_wording(config, str(unit.payload.get("question", "preference")), ACUTE_QUESTIONS)
 
-        def prompt(order: str, ids=ids, speakers=speakers, question=question) -> str:
-            first = _first_is(order)
+        def prompt(
+            order: str, ids: list[str] = ids, speakers: list[str] = speakers, question: Question = question
+        ) -> str:
+            first = first_is(order)
             shown = [first, 1 - first]
-            blocks = [f"Conversation {n}:\n{_eval_text(convs[ids[k]], speakers[k], n)}" for n, k in zip((1, 2), shown)]
+            blocks = [f"Conversation {n}:\n{eval_text(convs[ids[k]], speakers[k], n)}" for n, k in zip((1, 2), shown)]
             choices = "\n".join(f"{n} = {question.choice.format(n=n)}" for n in (1, 2))
             return compose(
                 "Two conversations. Judge Speaker 1 in conversation 1 and Speaker 2 in conversation 2; "
@@ -48,19 +51,19 @@ def acute_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTask]:
                 example='{"choice": 1} or {"choice": 2}',
             )
 
-        def parse(text: str, order: str, ids=ids) -> Answer:
-            k = _pair_choice(text, order)
-            return Answer({"winner": ids[k], "loser": ids[1 - k]}, chose_first=k == _first_is(order))
+        def parse(text: str, order: str, ids: list[str] = ids) -> Answer:
+            k = pair_choice(text, order)
+            return Answer({"winner": ids[k], "loser": ids[1 - k]}, chose_first=k == first_is(order))
 
         tasks.append(pairwise_task(f"acute:{unit.id}", question.id, ids, prompt, parse, unit_id=unit.id))
-    return _judged_first(tasks, dataset)
+    return judged_first(tasks, dataset)
 
 
 def acute_labels(dataset: Dataset) -> list[Label]:
     convs = dataset.conversation_map()
     units = {u.id: u for u in dataset.units}
     out = []
-    for j in _human_judgments(dataset):
+    for j in human_judgments(dataset):
         unit = units.get(j.unit_id or "")
         if unit is None or unit.kind != ACUTE_UNIT or not isinstance(j.value, dict):
             continue
@@ -71,7 +74,7 @@ def acute_labels(dataset: Dataset) -> list[Label]:
         k = ids.index(winner)
         bots = tuple(unit.payload.get("speakers_to_eval") or ())
         speakers = list(unit.payload.get("eval_speakers") or ["entity1", "entity1"])
-        lengths = [_eval_length(convs[c], s) if c in convs else 0 for c, s in zip(ids, speakers)]
+        lengths = [eval_length(convs[c], s) if c in convs else 0 for c, s in zip(ids, speakers)]
         out.append(
             Label(
                 item=unit.id,
@@ -80,7 +83,7 @@ def acute_labels(dataset: Dataset) -> list[Label]:
                 label=bots[k] if len(bots) == 2 else winner,
                 bots=bots,
                 chose_first=(j.shown_order[0] == winner) if j.shown_order else None,
-                chose_longer=_longer(lengths[0], lengths[1], k),
+                chose_longer=longer_chosen(lengths[0], lengths[1], k),
                 score=1.0 - k,
             )
         )

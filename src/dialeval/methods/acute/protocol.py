@@ -1,4 +1,4 @@
-"""ACUTE-Eval / PW-Dialog (paper 003; 000 §3.1.3): two whole conversations side by side.
+"""ACUTE-Eval / PW-Dialog (Li et al. 2019; Smith et al. 2022, §3.1.3): two whole conversations side by side.
 
 Units (kind "acute"): one pair of conversations of two different bots and one question;
 ``conversation_ids = [conv_a, conv_b]``, ``payload["speakers_to_eval"] = [bot_a, bot_b]`` (records.py),
@@ -7,7 +7,7 @@ plus ``eval_speakers`` (the speaker label highlighted in each conversation), ``b
 conversation of ``options.onboarding_weak_bot``; the right answer is the human one.
 
 An annotator's session: the onboarding comparison first (when enabled), then up to
-``options.comparisons_per_unit`` comparisons. Scheduling (003, "Annotation Quality"): the bot pair
+``options.comparisons_per_unit`` comparisons. Scheduling (Li et al. 2019, "Annotation Quality"): the bot pair
 and question with the fewest annotations so far (below ``options.annotations_per_pair``), then the
 conversation pair used least, then the conversations used least; left/right drawn per assignment.
 """
@@ -16,28 +16,30 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
+from ... import clock
 from ...errors import JudgmentError
-from ...protocols import guided
-from ...protocols.base import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, session_progress
-from ...protocols.scheduling import (
+from ...plugin import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, session_progress
+from ...protocols.voters import voter_screen
+from ...questions import Question
+from ...records import Conversation, Unit
+from ...scheduling import tickets
+from ...scheduling.assign import (
     Choice,
     SchedulingView,
-    adaptive_note,
-    adaptive_plan,
     assign_locked,
     bot_pairs,
     cap_reached,
-    conversation_load,
-    group_load,
     least_loaded,
     pair_key,
 )
-from ...questions import Question
-from ...records import Conversation, Unit
+from ...scheduling.plan import adaptive_note, adaptive_plan
+from ...scheduling.tickets import GuidedUnits
 from ...store import work
 from ...store.work import UnitInfo
+from .options import AcuteOptions
 from .questions import ACUTE_QUESTIONS
 
 KIND = "acute"
@@ -78,7 +80,7 @@ def eval_speaker(conv: Conversation, bot: str) -> str:
     return speakers[-1] if speakers else "entity1"
 
 
-class AcuteProtocol(Protocol):
+class AcuteProtocol(Protocol[AcuteOptions]):
     method = "acute"
     template = "acute.html"
     title = "ACUTE-Eval (PW-Dialog)"
@@ -106,8 +108,7 @@ class AcuteProtocol(Protocol):
 
     # -- units -------------------------------------------------------------------------------------
     def prepare(self) -> int:
-        sid = self.study.study_id
-        convs = [c for c in work.list_conversations(self.store, sid) if not c["error"] and c["turns"] >= 2]
+        convs = [c for c in self.db.list_conversations() if not c["error"] and c["turns"] >= 2]
         by_bot: dict[str, list[str]] = {}
         for c in convs:
             bot = evaluated_bot(c)
@@ -117,7 +118,7 @@ class AcuteProtocol(Protocol):
 
         def speaker_of(conv_id: str, bot: str) -> str:
             if conv_id not in speakers:
-                speakers[conv_id] = eval_speaker(self.store.get_conversation(sid, conv_id), bot)
+                speakers[conv_id] = eval_speaker(self.db.get_conversation(conv_id), bot)
             return speakers[conv_id]
 
         names = [b.name for b in self.config.bots if b.type != "degraded"]
@@ -172,7 +173,7 @@ class AcuteProtocol(Protocol):
                         },
                     )
                 )
-        return work.add_units(self.store, sid, self.method, units)
+        return self.db.add_units(self.method, units)
 
     def _make_human_conversation(self) -> str:
         from ...corpus import load_corpus
@@ -182,7 +183,7 @@ class AcuteProtocol(Protocol):
         conv = human_conversation(
             conv_id, self.study.seeded_rng("onboarding"), load_corpus(), self.config.generation.turns
         )
-        self.store.save_conversation(self.study.study_id, conv)
+        self.db.save_conversation(conv)
         return conv_id
 
     # -- scheduling --------------------------------------------------------------------------------
@@ -203,7 +204,7 @@ class AcuteProtocol(Protocol):
             self.method,
             [q.id for q in self.questions()],
             _adaptive_outcome,
-            guided=(KIND, _group, _judge_first_won),
+            guided=GuidedUnits(KIND, _group, _judge_first_won),
         )
         if adaptive is not None and adaptive.stopped:
             return None
@@ -215,20 +216,32 @@ class AcuteProtocol(Protocol):
                 seen = view.seen_units()
                 fresh = [u for u in ob_units if u.id not in seen] or ob_units
                 unit = least_loaded(fresh, lambda u: view.used(u.id), view.rng)
+                assert unit is not None  # ob_units is not empty
                 return self._choice(unit, view)
             if ob_units and not passed and onboarding.on_fail == "block":
                 return None
         if cap_reached(history, self.options.comparisons_per_unit, KIND):
             return None
         units = view.units(KIND)
+        index = _unit_index(self.store, self.study.study_id, units)
         seen = view.seen_units()
-        candidates = [u for u in units if u.id not in seen]
-        if not candidates:
+        # per bot pair, from the index and the units given out so far (view.load): no pass over
+        # every unit of the study at each assignment
+        seen_per_group = Counter(index.group_of[u] for u in seen if u in index.group_of)
+        groups = {g for g, members in index.by_group.items() if len(members) > seen_per_group.get(g, 0)}
+        if not groups:
             return None
         target = self.options.annotations_per_pair
-        group_used = group_load(units, view, _group)
+        group_used: dict[tuple[str, str, str], int] = {}
+        conv_used: dict[str, int] = {}
+        for uid in view.load:
+            g = index.group_of.get(uid)
+            n = view.used(uid) if g is not None else 0
+            if g is not None and n:
+                group_used[g] = group_used.get(g, 0) + n
+                for c in index.by_id[uid].conversation_ids:
+                    conv_used[c] = conv_used.get(c, 0) + n
         mine = Counter(_group(a) for a in history if a.unit_kind == KIND)  # this annotator's per group
-        groups = {_group(u) for u in candidates}
         groups = {g for g in groups if group_used.get(g, 0) < target}
         if adaptive is not None:
             # the bot pair from AdaptiveState.next_pair; decided pairs get no new units
@@ -246,10 +259,9 @@ class AcuteProtocol(Protocol):
             # the drawn pair first; when this annotator has seen every unit its next tickets ask for,
             # another open pair (a ticket is never skipped: it waits for someone else)
             others = sorted(adaptive.open_groups() & groups - {group}, key=lambda g: group_used.get(g, 0))
-            return guided.ticket_for(adaptive, [group, *others], units, view, KIND)
-        conv_used = conversation_load(units, view)
+            return tickets.ticket_for(adaptive, [group, *others], units, view, KIND)
         seen_convs = view.seen_conversations()
-        in_group = [u for u in candidates if _group(u) == group]
+        in_group = [u for u in index.by_group[group] if u.id not in seen]
         unit = least_loaded(
             in_group,
             lambda u: (
@@ -260,22 +272,22 @@ class AcuteProtocol(Protocol):
             ),
             view.rng,
         )
+        assert unit is not None  # the group has a unit this annotator has not seen
         return self._choice(unit, view)
 
     @staticmethod
-    def _choice(unit, view: SchedulingView) -> Choice:
+    def _choice(unit: UnitInfo, view: SchedulingView) -> Choice:
         order = list(unit.conversation_ids)
         view.rng.shuffle(order)
         return Choice(unit.id, shown_order=order, state={})
 
     # -- page ----------------------------------------------------------------------------------------
     def _sides(self, assignment: AssignmentInfo) -> list[dict[str, Any]]:
-        sid = self.study.study_id
         p = assignment.payload
         sides = []
         for n, conv_id in enumerate(assignment.shown_order or assignment.conversation_ids, start=1):
             idx = assignment.conversation_ids.index(conv_id)
-            conv = self.store.get_conversation(sid, conv_id)
+            conv = self.db.get_conversation(conv_id)
             speaker = p["eval_speakers"][idx]
             sides.append({"n": n, "conversation": conv, "speaker": speaker, "turns": [t for t in conv.turns]})
         return sides
@@ -284,9 +296,7 @@ class AcuteProtocol(Protocol):
         q = self.question(assignment.payload["question"])
         notice = None
         if assignment.unit_kind == ONBOARDING_KIND:
-            _passed, tries = self.onboarding_state(
-                work.annotator_assignments(self.store, self.study.study_id, annotator.id)
-            )
+            _passed, tries = self.onboarding_state(self.db.annotator_assignments(annotator.id))
             if tries:
                 notice = (
                     f"That practice answer was not right. Read both conversations again: "
@@ -314,7 +324,7 @@ class AcuteProtocol(Protocol):
                 detail=f"then {total} comparisons",
                 minutes_left=(total + 1) * MINUTES_PER_COMPARISON,
             )
-        history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
+        history = self.db.annotator_assignments(annotator.id)
         done = sum(1 for a in history if a.unit_kind == KIND and a.status == "submitted")
         return session_progress(
             f"Comparison {min(done + 1, total)} of {total}",
@@ -346,7 +356,7 @@ class AcuteProtocol(Protocol):
             "right": order[1],
             "speakers_to_eval": p["speakers_to_eval"],
         }
-        if (assignment.state or {}).get("guided"):  # the judge-guided ticket this answers (guided.py)
+        if (assignment.state or {}).get("guided"):  # the judge-guided ticket this answers (scheduling/tickets.py)
             meta["guided"] = assignment.state["guided"]
         if assignment.unit_kind == ONBOARDING_KIND:
             passed = winner == p["correct"]
@@ -359,10 +369,11 @@ class AcuteProtocol(Protocol):
                 justification=justification,
                 elapsed_s=elapsed,
                 meta={**meta, "onboarding": True, "passed": passed},
+                finish=True,
+                state={"passed": passed},
             )
-            self.finish(assignment, {"passed": passed})
             if not passed:
-                history = work.annotator_assignments(self.store, self.study.study_id, annotator.id)
+                history = self.db.annotator_assignments(annotator.id)
                 ok, tries = self.onboarding_state(history)
                 if not ok and tries >= self.config.onboarding.tries:
                     block = self.config.onboarding.on_fail == "block"
@@ -377,17 +388,16 @@ class AcuteProtocol(Protocol):
             justification=justification,
             elapsed_s=elapsed,
             meta=meta,
+            finish=True,  # one commit: the judgment and the closed assignment
         )
-        self.finish(assignment)
         self.check_justifications(annotator.id)
         return Outcome(done=True)
 
     # -- admin ---------------------------------------------------------------------------------------
     def admin_summary(self) -> AdminSummary:
-        sid = self.study.study_id
-        judgments = work.list_judgments(self.store, sid)
+        judgments = self.db.list_judgments()
         target = self.options.annotations_per_pair
-        rows: dict[tuple, dict[str, Any]] = {}
+        rows: dict[tuple[str, ...], dict[str, Any]] = {}
 
         def row_of(question: str, a: str, b: str) -> dict[str, Any]:
             """The progress row of one question and bot pair (made on first use)."""
@@ -432,12 +442,39 @@ class AcuteProtocol(Protocol):
         note = adaptive_note(self)
         if note:
             notes.append(note)
-        if self.config.onboarding.enabled and not work.count_units(self.store, sid, ONBOARDING_KIND):
+        if self.config.onboarding.enabled and not self.db.count_units(ONBOARDING_KIND):
             notes.append(
                 "Onboarding is enabled but no onboarding units exist (set protocol.onboarding_weak_bot "
                 "and generate that bot's self-chats)."
             )
-        return AdminSummary(progress=list(rows.values()), headline=headline, notes=notes)
+        summary = AdminSummary(progress=list(rows.values()), headline=headline, notes=notes)
+        voter_screen(self, summary, _adaptive_outcome)
+        return summary
+
+
+@dataclass
+class _UnitIndex:
+    units: list[UnitInfo]  # the list it was built from (work.units_cached keeps it while unchanged)
+    by_id: dict[int, UnitInfo]
+    group_of: dict[int, tuple[str, str, str]]
+    by_group: dict[tuple[str, str, str], list[UnitInfo]]
+
+
+def _unit_index(store: object, study_id: int, units: list[UnitInfo]) -> _UnitIndex:
+    """The study's comparison units by id and by bot pair, built once per process for a units list
+    (units never change once stored; a new list from units_cached means units were added)."""
+    cache: dict[int, _UnitIndex] = store.__dict__.setdefault("_acute_unit_index", {})
+    index = cache.get(study_id)
+    if index is None or index.units is not units:
+        by_group: dict[tuple[str, str, str], list[UnitInfo]] = {}
+        group_of = {}
+        for u in units:
+            g = _group(u)
+            group_of[u.id] = g
+            by_group.setdefault(g, []).append(u)
+        index = _UnitIndex(units, {u.id: u for u in units}, group_of, by_group)
+        cache[study_id] = index
+    return index
 
 
 def _judge_first_won(unit: UnitInfo, value: Any) -> bool | None:
@@ -446,7 +483,7 @@ def _judge_first_won(unit: UnitInfo, value: Any) -> bool | None:
     if winner not in unit.conversation_ids:
         return None
     bot = unit.payload["speakers_to_eval"][unit.conversation_ids.index(winner)]
-    return bot == _group(unit)[1]
+    return bool(bot == _group(unit)[1])
 
 
 def _adaptive_outcome(j: work.ScoredJudgment) -> tuple[str, str, str] | None:
@@ -462,11 +499,11 @@ def _adaptive_outcome(j: work.ScoredJudgment) -> tuple[str, str, str] | None:
 def _elapsed(data: dict[str, Any], assignment: AssignmentInfo) -> float | None:
     raw = data.get("elapsed_ms")
     try:
-        ms = float(raw) if raw not in (None, "") else None
+        ms = float(raw) if raw is not None and raw != "" else None
     except (TypeError, ValueError):
         ms = None
     if ms is not None and 0 <= ms < 24 * 3600 * 1000:
         return ms / 1000.0
     if assignment.started_at is not None:
-        return (work.utcnow() - assignment.started_at).total_seconds()
+        return (clock.now() - assignment.started_at).total_seconds()
     return None

@@ -1,4 +1,4 @@
-"""ACUTE-Eval's question presets: the optimized questions (paper 003, Table 1; paper 000 §3.1.3)."""
+"""ACUTE-Eval's question presets: the optimized questions (Li et al. 2019, Table 1; Smith et al. 2022, §3.1.3)."""
 
 from __future__ import annotations
 

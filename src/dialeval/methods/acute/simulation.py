@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import html
 import re
 
 from ...simulate import model
-from ...simulate.annotator import SimulatedAnnotator
+from ...simulate.annotator import SimulatedAnnotator, shown_texts, shows
 
 
 def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
@@ -18,20 +17,18 @@ def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
     for n, conv_id in enumerate(order):
         conv = sim.conversation(conv_id)
         texts = {t.text for t in conv.turns}
-        if n < len(shown) and shown[n] and not set(shown[n]) <= texts:
+        if n < len(shown) and shown[n] and not all(any(shows(s, t) for t in texts) for s in shown[n]):
             sim.log.errors.append(f"assignment {aid}: side {n + 1} does not show conversation {conv_id}")
     question = a.payload.get("question")
     onboarding = a.unit_kind.endswith("onboarding")
-    if sim.profile.careless:
-        choice = sim.rng.randrange(2)
-    else:
-        choice = model.choose_pairwise(
-            sim.truth.strength(bots[0], question),
-            sim.truth.strength(bots[1], question),
-            sim.profile.side_bias,
-            sim.profile.noise,
-            sim.rng,
-        )
+    choice = model.pick_side(
+        sim.profile,
+        bots[0],
+        bots[1],
+        sim.truth.strength(bots[0], question),
+        sim.truth.strength(bots[1], question),
+        sim.rng,
+    )
     seconds = sim.think("onboarding" if onboarding else "acute")
     sim.act(
         aid,
@@ -48,6 +45,6 @@ def acute_sides(page: str) -> list[list[str]]:
     """The highlighted speaker's texts on each side of an ACUTE page."""
     sides = []
     for block in re.findall(r'<section class="side"[^>]*>(.*?)</section>', page, re.DOTALL):
-        texts = re.findall(r'<li class="msg msg-eval[^"]*">.*?<span class="text">(.*?)</span>', block, re.DOTALL)
-        sides.append([html.unescape(t) for t in texts])
+        turns = re.findall(r'<li class="msg msg-eval[^"]*">(.*?)</li>', block, re.DOTALL)
+        sides.append([t for turn in turns for t in shown_texts(turn)])
     return sides

@@ -8,12 +8,12 @@ Both give judgments of question ``battle`` in the shape of records.py, ranked by
 
 from __future__ import annotations
 
-from ..spec import Method, PlanningModel, SimulationModel
+from ...registry import Method, PlanningModel, SimulationModel
 
 _P = __name__
 
 # Seconds per vote: no published figure for Chatbot Arena (Chiang et al. 2024 report votes, not
-# time). Assumption: half of PW-Turn's 89 s per rating (paper 000 §4.1: 5.73 worker-hours, 231
+# time). Assumption: half of PW-Turn's 89 s per rating (Smith et al. 2022, §4.1: 5.73 worker-hours, 231
 # ratings) -- the same live chat and two replies to read, but no persona and no written reason.
 SECONDS_PER_VOTE = 5.73 * 3600 / 231 / 2
 
@@ -25,6 +25,7 @@ METHOD = Method(
     options=f"{_P}.options:ArenaOptions",
     analysis=f"{_P}.analysis:analyze_arena",
     protocol=f"{_P}.protocol:ArenaProtocol",
+    settle=f"{_P}.protocol:settle_held_votes",
     figures=f"{_P}.figures:figures",
     methods_text=(
         "Each vote compared two anonymous models answering the same messages: model_a, model_b, tie or "
@@ -47,7 +48,9 @@ METHOD = Method(
     },
     simulation=SimulationModel(
         step=f"{_P}.simulation:step",
-        judgment_actions=("next",),  # a vote becomes a judgment when it is final
+        # an acknowledged vote becomes one judgment: at "next", when its change window passes, or
+        # when the crowd has left (settle); a change within the window is the same judgment
+        judgment_actions=("vote",),
         seconds={"arena": 20.0},
         abandon_within=8,
         corpus=True,
@@ -55,8 +58,11 @@ METHOD = Method(
     planning=PlanningModel(
         seconds_per_judgment=SECONDS_PER_VOTE,
         test="binomial",
-        source="assumption: half of PW-Turn's 89 s per rating (000 §4.1); no published time per Arena vote",
+        source=(
+            "assumption: half of PW-Turn's 89 s per rating (Smith et al. 2022, §4.1); no published time per Arena vote"
+        ),
         draws=True,
+        pilot="dialeval.report.pilot:pairwise_pilot",
     ),
     importers=("arena",),
     judge="dialeval.methods.arena.judge:arena",
@@ -69,6 +75,21 @@ METHOD = Method(
         "between pairs; per-turn votes of one battle are not independent; ties count half a win; "
         "votes after a model named itself are not ranked."
     ),
+    answer_pairs=f"{_P}.answer:pairs",
     excluded_bot_types=frozenset({"imported"}),
+    # what analysis.battle_frame reads: a report on 1M battles loads these columns, not 1M objects
+    report_columns={
+        "question": "battle",
+        "value": {
+            "model_a": "string",
+            "model_b": "string",
+            "winner": "string",
+            "turn": "integer",
+            "anonymous": "boolean",
+            "conversation_a": "string",
+            "conversation_b": "string",
+        },
+        "meta": {"battle": "string", "category": "string", "item": "string"},
+    },
     session_option="turns",
 )

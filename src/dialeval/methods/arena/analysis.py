@@ -25,8 +25,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dialeval.analysis.shared import _filtered_annotators
-from dialeval.records import Dataset, is_judge_annotator
+from dialeval.analysis.annotators import (
+    annotator_options,
+    cap_prompts,
+    flagged,
+    model_judges,
+    pairwise_labels,
+    pairwise_model_section,
+    vote_frame,
+)
+from dialeval.analysis.ranking import (
+    provisional,
+    ranking_options,
+    robustness_audit,
+    segment_boards,
+    style_of_votes,
+    tie_model_board,
+    tie_section,
+    tiers,
+)
+from dialeval.analysis.shared import filtered_annotator_ids
+from dialeval.records import Dataset, JudgmentColumns, is_judge_annotator
 from dialeval.stats.bradley_terry import (
     aggregate_votes,
     bradley_terry,
@@ -44,13 +63,69 @@ TIES_NOTE = (
     "Ties ('tie' and 'tie (bothbad)') count as half a win for each model, as Chatbot Arena does; "
     "battles of a model against itself are dropped."
 )
+# the `ranking: {ties: ...}` choice of the study file (analysis/ranking.py)
+TIE_NOTES = {
+    "half": TIES_NOTE,
+    "ignore": "Ties ('tie' and 'tie (bothbad)') are left out of the ratings (ranking.ties: ignore); "
+    "battles of a model against itself are dropped.",
+    "davidson": "Ratings from the Davidson (1970) model, which gives a tie its own probability "
+    "(ranking.ties: davidson); intervals are Wald intervals of that fit.",
+    "rao-kupper": "Ratings from the Rao-Kupper (1967) model, which gives a tie its own probability "
+    "(ranking.ties: rao-kupper); intervals are Wald intervals of that fit.",
+}
 
 
-COLUMNS = ["annotator", "battle", "model_a", "model_b", "winner", "turn", "anonymous"]
+COLUMNS = [
+    "annotator",
+    "battle",
+    "model_a",
+    "model_b",
+    "winner",
+    "turn",
+    "anonymous",
+    "category",
+    "text_a",
+    "text_b",
+    "prompt",
+]
+
+
+def _prompts(dataset: Dataset) -> dict[str, str]:
+    """The first message a person wrote in each conversation (the battle's prompt)."""
+    out: dict[str, str] = {}
+    for conv in dataset.conversations:
+        for t in conv.turns:
+            if t.bot is None and not t.is_seed and t.text.strip():
+                out[conv.id] = t.text
+                break
+    return out
+
+
+def answer_texts(dataset: Dataset) -> tuple[dict[str, str], dict[tuple[str, int, str], str]]:
+    """The bots' text a vote compared: per conversation id (imported battles, one model each), and
+    per (conversation, turn, bot) from the candidates of live per-turn battles."""
+    whole: dict[str, str] = {}
+    per_turn: dict[tuple[str, int, str], str] = {}
+    for conv in dataset.conversations:
+        bot_text = [t.text for t in conv.turns if t.bot is not None and not t.is_seed]
+        if bot_text:
+            whole[conv.id] = "\n\n".join(bot_text)
+        for t in conv.turns:
+            if t.candidates and isinstance(t.meta.get("turn"), int):
+                for c in t.candidates:
+                    if isinstance(c, dict) and c.get("bot") and isinstance(c.get("text"), str):
+                        per_turn[(conv.id, t.meta["turn"], c["bot"])] = c["text"]
+    return whole, per_turn
 
 
 def battle_frame(dataset: Dataset, annotators: set[str] | None = None) -> pd.DataFrame:
-    """One row per battle vote: annotator, battle, model_a, model_b, winner, turn, anonymous."""
+    """One row per battle vote: annotator, battle, model_a, model_b, winner, turn, anonymous, the
+    prompt's category (judgment meta ``category``, when the data have one) and the two answers'
+    text when the data hold it (text_a, text_b; else None)."""
+    whole, per_turn = answer_texts(dataset)
+    prompts = _prompts(dataset)
+    if isinstance(dataset.judgments, JudgmentColumns):
+        return _battle_columns(dataset.judgments.frame, annotators, whole, per_turn, prompts)
     rows = []
     for j in dataset.judgments:
         if j.question != QUESTION or not isinstance(j.value, dict):
@@ -58,6 +133,10 @@ def battle_frame(dataset: Dataset, annotators: set[str] | None = None) -> pd.Dat
         if annotators is not None and j.annotator_id not in annotators:
             continue
         v = j.value
+        text_a, text_b = whole.get(v.get("conversation_a") or ""), whole.get(v.get("conversation_b") or "")
+        if text_a is None and j.conversation_id and isinstance(v.get("turn"), int):
+            text_a = per_turn.get((j.conversation_id, v["turn"], str(v.get("model_a"))))
+            text_b = per_turn.get((j.conversation_id, v["turn"], str(v.get("model_b"))))
         rows.append(
             {
                 "annotator": j.annotator_id,
@@ -67,9 +146,58 @@ def battle_frame(dataset: Dataset, annotators: set[str] | None = None) -> pd.Dat
                 "winner": v.get("winner"),
                 "turn": v.get("turn"),
                 "anonymous": v.get("anonymous") is not False,  # imported votes: anonymous
+                "category": j.meta.get("category"),
+                "text_a": text_a,
+                "text_b": text_b if text_a is not None else None,
+                "prompt": prompts.get(j.conversation_id or v.get("conversation_a") or ""),
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _battle_columns(
+    frame: pd.DataFrame,
+    annotators: set[str] | None,
+    whole: dict[str, str],
+    per_turn: dict[tuple[str, int, str], str],
+    prompts: dict[str, str],
+) -> pd.DataFrame:
+    """battle_frame of judgments read as columns (records.JudgmentColumns): the same rows, built
+    column by column with pandas instead of a dict per vote."""
+    if annotators is not None:
+        frame = frame[frame["annotator"].isin(annotators)]
+    anonymous = frame["value.anonymous"]
+    out = pd.DataFrame(
+        {
+            "annotator": frame["annotator"],
+            "battle": frame["meta.battle"],
+            "model_a": frame["value.model_a"],
+            "model_b": frame["value.model_b"],
+            "winner": frame["value.winner"],
+            "turn": frame["value.turn"],
+            "anonymous": ~(anonymous.notna() & (anonymous == False)),  # noqa: E712 - imported votes: anonymous
+            "category": frame["meta.category"],
+        }
+    ).reset_index(drop=True)
+    text_a: list[str | None] = [None] * len(out)
+    text_b: list[str | None] = [None] * len(out)
+    if whole:  # imported battles with their text: one conversation per side
+        text_a = [whole.get(c or "") for c in frame["value.conversation_a"].tolist()]
+        text_b = [whole.get(c or "") for c in frame["value.conversation_b"].tolist()]
+    if per_turn:  # live per-turn battles: the candidates of the voted turn
+        turns, convs = frame["value.turn"].tolist(), frame["conversation"].tolist()
+        a, b = frame["value.model_a"].tolist(), frame["value.model_b"].tolist()
+        for k, (conv, turn) in enumerate(zip(convs, turns)):
+            if text_a[k] is None and isinstance(conv, str) and conv and turn == turn and turn is not None:
+                text_a[k] = per_turn.get((conv, int(turn), str(a[k])))
+                text_b[k] = per_turn.get((conv, int(turn), str(b[k])))
+    out["text_a"] = text_a
+    out["text_b"] = [tb if ta is not None else None for ta, tb in zip(text_a, text_b)]
+    out["prompt"] = [
+        prompts.get((c if isinstance(c, str) and c else None) or (ca if isinstance(ca, str) else "") or "")
+        for c, ca in zip(frame["conversation"].tolist(), frame["value.conversation_a"].tolist())
+    ]
+    return out[COLUMNS]
 
 
 def turn_curve(votes: pd.DataFrame) -> dict[str, dict[str, dict[str, float | int]]]:
@@ -129,6 +257,49 @@ def _judges(dataset: Dataset, crowd: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
+def _style_and_segments(
+    dataset: Dataset, votes: pd.DataFrame, systems: list[dict[str, Any]], n_boot: int, ci: float, seed: int
+) -> dict[str, Any]:
+    """Style control where both answers' text is known, leaderboards per prompt category and per
+    annotator platform (analysis/ranking.py)."""
+    out: dict[str, Any] = {}
+    texted = votes.dropna(subset=["text_a", "text_b"])
+    if len(texted):
+        from dialeval.stats.style import style_features
+
+        section = style_of_votes(
+            systems,
+            texted["model_a"],
+            texted["model_b"],
+            texted["winner"],
+            np.array([style_features(t) for t in texted["text_a"]]),
+            np.array([style_features(t) for t in texted["text_b"]]),
+            ci=ci,
+        )
+        if section is not None:
+            out["style_control"] = section
+    overall = {s["name"]: s["score"] for s in systems}
+    boots = min(n_boot, 200)  # per segment: intervals for the flag, not for publication
+    categorised = votes.dropna(subset=["category"])
+    if categorised["category"].nunique() > 1:
+        out["by_category"] = segment_boards(categorised, "category", overall, n_boot=boots, ci=ci, seed=seed)
+    platform = {a.id: a.platform for a in dataset.annotators}
+    by_platform = votes.assign(platform=votes["annotator"].map(platform))
+    if by_platform["platform"].nunique() > 1:
+        out["by_platform"] = segment_boards(
+            by_platform.dropna(subset=["platform"]), "platform", overall, n_boot=boots, ci=ci, seed=seed
+        )
+    return out
+
+
+def _has_items(dataset: Dataset) -> bool:
+    """Whether some battle names the item it judges (meta ``item``: formats/arena.py, item_key)."""
+    if isinstance(dataset.judgments, JudgmentColumns):
+        frame = dataset.judgments.frame
+        return "meta.item" in frame and bool(frame["meta.item"].notna().any())
+    return any((j.meta or {}).get("item") for j in dataset.judgments)
+
+
 def analyze_arena(
     dataset: Dataset,
     n_boot: int = 1000,
@@ -137,10 +308,13 @@ def analyze_arena(
     exclude_annotators: list[str] | None = None,
 ) -> dict[str, Any]:
     """The arena report dict: systems (leaderboard), win_rates, battle_counts, outcomes, judges."""
-    filtered = _filtered_annotators(dataset, exclude_annotators)
+    filtered = filtered_annotator_ids(dataset, exclude_annotators)
     crowd_ids = {a.id for a in dataset.annotators if not is_judge_annotator(a) and a.id not in filtered}
     known = {a.id for a in dataset.annotators}
-    crowd_ids |= {j.annotator_id for j in dataset.judgments if j.annotator_id not in known}
+    if isinstance(dataset.judgments, JudgmentColumns):
+        crowd_ids |= set(dataset.judgments.frame["annotator"].unique()) - known
+    else:
+        crowd_ids |= {j.annotator_id for j in dataset.judgments if j.annotator_id not in known}
     votes = battle_frame(dataset, crowd_ids)
     report: dict[str, Any] = {"method": "arena", "ties": TIES_NOTE, "systems": []}
     named = votes[~votes["anonymous"].astype(bool)]
@@ -152,16 +326,53 @@ def analyze_arena(
         }
     if votes.empty:
         return report
+    # annotator screening (analysis/annotators.py): prompts asked too often capped, flagged voters
+    # left out when the study says so; the annotator models below see every crowd vote
+    screen = annotator_options(dataset.meta.get("config"))
+    if votes["prompt"].notna().any():
+        keep, report["prompts"] = cap_prompts(list(votes["prompt"]), screen["prompt_cap"], screen["near_duplicate"])
+        votes = votes[keep]
+    crowd_votes = votes
+    excluded_voters = flagged(vote_frame(votes, "model_a", "model_b"), screen) if screen["exclude_flagged"] else []
+    if excluded_voters:
+        votes = votes[~votes["annotator"].astype(str).isin(set(excluded_voters))]
+        if votes.empty:
+            return report
     outcomes = Counter(votes["winner"])
-    board = bradley_terry(votes, "model_a", "model_b", "winner", n_boot=n_boot, ci=ci, seed=seed)
-    names, wins, ties = aggregate_votes(votes, "model_a", "model_b", "winner")
+    options = ranking_options(dataset.meta.get("config"))
+    tie_model = options["ties"]
+    all_names, all_wins, all_ties = aggregate_votes(votes, "model_a", "model_b", "winner")
+    ranked = votes[~votes["winner"].astype(str).str.startswith("tie")] if tie_model == "ignore" else votes
+    board = bradley_terry(ranked, "model_a", "model_b", "winner", n_boot=n_boot, ci=ci, seed=seed)
+    if ranked is votes:  # ties half: the counts of every vote, aggregated once
+        names, wins, ties = all_names, all_wins, all_ties
+    else:
+        names, wins, ties = aggregate_votes(ranked, "model_a", "model_b", "winner")
     theta = fit_bt(wins, ties)
     _, half = sandwich_intervals(wins, ties, theta, ci=ci)
     sand = pd.DataFrame({"sandwich_low": to_elo(theta - half), "sandwich_high": to_elo(theta + half)}, index=names)
+    if tie_model in ("davidson", "rao-kupper"):
+        # the tie model's own ratings; its intervals are Wald intervals of the fit (stats/ties.py)
+        fitted = tie_model_board(names, wins, ties, tie_model, ci, n_boot, seed)
+        own = pd.DataFrame(
+            {
+                "rating": fitted["rating"],
+                "ci_low": fitted["ci_low"],
+                "ci_high": fitted["ci_high"],
+                "rank": fitted["rank"],
+                "rank_ci": [(int(a), int(b)) for a, b in zip(fitted["rank_lo"], fitted["rank_hi"])],
+            },
+            index=names,
+        )
+        board = board.drop(columns=list(own.columns)).join(own, on="name")
+        board = board.sort_values(["rating", "name"], ascending=[False, True]).reset_index(drop=True)
+        sand["sandwich_low"], sand["sandwich_high"] = fitted["ci_low"], fitted["ci_high"]
     sand["rank_sandwich"] = ci_rank(sand["sandwich_low"], sand["sandwich_high"])
     board = board.join(sand, on="name")
+    board["tier"] = tiers(list(board["rating"]), list(board["ci_low"]), list(board["ci_high"]))
+    board["provisional"] = provisional(list(board["n"]), list(board["ci_low"]), list(board["ci_high"]), options)
     order = list(board["name"])
-    battles, rate = pairwise_tables(wins, ties)
+    battles, rate = pairwise_tables(all_wins, all_ties)
     systems = []
     for row in board.itertuples(index=False):
         systems.append(
@@ -179,25 +390,78 @@ def analyze_arena(
                 "wins": int(row.wins),
                 "losses": int(row.losses),
                 "ties": int(row.ties),
+                "tier": int(row.tier),
+                "provisional": bool(row.provisional),
             }
         )
     report.update(
         {
             "systems": systems,
-            "win_rates": _matrix(names, rate, order, 3),
-            "battle_counts": _matrix(names, battles, order, None),
+            "win_rates": _matrix(all_names, rate, order, 3),
+            "battle_counts": _matrix(all_names, battles, order, None),
             "outcomes": {k: int(outcomes.get(k, 0)) for k in ("model_a", "model_b", "tie", "tie (bothbad)")},
             "battles": int(len(votes)),
             "self_battles_dropped": int((votes["model_a"] == votes["model_b"]).sum()),
             "rating_scale": "Elo-like: 400 points = 10:1 odds, mean 1000",
             "intervals": {"level": ci, "bootstrap_rounds": n_boot, "seed": seed},
+            "ties": TIE_NOTES[tie_model],
+            "ranking": {**options, "rank": "1 + the number of models whose interval lies wholly above"},
         }
     )
+    ties_report = tie_section(all_names, all_wins, all_ties, tie_model)
+    if ties_report is not None:
+        report["tie_model"] = ties_report
+    if options["robustness"] and len(all_names) > 1:
+        # on the votes the board ranks (ties half; Davidson and Rao–Kupper boards are audited on the
+        # half-win fit, which orders the same boards in practice: say so in the section)
+        report["robustness"] = robustness_audit(names, wins, ties, theta)
     turns = votes["turn"].dropna()
     if len(turns):
         report["turns"] = {str(int(k)): int(v) for k, v in sorted(Counter(turns.astype(int)).items())}
         report["turn_curve"] = turn_curve(votes)
+    report.update(_style_and_segments(dataset, votes, systems, n_boot, ci, seed))
     judges = _judges(dataset, votes)
     if judges:
         report["judges"] = judges
+    report["annotator_model"] = _annotator_model(dataset, crowd_votes, screen, excluded_voters, n_boot, ci, seed)
+    from ...judges.audit import people_section  # the same measures the judge audit sets judges against
+
+    # only when the data can say something: answers' texts (length preference) or recognised items
+    # (several people per item); else it would turn every vote into an object for nothing
+    if crowd_votes["text_a"].notna().any() or _has_items(dataset):
+        people = people_section(dataset, crowd_ids, n_boot=n_boot, seed=seed)
+        if people:
+            report["people"] = people
     return report
+
+
+def _annotator_model(
+    dataset: Dataset,
+    crowd: pd.DataFrame,
+    options: dict[str, Any],
+    excluded: list[str],
+    n_boot: int,
+    ci: float,
+    seed: int,
+) -> dict[str, Any]:
+    """Crowd-BT and the voter screen on the crowd's votes; Dawid-Skene and MACE on the battles with
+    the LLM judges' votes as one more annotator (the label: model_a, model_b or a kind of tie)."""
+    # judges kept apart (their verdicts are added as labels); with --include-judges they are in `crowd`
+    apart = [a.id for a in dataset.annotators if is_judge_annotator(a)]
+    judge_ids = model_judges(dataset)
+    both = pd.concat([crowd, battle_frame(dataset, set(apart))]) if apart else crowd
+    both = both[both["model_a"] != both["model_b"]]
+    label = both["winner"].astype(str)  # the side chosen (a judge's position bias shows in its confusion)
+    # a live vote without a battle id is an item of its own
+    item = [b if b is not None and b == b else f"vote-{k}" for k, b in enumerate(both["battle"])]
+    items = both.assign(label=label, item=item)
+    return pairwise_model_section(
+        vote_frame(crowd, "model_a", "model_b"),
+        pairwise_labels(items, "item", "label"),
+        options=options,
+        judges=judge_ids,
+        excluded=excluded,
+        n_boot=n_boot,
+        ci=ci,
+        seed=seed,
+    )

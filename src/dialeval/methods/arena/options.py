@@ -1,7 +1,7 @@
 """The study file's `protocol:` block of an arena study.
 
 An imported study (``dialeval import arena``) needs none of it; a live one (annotators chat with two
-anonymous bots side by side) reads every field. Plain pydantic here (not config._Strict) so that
+anonymous bots side by side) reads every field. Plain pydantic here (not config.StrictModel) so that
 reading the registry never imports the study-file module.
 """
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class ArenaOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # a misspelt key is an error
 
     # default: every pair of bots
     pairs: list[tuple[str, str]] | None = None
@@ -23,7 +23,7 @@ class ArenaOptions(BaseModel):
     # tie or "both bad" continues with a reply drawn at random), "own" = each bot keeps its own history
     continue_with: Literal["chosen", "own"] = "own"
     turns: int = Field(3, ge=1, le=30, description="messages the annotator writes in one battle (at most)")
-    battles_per_pair: int = Field(20, ge=1, description="battles per bot pair (each by another annotator)")
+    battles_per_pair: int = Field(20, ge=1, le=100_000, description="battles per bot pair (each by another annotator)")
     # other names a bot may give itself ({bot: [alias, ...]}); its configured name always counts
     aliases: dict[str, list[str]] = Field(default_factory=dict)
     change_seconds: float = Field(10.0, ge=0, le=120, description="a vote can be changed this long, then it is final")

@@ -16,6 +16,10 @@ earlier when the annotator moves on (sends the next message or finishes the batt
 is given work after the window (a tab closed inside it: `finalize_due_votes`). The server refuses a
 change after the window.
 
+Once the battle's last vote is final the battle is closed and the page names the two models (as
+Chatbot Arena does after its vote): every vote was cast blind, and nothing can be added to the battle
+after the names are shown, so the reveal never touches a vote marked anonymous.
+
 A bot that names itself (its configured name or a listed alias, case-insensitive, as a whole word)
 in any reply of the battle makes the battle's later votes non-anonymous: they are stored with
 ``"anonymous": false`` and left out of the leaderboard (analysis.py counts them).
@@ -25,40 +29,40 @@ Judgment (question ``battle``, the contract of records.py shared with the Arena 
 "revealed"}``; meta ``battle`` names the battle (and turn), ``changes`` counts changed votes.
 
 Units: one per bot pair, given to ``battles_per_pair`` annotators (each annotator at most once);
-with ``adaptive.enabled`` the pair comes from the anytime-valid scheduler (protocols/scheduling.py).
+with ``adaptive.enabled`` the pair comes from the anytime-valid scheduler (scheduling/assign.py).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
+from dataclasses import replace
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...bots.base import Bot, BotContext, ChatMessage
 from ...errors import DialevalError, JudgmentError
-from ...protocols.base import AdminSummary, Outcome, Protocol
+from ...plugin import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, SchedulingView, StudyContext
 from ...protocols.live import (
     BOT,
     HUMAN,
     LiveProtocol,
-    _to_thread,
+    PageAction,
     awaiting_bot,
     bot_turn_count,
     now_ts,
     page_elapsed,
+    run_in_thread,
 )
-from ...protocols.scheduling import (
-    Choice,
-    adaptive_note,
-    adaptive_plan,
-    assign_locked,
-    bot_pairs,
-    least_loaded,
-    pair_key,
-)
+from ...protocols.voters import voter_screen
 from ...records import Conversation, Turn, Unit
+from ...scheduling.assign import Choice, assign_locked, bot_pairs, least_loaded, pair_key
+from ...scheduling.plan import adaptive_note, adaptive_plan
 from ...store import work
+from .options import ArenaOptions
+
+if TYPE_CHECKING:
+    from ...study import OpenStudy
 
 KIND = "arena-battle"
 QUESTION = "battle"
@@ -101,14 +105,14 @@ def side_history(turns: list[Turn], bot: str, own: bool) -> list[ChatMessage]:
     return out
 
 
-class ArenaProtocol(LiveProtocol, Protocol):
+class ArenaProtocol(LiveProtocol, Protocol[ArenaOptions]):
     method = "arena"
     template = "arena.html"
     title = "Arena battle: chat with two anonymous bots and vote"
     fixed_opener = False  # the annotator opens the battle with a message of their own
     work_kinds = (KIND,)
 
-    def __init__(self, study):
+    def __init__(self, study: StudyContext):
         super().__init__(study)
         if len(self.pairs()) == 0:  # e.g. a study made by `dialeval import arena`: analysed, not served
             raise DialevalError(
@@ -123,17 +127,17 @@ class ArenaProtocol(LiveProtocol, Protocol):
 
     def prepare(self) -> int:
         units = [Unit(id=f"arena-{a}-{b}", kind=KIND, payload={"bots": [a, b]}) for a, b in self.pairs()]
-        return work.add_units(self.store, self.study.study_id, self.method, units)
+        return self.db.add_units(self.method, units)
 
     def votes_per_battle(self) -> int:
         return self.options.turns if self.options.vote == "per-turn" else 1
 
-    def assign(self, annotator):
+    def assign(self, annotator: AnnotatorInfo) -> AssignmentInfo | None:
         self.finalize_due_votes()  # before the scheduler can expire an assignment holding one
         target = self.options.battles_per_pair
         cap = self.config.annotation.units_per_annotator
 
-        def choose(view) -> Choice | None:
+        def choose(view: SchedulingView) -> Choice | None:
             adaptive = adaptive_plan(
                 self, view, self.method, [QUESTION], adaptive_outcome, judgments_per_unit=self.votes_per_battle()
             )
@@ -158,10 +162,10 @@ class ArenaProtocol(LiveProtocol, Protocol):
         return assign_locked(self, annotator, choose)
 
     # -- the live conversation ---------------------------------------------------------------------
-    def sides(self, assignment, state) -> list[str]:
+    def sides(self, assignment: AssignmentInfo, state: dict[str, Any]) -> list[str]:
         return list(state.get("sides") or assignment.shown_order or assignment.payload["bots"])
 
-    def conversation(self, annotator, assignment, state) -> Conversation:
+    def conversation(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, state: dict[str, Any]) -> Conversation:
         sides = self.sides(assignment, state)
         return self.create_conversation(
             self.current_conversation_id(assignment, state),
@@ -170,13 +174,13 @@ class ArenaProtocol(LiveProtocol, Protocol):
             {"method": self.method, "sides": sides, "unit": assignment.unit_external_id, "vote": self.options.vote},
         )
 
-    def chat_bots(self, assignment, state) -> list[str]:
+    def chat_bots(self, assignment: AssignmentInfo, state: dict[str, Any]) -> list[str]:
         return self.sides(assignment, state)  # slot 0 = Model A, slot 1 = Model B
 
-    def replies_pending(self, state) -> bool:
+    def replies_pending(self, state: dict[str, Any]) -> bool:
         return bool(state.get("pending"))
 
-    def can_send(self, conv, state) -> str | None:
+    def can_send(self, conv: Conversation, state: dict[str, Any]) -> str | None:
         if state.get("pending") and not state.get("vote"):
             return "First vote on the two replies."
         if state.get("vote") and self.options.vote == "end":
@@ -187,10 +191,24 @@ class ArenaProtocol(LiveProtocol, Protocol):
             return "This battle is complete: vote now."
         return None
 
+    def failure_notice(self, slots: list[int]) -> str:
+        # the side, never the bot: a name, URL or error text would end the battle's anonymity
+        if len(slots) == 1:
+            return f"{SIDE_LABELS[slots[0]]} could not answer; try again."
+        return "Neither model could answer; try again."
+
     def names_of(self, bot: str) -> list[str]:
         return [bot, *self.options.aliases.get(bot, [])]
 
-    def store_replies(self, annotator, assignment, conv, state, names, texts) -> None:
+    def store_replies(
+        self,
+        annotator: AnnotatorInfo,
+        assignment: AssignmentInfo,
+        conv: Conversation,
+        state: dict[str, Any],
+        names: list[str],
+        texts: list[str],
+    ) -> None:
         turn = bot_turn_count(conv) + 1
         cands = [{"bot": n, "text": t} for n, t in zip(names, texts)]
         revealed = sorted(
@@ -214,10 +232,16 @@ class ArenaProtocol(LiveProtocol, Protocol):
 
     # -- votes -------------------------------------------------------------------------------------
     def window_left(self, vote: dict[str, Any]) -> float:
-        return max(0.0, float(vote["at"]) + self.options.change_seconds - now_ts())
+        return max(0.0, float(vote["at"]) + float(self.options.change_seconds) - now_ts())
 
     def finalize(
-        self, annotator, assignment, state: dict[str, Any], *, force: bool = False, request_id: str | None = None
+        self,
+        annotator: AnnotatorInfo,
+        assignment: AssignmentInfo,
+        state: dict[str, Any],
+        *,
+        force: bool = False,
+        request_id: str | None = None,
     ) -> bool:
         """Make the held vote a judgment when its change window is over (or `force`: the annotator
         moved on). The judgment's request id is the vote's, or `request_id` of the request that made
@@ -277,31 +301,34 @@ class ArenaProtocol(LiveProtocol, Protocol):
         self.save_state(assignment, state)
         return False
 
-    def finalize_due_votes(self) -> int:
+    def finalize_due_votes(self, *, gone: Collection[int] = ()) -> int:
         """Make final every held vote whose change window is over, also when its annotator never sends
-        another request (a tab closed within the window): run whenever someone is given work and when
-        the admin page is read, so such a vote counts before its assignment can expire. Safe beside
-        the annotator's own requests: the judgment is idempotent by its request id, the continuing
-        reply is added once. Returns the votes made final."""
+        another request (a tab closed within the window): run whenever someone is given work, when
+        the admin page is read and before a report, so such a vote counts before its assignment can
+        expire. `gone`: annotator ids who have left for good (a simulated crowd at its end): their held
+        votes are made final inside the window too, as no one is left to change them. Safe
+        beside the annotator's own requests: the judgment is idempotent by its request id, the
+        continuing reply is added once. Returns the votes made final."""
         done = 0
-        for assignment in work.open_assignments_holding(self.store, self.study.study_id, "vote"):
+        for assignment in self.db.open_assignments_holding("vote"):
             vote = assignment.state.get("vote") or {}
-            if not vote.get("at") or self.window_left(vote) > 0:
+            leaving = assignment.annotator_id in gone
+            if not vote.get("at") or (self.window_left(vote) > 0 and not leaving):
                 continue
-            annotator = work.get_annotator(self.store, assignment.annotator_id)
+            annotator = self.db.get_annotator(assignment.annotator_id)
             if annotator is None:
                 continue
-            self.finalize(annotator, assignment, dict(assignment.state))
+            self.finalize(annotator, assignment, dict(assignment.state), force=leaving)
             done += 1
         return done
 
-    def act_vote(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+    def act_vote(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]) -> Outcome:
         request_id = data.get("request_id")
         state = self.fresh_state(assignment)
         held = state.get("vote")
         if held and held.get("request_id") == request_id:
             return Outcome()  # a double submit of the vote just held
-        if request_id and work.judgment_exists(self.store, annotator.id, request_id):
+        if request_id and self.db.judgment_exists(annotator.id, request_id):
             return Outcome(done=assignment.status != "assigned")  # already final
         winner = data.get("winner")
         if winner not in WINNERS:
@@ -341,19 +368,32 @@ class ArenaProtocol(LiveProtocol, Protocol):
         self.save_state(assignment, state)
         return Outcome(data={"vote": winner})
 
-    def act_next(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
-        """The annotator ends the change window themselves ("Next battle" / "Next message")."""
+    def act_next(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]) -> Outcome:
+        """The annotator ends the change window themselves ("My vote is final"); the page is sent the
+        names of the two models once the battle is closed by it."""
         state = self.fresh_state(assignment)
-        if not state.get("vote"):
-            return Outcome(done=assignment.status != "assigned")  # already final: a repeated click
+        if not state.get("vote"):  # already final: a repeated click, or the page's own close at the
+            # window's end racing the click; the page of either shows the names, not the next battle
+            closed = assignment.status != "assigned"
+            return Outcome(done=closed, data={"reveal": self.reveal(assignment, state)} if closed else {})
         done = self.finalize(annotator, assignment, state, force=True, request_id=data.get("request_id"))
-        return Outcome(done=done)
+        return Outcome(done=done, data={"reveal": self.reveal(assignment, state)} if done else {})
+
+    def reveal(self, assignment: AssignmentInfo, state: dict[str, Any]) -> list[dict[str, str]]:
+        """Who Model A and Model B were: shown only for a closed battle (all its votes final)."""
+        return [{"side": side, "name": name} for side, name in zip(SIDE_LABELS, self.sides(assignment, state))]
 
     # -- the page ----------------------------------------------------------------------------------
-    def render(self, annotator, assignment) -> dict[str, Any]:
+    def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
         state = self.fresh_state(assignment)
-        if self.finalize(annotator, assignment, state):
-            return {"stage": "complete", "rounds": [], "sides": SIDE_LABELS, "winner_labels": WINNER_LABELS}
+        if self.finalize(annotator, assignment, state):  # the window ended while the page was away
+            return {
+                "stage": "complete",
+                "rounds": [],
+                "sides": SIDE_LABELS,
+                "winner_labels": WINNER_LABELS,
+                "reveal": self.reveal(assignment, state),
+            }
         conv = self.conversation(annotator, assignment, state)
         rounds = _rounds(conv)
         pending, vote = state.get("pending"), state.get("vote")
@@ -390,44 +430,52 @@ class ArenaProtocol(LiveProtocol, Protocol):
             "bot_error": self.chat_error(conv, state),
         }
 
-    def progress(self, annotator, assignment) -> dict[str, Any] | None:
+    def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
         if assignment is None:
             return None
         turns = self.options.turns
         total = min(self.config.annotation.units_per_annotator, max(1, len(self.pairs())))
         at = self.chat_position(annotator, assignment, KIND, total, turns)
-        return at.progress(f"Message {min(at.done + 1, turns)} of {turns}", at.left * MINUTES_PER_ROUND, noun="Battle")
+        # Replies waiting for their vote are a round done (they join the conversation once the vote is
+        # final); the header names the message being voted on, else the one to write next.
+        state = assignment.state or {}
+        pending, conv = state.get("pending"), at.conversation
+        if pending and conv is not None and pending.get("turns") == len(conv.turns):
+            at = replace(at, done=at.done + 1)
+        message = max(1, min(at.done if pending and not state.get("vote") else at.done + 1, turns))
+        return at.progress(f"Message {message} of {turns}", at.left * MINUTES_PER_ROUND, noun="Battle")
 
     # -- actions -----------------------------------------------------------------------------------
-    def page_actions(self):
+    def page_actions(self) -> dict[str, PageAction]:
         return {"vote": self.act_vote, "next": self.act_next}
 
-    async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
+    async def act(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str, data: dict[str, Any]
+    ) -> Outcome:
         # A held vote is made final before the live action it precedes: the next message ends its
         # change window (per-turn), and a reply or watch after the window finds it final.
         if action == "send":
-            state = await _to_thread(self.fresh_state, assignment)
+            state = await run_in_thread(self.fresh_state, assignment)
             if state.get("vote") and self.options.vote == "per-turn":
-                await _to_thread(self.finalize, annotator, assignment, state, force=True)
+                await run_in_thread(self.finalize, annotator, assignment, state, force=True)
         elif action in ("reply", "watch"):
-            state = await _to_thread(self.fresh_state, assignment)
+            state = await run_in_thread(self.fresh_state, assignment)
             if state.get("vote") and self.window_left(state["vote"]) <= 0:
-                await _to_thread(self.finalize, annotator, assignment, state)
+                await run_in_thread(self.finalize, annotator, assignment, state)
         return await super().act(annotator, assignment, action, data)
 
     # -- admin -------------------------------------------------------------------------------------
     def admin_summary(self) -> AdminSummary:
         self.finalize_due_votes()
         summary = AdminSummary()
-        with self.store.session() as s:
-            load = work.unit_load(s, self.study.study_id, KIND)
-        for u in work.list_units(self.store, self.study.study_id, KIND):
+        load = self.db.unit_load(KIND)
+        for u in self.db.list_units(KIND):
             a, b = u.payload["bots"]
             done = load.get(u.id, {}).get("submitted", 0)
             summary.progress.append({"pair": f"{a} vs {b}", "done": done, "target": self.options.battles_per_pair})
         votes = [
             j.value
-            for j in work.list_judgments(self.store, self.study.study_id)
+            for j in self.db.list_judgments()
             if j.question == QUESTION and isinstance(j.value, dict) and j.annotator_status == "active"
         ]
         hidden = sum(1 for v in votes if v.get("anonymous") is False)
@@ -436,6 +484,7 @@ class ArenaProtocol(LiveProtocol, Protocol):
         note = adaptive_note(self)
         if note:
             summary.notes.append(note)
+        voter_screen(self, summary, adaptive_outcome)
         return summary
 
 
@@ -474,3 +523,14 @@ def adaptive_outcome(j: work.ScoredJudgment) -> tuple[str, str, str | None] | No
         return None
     winner = {"model_a": v["model_a"], "model_b": v["model_b"]}.get(str(v.get("winner")))
     return v["model_a"], v["model_b"], winner
+
+
+def settle_held_votes(opened: OpenStudy, *, gone: Collection[int] = ()) -> int:
+    """Method.settle: before a report, the held votes whose change window is over become judgments
+    (a tab closed inside the window, and nobody given work since); a study without two live bots
+    (imported battles) holds none."""
+    names = [b.name for b in opened.config.bots if b.type != "imported"]
+    if len(names) < 2:
+        return 0
+    ctx = StudyContext(opened.folder, opened.config, opened.store, opened.id, slug="settle")
+    return ArenaProtocol(ctx).finalize_due_votes(gone=gone)

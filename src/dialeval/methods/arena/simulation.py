@@ -10,11 +10,10 @@ are weak, else prefers the stronger with the profile's noise and side bias.
 
 from __future__ import annotations
 
-import html
 import re
 
 from ...simulate import model
-from ...simulate.annotator import SimulatedAnnotator
+from ...simulate.annotator import SimulatedAnnotator, shown_texts, shows
 
 SECONDS = {"arena": 20.0}  # one vote: two replies read (the message itself is timed as "message")
 TIE_MARGIN = 0.15  # latent strengths this close read as equally good
@@ -28,12 +27,15 @@ def replies_shown(page: str) -> list[str]:
     rounds = re.findall(r'<li class="arena-round">(.*?)</li>', page, re.DOTALL)
     if not rounds:
         return []
-    return [html.unescape(t).strip() for t in re.findall(r'<span class="text">(.*?)</span>', rounds[-1], re.DOTALL)]
+    return shown_texts(rounds[-1])
 
 
-def decide(sim, sides: list[str]) -> str:
-    if sim.profile.careless:
-        return sim.rng.choice(WINNERS)
+def decide(sim: SimulatedAnnotator, sides: list[str]) -> str:
+    if sim.profile.random_answers:
+        winner: str = sim.rng.choice(WINNERS)
+        return winner
+    if sim.profile.role == "adversary" and sim.profile.favourite in sides and len(set(sides)) == 2:
+        return "model_a" if sides[0] == sim.profile.favourite else "model_b"
     a, b = (sim.truth.strength(s) for s in sides)
     if a < BOTH_BAD_BELOW and b < BOTH_BAD_BELOW:
         return "tie (bothbad)"
@@ -44,11 +46,7 @@ def decide(sim, sides: list[str]) -> str:
 
 
 def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
-    held: set[int] = sim.__dict__.setdefault("arena_held_votes", set())  # assignments with a vote held
     stage = sim.stage(page)
-    if aid in held and stage != "voted":
-        held.discard(aid)
-        sim.log.judgments += 1  # the server made the held vote final meanwhile (its window passed)
     if stage == "waiting":
         sim.follow_reply(aid)
     elif stage == "chat":
@@ -59,22 +57,19 @@ def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
         pending = a.state.get("pending")
         if pending:  # per-turn: the page must show exactly the stored replies
             shown = replies_shown(page)
-            if shown != [c["text"].strip() for c in pending["candidates"]]:
+            stored = [c["text"] for c in pending["candidates"]]
+            if len(shown) != len(stored) or not all(shows(s, t) for s, t in zip(shown, stored)):
                 sim.log.errors.append(f"assignment {aid}: the replies shown differ from the stored ones")
-        res = sim.act(
-            aid, "vote", {"winner": decide(sim, sides), "elapsed_ms": sim.elapsed_ms("arena")}, judgment=False
-        )
-        if res is not None:
-            held.add(aid)
+        # an acknowledged vote is one judgment, final at "next", when its window passes or when the
+        # crowd has left (Method.settle), whichever comes first
+        sim.act(aid, "vote", {"winner": decide(sim, sides), "elapsed_ms": sim.elapsed_ms("arena")}, judgment=True)
     elif stage == "voted":
-        held.discard(aid)
-        if sim.rng.random() < CHANGE_P:  # second thoughts, inside the window
+        if sim.rng.random() < CHANGE_P:  # second thoughts, inside the window: the same judgment
             a = sim.assignment(aid)
             current = (a.state.get("vote") or {}).get("winner")
             other = sim.rng.choice([w for w in WINNERS if w != current])
             sim.act(aid, "vote", {"winner": other}, judgment=False)
-        if sim.act(aid, "next", {}, judgment=True) is None:
-            sim.log.judgments += 1  # refused as closed: the window had passed and the server made it final
+        sim.act(aid, "next", {}, judgment=False)  # refused as closed when the window passed meanwhile
     elif stage == "complete":
         return
     else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..spec import Method, PlanningModel, SimulationModel
+from ...registry import Method, PlanningModel, SimulationModel
 
 _P = __name__
 
@@ -40,8 +40,13 @@ METHOD = Method(
         corpus=True,
         checks=f"{_P}.simulation:qc_reasons",
     ),
-    # 002 Table 1: 6.68 min per conversation (Free run 1)
-    planning=PlanningModel(seconds_per_judgment=6.68 * 60, test="mannwhitney", source="002 Table 1"),
+    # Ji et al. 2022, Table 1: 6.68 min per conversation (Free run 1)
+    planning=PlanningModel(
+        seconds_per_judgment=6.68 * 60,
+        test="mannwhitney",
+        source="Ji et al. 2022, Table 1",
+        pilot="dialeval.methods.direct_assessment.pilot:pilot",
+    ),
     importers=("dialogue-eval",),
     live=True,
     templates=_P,
@@ -54,4 +59,5 @@ METHOD = Method(
     ),
     answer_pairs=f"{_P}.answer:pairs",
     judge="dialeval.methods.direct_assessment.judge:direct_assessment",
+    report_reads_turns=False,  # conversations' bots and meta only
 )

@@ -1,4 +1,4 @@
-"""Direct Assessment analysis of a Dataset (paper 002): from judgments to the JSON report.
+"""Direct Assessment analysis of a Dataset (Ji et al. 2022): from judgments to the JSON report.
 
 `direct_assessment_frames(dataset)` builds the tables (for the HTML report);
 `analyze_direct_assessment(dataset)` returns the JSON-ready dict:
@@ -32,7 +32,7 @@ import pandas as pd
 from dialeval.analysis.metrics import metric_report
 from dialeval.analysis.practice import is_practice
 from dialeval.jsonable import to_jsonable
-from dialeval.records import DA_CRITERIA, DA_NEGATIVE, Dataset
+from dialeval.records import DA_CRITERIA, DA_NEGATIVE, Conversation, Dataset
 from dialeval.stats import direct_assessment as da
 from dialeval.stats.power import mann_whitney_pairs_time_to_significance
 
@@ -163,7 +163,7 @@ def report_from_frames(dataset: Dataset, frames: DirectAssessmentFrames) -> dict
 
     convs = dataset.conversations
 
-    def is_ordinary(c) -> bool:
+    def is_ordinary(c: Conversation) -> bool:
         return bool(c.bots) and c.bots[0] != QC_NAME and not c.meta.get("qc")
 
     assigned = sum(1 for c in convs if is_ordinary(c)) if convs else int((~ratings["is_qc"]).sum())
@@ -218,7 +218,7 @@ OPINIONS = ("like", "ambivalent", "dislike")
 
 
 def topic_opinions(dataset: Dataset, frames: DirectAssessmentFrames) -> dict[str, Any]:
-    """Paper 002 Table 2: the share (%) of topics reported as liked, ambivalent about or disliked,
+    """Ji et al. 2022, Table 2: the share (%) of topics reported as liked, ambivalent about or disliked,
     for workers who passed and who failed quality control.
 
     Unit: one rated conversation (each of the six of a HIT, the QC one included: on Free run 1
@@ -302,13 +302,14 @@ def time_to_significance(
         out.append(
             {"a": a, "b": b, **r, "overhead": overhead, "n_a": len(samples[a]), "n_b": len(samples[b]), "curve": curve}
         )
-    return to_jsonable(out)
+    jsonable: list[dict[str, Any]] = to_jsonable(out)
+    return jsonable
 
 
 def analyze_direct_assessment(
     dataset: Dataset, alpha: float = 0.05, tts: bool = True, n_sim: int = 200, seed: int | None = 0
 ) -> dict[str, Any]:
-    """Analyse a direct-assessment Dataset as paper 002 does; returns the JSON-ready report.
+    """Analyse a direct-assessment Dataset as Ji et al. (2022) does; returns the JSON-ready report.
     Use `direct_assessment_frames` for the underlying DataFrames.
 
     Adds ``time_to_significance`` (see :func:`time_to_significance`; ``tts=False`` skips it, ``n_sim``
@@ -318,6 +319,13 @@ def analyze_direct_assessment(
     report = report_from_frames(dataset, frames)
     report["topic_opinions"] = topic_opinions(dataset, frames)
     report["time_to_significance"] = time_to_significance(frames, n_sim=n_sim, seed=seed) if tts else []
+    report["annotator_model"] = {
+        "note": (
+            "Direct Assessment has no categorical labels (0-100 sliders, standardised per worker), so no "
+            "Dawid-Skene or MACE model applies; each worker's reliability is the quality-control test "
+            "against the degraded bot (quality_control), as Ji et al. (2022) filter workers."
+        )
+    }
     metrics = metric_report(dataset, report)
     if metrics is not None:
         report["automatic_metrics"] = metrics

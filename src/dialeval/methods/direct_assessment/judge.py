@@ -8,26 +8,26 @@ from typing import Any
 from ...judges import parse as p
 from ...judges.common import (
     HUMAN,
-    _human_judgments,
-    _judged_first,
-    _one_bot,
+    human_judgments,
+    judged_first,
+    one_bot,
 )
 from ...judges.prompts import compose, lines
 from ...judges.tasks import Answer, JudgeAdapter, JudgeTask, Label
-from ...records import DA_CRITERIA, Dataset
+from ...records import DA_CRITERIA, Conversation, Dataset
 from .questions import DA_SCALE_LABELS, DA_STATEMENTS
 
 _DA_NAMES = {HUMAN: "You", "bot": "Chatbot"}
 
 
 def direct_assessment_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTask]:
-    rated = {j.conversation_id: j.unit_id for j in _human_judgments(dataset, "ratings") if j.conversation_id}
+    rated = {j.conversation_id: j.unit_id for j in human_judgments(dataset, "ratings") if j.conversation_id}
     tasks = []
     for conv in dataset.conversations:
-        if conv.error or _one_bot(conv) is None or not any(t.speaker == "bot" for t in conv.turns):
+        if conv.error or one_bot(conv) is None or not any(t.speaker == "bot" for t in conv.turns):
             continue
 
-        def prompt(order: str, conv=conv) -> str:
+        def prompt(order: str, conv: Conversation = conv) -> str:
             statements = "\n".join(f'"{c}": {DA_STATEMENTS[c]}' for c in DA_CRITERIA)
             return compose(
                 f"Your conversation with a chatbot:\n{lines(conv.turns, _DA_NAMES)}",
@@ -50,18 +50,18 @@ def direct_assessment_tasks(dataset: Dataset, config: dict[str, Any]) -> list[Ju
                 conversation_id=conv.id,
             )
         )
-    return _judged_first(tasks, dataset)
+    return judged_first(tasks, dataset)
 
 
 def direct_assessment_labels(dataset: Dataset) -> list[Label]:
     """Ratings compared on which side of the scale's middle they fall (agree above 50, disagree below)."""
     convs = dataset.conversation_map()
     out = []
-    for j in _human_judgments(dataset, "ratings"):
+    for j in human_judgments(dataset, "ratings"):
         conv = convs.get(j.conversation_id or "")
         if conv is None or not isinstance(j.value, dict):
             continue
-        bot = _one_bot(conv) or "?"
+        bot = one_bot(conv) or "?"
         for c in DA_CRITERIA:
             x = j.value.get(c)
             if isinstance(x, (int, float)):

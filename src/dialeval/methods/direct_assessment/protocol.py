@@ -1,4 +1,4 @@
-"""Direct Assessment with a degraded quality-control bot (paper 002, Ji et al. 2022).
+"""Direct Assessment with a degraded quality-control bot (Ji et al. 2022).
 
 A HIT (one unit) = one live conversation with each ordinary bot plus one with the QC bot
 (`options.qc_bot`), in a shuffled, blind order stored as the assignment's shown order. Before each
@@ -21,11 +21,20 @@ from typing import Any
 
 from ...errors import JudgmentError
 from ...personas import sample_persona
-from ...protocols.base import AdminSummary, Outcome, Protocol, session_progress
-from ...protocols.live import BOT, LiveProtocol, awaiting_bot, human_messages, iso_now, now_ts, page_elapsed
-from ...protocols.scheduling import Choice, assign_locked
-from ...records import DA_CRITERIA, DA_NEGATIVE, Turn
-from ...store import work
+from ...plugin import (
+    AdminSummary,
+    AnnotatorInfo,
+    AssignmentInfo,
+    Outcome,
+    Protocol,
+    SchedulingView,
+    StudyStore,
+    session_progress,
+)
+from ...protocols.live import BOT, LiveProtocol, PageAction, awaiting_bot, human_messages, iso_now, now_ts, page_elapsed
+from ...records import DA_CRITERIA, DA_NEGATIVE, Conversation, Turn
+from ...scheduling.assign import Choice, assign_locked
+from .options import DirectAssessmentOptions
 from .questions import DA_SCALE_LABELS, DA_STATEMENTS
 
 KIND = "da-hit"
@@ -35,7 +44,7 @@ MAX_TOPIC_CHARS = 200
 MINUTES_PER_CONVERSATION = 6.0  # a chat of ten or more messages and seven ratings (header estimate)
 
 
-def qc_status(store: Any, study_id: int, annotator_id: int, alpha: float = 0.05) -> dict[str, Any]:
+def qc_status(db: StudyStore, annotator_id: int, alpha: float = 0.05) -> dict[str, Any]:
     """The annotator's QC test over all their rated conversations so far.
 
     {"p": float | None, "passed": bool | None, "n_qc": int, "n_ordinary": int, "reason": str | None};
@@ -46,11 +55,11 @@ def qc_status(store: Any, study_id: int, annotator_id: int, alpha: float = 0.05)
 
     from ...stats import direct_assessment as da
 
-    rows = []
-    for j in work.list_judgments(store, study_id, annotator_id=annotator_id, question=QUESTION):
+    rows: list[dict[str, float]] = []  # annotator id, is_qc and the ratings (NaN: not answered)
+    for j in db.list_judgments(annotator_id=annotator_id, question=QUESTION):
         if not isinstance(j.value, dict):
             continue
-        row = {"annotator": annotator_id, "is_qc": bool(j.meta.get("qc"))}
+        row: dict[str, float] = {"annotator": annotator_id, "is_qc": bool(j.meta.get("qc"))}
         for c in DA_CRITERIA:
             v = j.value.get(c)
             row[c] = float(v) if v is not None else math.nan
@@ -87,7 +96,7 @@ def parse_slider(raw: Any, criterion: str) -> float:
     return int(value) if value == int(value) else value
 
 
-class DirectAssessmentProtocol(LiveProtocol, Protocol):
+class DirectAssessmentProtocol(LiveProtocol, Protocol[DirectAssessmentOptions]):
     method = "direct-assessment"
     template = "direct_assessment.html"
     title = "Direct Assessment of live conversations"
@@ -95,7 +104,7 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
     work_kinds = ("da-hit",)  # a complete session: session_quota() of these
 
     fixed_opener = False
-    # Paper 000's "greeting first" filter assumes the fixed "Hi!" opener; here nothing precedes it.
+    # Smith et al. (2022)'s "greeting first" filter assumes the fixed "Hi!" opener; here nothing precedes it.
     skipped_message_checks = ("greeting_first",)
 
     def session_quota(self) -> int:
@@ -111,10 +120,10 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         self.config.bot(self.options.qc_bot)  # a clear error when the QC bot is not in the study
         return 0  # HITs are made when an annotator asks for work
 
-    def assign(self, annotator):
+    def assign(self, annotator: AnnotatorInfo) -> AssignmentInfo | None:
         cap = self.options.hits_per_annotator
 
-        def choose(view) -> Choice | None:
+        def choose(view: SchedulingView) -> Choice | None:
             if len(view.history) >= cap:
                 return None
             bots = self.hit_bots()
@@ -128,27 +137,35 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         return assign_locked(self, annotator, choose)
 
     # -- live conversation -------------------------------------------------------------------------
-    def order(self, assignment) -> list[str]:
+    def order(self, assignment: AssignmentInfo) -> list[str]:
         return list(assignment.shown_order or assignment.payload["bots"])
 
-    def current_conversation_id(self, assignment, state) -> str:
+    def current_conversation_id(self, assignment: AssignmentInfo, state: dict[str, Any]) -> str:
         return f"live-{assignment.id}-{int(state.get('index', 0)) + 1}"
 
-    def chat_bots(self, assignment, state) -> list[str]:
+    def chat_bots(self, assignment: AssignmentInfo, state: dict[str, Any]) -> list[str]:
         return [self.order(assignment)[int(state.get("index", 0))]]
 
-    def can_send(self, conv, state) -> str | None:
+    def can_send(self, conv: Conversation, state: dict[str, Any]) -> str | None:
         if state.get("stage") != "chat":
             return "This conversation is over."
         if awaiting_bot(conv):
             return "Wait for your partner's answer."
         return None
 
-    def store_replies(self, annotator, assignment, conv, state, names, texts) -> None:
+    def store_replies(
+        self,
+        annotator: AnnotatorInfo,
+        assignment: AssignmentInfo,
+        conv: Conversation,
+        state: dict[str, Any],
+        names: list[str],
+        texts: list[str],
+    ) -> None:
         self.append_turn(conv, Turn(BOT, texts[0], bot=names[0]))
         self.save_state(assignment, state)
 
-    def icebreaker(self, assignment, state) -> tuple[list[str], str | None]:
+    def icebreaker(self, assignment: AssignmentInfo, state: dict[str, Any]) -> tuple[list[str], str | None]:
         """The bot's persona for this conversation and, with topic: icebreaker, one of its sentences."""
         index = int(state.get("index", 0))
         key = f"persona{index}"
@@ -161,7 +178,7 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         return info["persona"], (info["icebreaker"] if self.options.topic == "icebreaker" else None)
 
     # -- page ----------------------------------------------------------------------------------------
-    def render(self, annotator, assignment) -> dict[str, Any]:
+    def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
         state = self.fresh_state(assignment)
         order = self.order(assignment)
         index = int(state.get("index", 0))
@@ -200,7 +217,7 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         )
         return ctx
 
-    def progress(self, annotator, assignment) -> dict[str, Any] | None:
+    def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
         if assignment is None:
             return None
         total = len(self.order(assignment))
@@ -217,7 +234,7 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         )
 
     # -- actions -------------------------------------------------------------------------------------
-    def page_actions(self):
+    def page_actions(self) -> dict[str, PageAction]:
         return {
             "start_chat": self.act_start_chat,
             "topic": self.act_topic,
@@ -225,7 +242,7 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
             "rate": self.act_rate,
         }
 
-    def act_start_chat(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+    def act_start_chat(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]) -> Outcome:
         state = self.fresh_state(assignment)
         if state.get("stage", "topic") != "topic":
             return Outcome()  # a repeated submit
@@ -258,16 +275,18 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
             },
         )
         state["stage"] = "chat"
-        self.save_state(assignment, state)
-        self.store.log_event(
-            self.study.study_id,
+        # compare-and-set: of concurrent copies of this post only one moves on and logs the topic
+        if not self.db.advance_state(assignment.id, "stage", (None, "topic"), state, self.expiry()):
+            return Outcome()
+        assignment.state = state
+        self.db.log_event(
             "da-topic",
             {"conversation": conv_id, "topic": topic, "opinion": opinion},
             annotator_id=annotator.id,
         )
         return Outcome()
 
-    def act_topic(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+    def act_topic(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]) -> Outcome:
         """The Topic button: the annotator changes the topic during the chat."""
         state = self.fresh_state(assignment)
         if state.get("stage") != "chat":
@@ -283,15 +302,14 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
         change["request_id"] = data.get("request_id")
         changes.append(change)
         self.save_state(assignment, state)
-        self.store.log_event(
-            self.study.study_id,
+        self.db.log_event(
             "da-topic-change",
             {"conversation": conv.id if conv else None, **change},
             annotator_id=annotator.id,
         )
         return Outcome()
 
-    def act_end_chat(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+    def act_end_chat(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]) -> Outcome:
         state = self.fresh_state(assignment)
         if state.get("stage") == "rate":
             return Outcome()
@@ -315,14 +333,14 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
             "ended_at": iso_now(),
         }
         conv.meta = meta
-        self.store.save_conversation(self.study.study_id, conv)  # same turns, final meta
+        self.db.save_conversation(conv)  # same turns, final meta
         state["stage"] = "rate"
         state["shown_at"] = now_ts()
         self.save_state(assignment, state)
         self.finish_live(annotator, conv)
         return Outcome()
 
-    def act_rate(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+    def act_rate(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]) -> Outcome:
         state = self.fresh_state(assignment)
         try:
             position = int(data.get("position") or 0)
@@ -359,23 +377,23 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol):
 
     # -- admin -----------------------------------------------------------------------------------------
     def qc_status(self, annotator_id: int) -> dict[str, Any]:
-        return qc_status(self.store, self.study.study_id, annotator_id)
+        return qc_status(self.db, annotator_id)
 
     def admin_summary(self) -> AdminSummary:
         summary = AdminSummary()
-        judgments = work.list_judgments(self.store, self.study.study_id, question=QUESTION)
+        judgments = self.db.list_judgments(question=QUESTION)
         per_bot: dict[str, int] = {}
         for j in judgments:
             per_bot[j.meta.get("system", "?")] = per_bot.get(j.meta.get("system", "?"), 0) + 1
         for bot in self.hit_bots():
             summary.progress.append({"bot": bot, "done": per_bot.get(bot, 0), "qc": bot == self.options.qc_bot})
         annotators = sorted({j.annotator_id for j in judgments})
-        results = {a: qc_status(self.store, self.study.study_id, a) for a in annotators}
+        results = {a: qc_status(self.db, a) for a in annotators}
         decided = [r for r in results.values() if r["passed"] is not None]
         if decided:
             passed = sum(1 for r in decided if r["passed"])
             summary.headline.append({"label": "annotators passing the QC test", "value": f"{passed} of {len(decided)}"})
-        names = {a["id"]: a["external_id"] for a in work.list_annotators(self.store, self.study.study_id)}
+        names = {a["id"]: a["external_id"] for a in self.db.list_annotators()}
         for a, r in list(results.items())[:200]:
             verdict = "not yet tested" if r["passed"] is None else ("pass" if r["passed"] else "fail")
             p = f", p={r['p']:.3g}" if r["p"] is not None else ""

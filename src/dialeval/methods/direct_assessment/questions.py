@@ -1,8 +1,8 @@
-"""Direct Assessment's statements and scale (paper 002, Figure 1)."""
+"""Direct Assessment's statements and scale (Ji et al. 2022, Figure 1)."""
 
 from __future__ import annotations
 
-# Paper 002 Figure 1: the labels on the left are never shown to annotators, only the statements.
+# Ji et al. 2022, Figure 1: the labels on the left are never shown to annotators, only the statements.
 DA_STATEMENTS = {
     "robotic": "It was obvious that I was talking to a chatbot as opposed to another human user.",
     "interesting": "The conversation with the chatbot was interesting.",

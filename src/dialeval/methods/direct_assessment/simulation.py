@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ...simulate import model
 from ...simulate.annotator import TOPICS, SimulatedAnnotator
 
+if TYPE_CHECKING:
+    from ...store.store import Store
+
+
+def _number(pattern: str, page: str) -> int:
+    """The number the page shows in `pattern`'s first group (the task page shows it at this stage)."""
+    found = re.search(pattern, page)
+    if found is None:
+        raise ValueError(f"the task page does not show {pattern!r}")
+    return int(found.group(1))
+
 
 def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
     stage = sim.stage(page)
-    position = int(re.search(r"Conversation (\d+) of (\d+)", page).group(1))
+    position = _number(r"Conversation (\d+) of (\d+)", page)
     if stage == "topic":
         data = {"opinion": sim.rng.choice(("like", "ambivalent", "dislike"))}
         if re.search(r'name="topic"', page):
@@ -19,8 +31,8 @@ def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
     elif stage == "waiting":
         sim.follow_reply(aid)
     elif stage == "chat":
-        inputs = int(re.search(r"Your messages: (\d+)", page).group(1))
-        need = int(re.search(r"at least (\d+) before you can finish", page).group(1))
+        inputs = _number(r"Your messages: (\d+)", page)
+        need = _number(r"at least (\d+) before you can finish", page)
         if inputs >= need:
             sim.act(aid, "end_chat", {})
         else:
@@ -32,7 +44,7 @@ def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
         order = list(a.shown_order or a.payload["bots"])
         bot = order[position - 1]
         is_qc = bot == a.payload.get("qc_bot")
-        data = model.da_ratings(
+        ratings = model.da_ratings(
             sim.truth.strength(bot),
             is_qc,
             careless=sim.profile.careless,
@@ -44,7 +56,7 @@ def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
             aid,
             "rate",
             {
-                **{k: str(v) for k, v in data.items()},
+                **{k: str(v) for k, v in ratings.items()},
                 "position": str(position),
                 "elapsed_ms": sim.elapsed_ms("direct-assessment"),
             },
@@ -54,8 +66,9 @@ def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
         sim.gone = True
 
 
-def qc_reasons(store, study_id: int, annotator_id: int) -> list[str]:
+def qc_reasons(store: Store, study_id: int, annotator_id: int) -> list[str]:
     """The quality-control reasons the pages record besides the worker filters: a failed QC test."""
+    from ...store.facade import StudyStore
     from .protocol import qc_status
 
-    return ["failed_qc_test"] if qc_status(store, study_id, annotator_id)["passed"] is False else []
+    return ["failed_qc_test"] if qc_status(StudyStore(store, study_id), annotator_id)["passed"] is False else []

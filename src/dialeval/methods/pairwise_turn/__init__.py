@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..spec import Method, PlanningModel, SimulationModel
+from ...registry import Method, PlanningModel, SimulationModel
 from .questions import PAIRWISE_TURN_QUESTIONS
 
 _P = __name__
@@ -36,8 +36,13 @@ METHOD = Method(
         abandon_within=8,
         corpus=True,
     ),
-    # 000 §4.1: PW-Turn, 5.73 worker-hours for 231 ratings
-    planning=PlanningModel(seconds_per_judgment=5.73 * 3600 / 231, test="binomial", source="000 §4.1"),
+    # Smith et al. 2022, §4.1: PW-Turn, 5.73 worker-hours for 231 ratings
+    planning=PlanningModel(
+        seconds_per_judgment=5.73 * 3600 / 231,
+        test="binomial",
+        source="Smith et al. 2022, §4.1",
+        pilot="dialeval.report.pilot:pairwise_pilot",
+    ),
     question_presets=PAIRWISE_TURN_QUESTIONS,
     paired=True,
     live=True,

@@ -1,4 +1,4 @@
-"""PW-Turn analysis: a Dataset in, the JSON-ready report dict out (000 §3.1.2, Tables 1/3/5, App. C–F).
+"""PW-Turn analysis: a Dataset in, the JSON-ready report dict out (Smith et al. 2022, §3.1.2, Tables 1/3/5, App. C–F).
 
 Judgment values: {"turn": i (1-based bot turn), "chosen": bot, "other": bot}, one per bot turn.
 The conversation of a judgment is judgment.conversation_id, else its unit's first conversation,
@@ -13,19 +13,22 @@ from typing import Any
 
 import pandas as pd
 
+from dialeval.analysis.annotators import annotator_options, choice_model_section, model_judges, screen_choices
+from dialeval.analysis.ranking import style_of_choices
 from dialeval.analysis.shared import (
-    _anytime_valid_p,
-    _frame,
-    _jsonable,
-    _justifications,
-    _leaderboard,
-    _onboarding_seconds,
-    _split_judgments,
-    _stopping,
-    _systems_from_matchups,
-    _tts_pairwise,
+    anytime_valid_p,
+    bt_leaderboard,
+    judgment_frame,
+    justification_summary,
+    mean_onboarding_seconds,
+    pairwise_stopping,
+    robustness_section,
+    split_judgments,
+    systems_from_matchups,
+    tts_pairwise,
 )
-from dialeval.records import Dataset, Judgment
+from dialeval.jsonable import to_jsonable
+from dialeval.records import Dataset, Judgment, Unit
 from dialeval.stats import pairwise as pw
 
 __all__ = ["analyze_pairwise_turn", "pairwise_turn_frame"]
@@ -33,11 +36,11 @@ __all__ = ["analyze_pairwise_turn", "pairwise_turn_frame"]
 
 def pairwise_turn_frame(
     dataset: Dataset, exclude_annotators: Iterable[str] | None = None
-) -> tuple[pd.DataFrame, list[Judgment], dict]:
+) -> tuple[pd.DataFrame, list[Judgment], dict[str, Any]]:
     """One row per kept turn judgment: question, annotator, conversation, turn, chosen, other,
     elapsed_s, created_at, justification."""
-    units = {u.id: u for u in dataset.units}
-    kept, onboarding, summary = _split_judgments(dataset, exclude_annotators)
+    units: dict[str | None, Unit] = {u.id: u for u in dataset.units}  # a judgment without a unit finds none
+    kept, onboarding, summary = split_judgments(dataset, exclude_annotators)
     rows, bad = [], 0
     for j in kept:
         v = j.value if isinstance(j.value, dict) else {}
@@ -64,7 +67,27 @@ def pairwise_turn_frame(
             }
         )
     summary["malformed_judgments"] = bad
-    return _frame(kept, rows), onboarding, summary
+    return judgment_frame(kept, rows), onboarding, summary
+
+
+def _style(dataset: Dataset, df: pd.DataFrame, board: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Style control on the two replies of each voted turn (analysis/ranking.py); side a is the reply
+    shown first."""
+    replies: dict[tuple[str, int], tuple[dict[str, str], list[str]]] = {}
+    for conv in dataset.conversations:
+        for t in conv.turns:
+            if t.candidates and isinstance((t.meta or {}).get("turn"), int):
+                texts = {str(c.get("bot")): str(c.get("text")) for c in t.candidates if isinstance(c, dict)}
+                replies[(conv.id, t.meta["turn"])] = (texts, list((t.meta or {}).get("shown_order") or []))
+    rows = []
+    for r in df.itertuples(index=False):
+        texts, shown = replies.get((r.conversation, int(r.turn)), ({}, []))
+        if r.chosen not in texts or r.other not in texts:
+            continue
+        first_is_chosen = not shown or shown[0] == r.chosen
+        first, other = (r.chosen, r.other) if first_is_chosen else (r.other, r.chosen)
+        rows.append((first, other, texts[first], texts[other], first_is_chosen))
+    return style_of_choices(rows, [{"name": row["name"]} for row in board])
 
 
 def _in(df: pd.DataFrame, turn_range: tuple[int, int] | None) -> pd.DataFrame:
@@ -81,12 +104,12 @@ def _analyze_question(
     n_boot: int,
     n_sim: int,
     seed: int | None,
-) -> dict:
+) -> dict[str, Any]:
     duel = df[df["chosen"] != df["other"]]
     ranged = _in(duel, turn_range)
     base = ranged.rename(columns={"chosen": "winner", "other": "loser"})
     counts = pd.concat([ranged["chosen"], ranged["other"]]).value_counts().to_dict()
-    systems = _systems_from_matchups(pw.pair_table(base), counts)
+    systems = systems_from_matchups(pw.pair_table(base), counts)
     order = [s["name"] for s in systems]
     # bots that only appear outside the range still get a row
     for b in sorted(set(duel["chosen"]) | set(duel["other"])):
@@ -95,7 +118,7 @@ def _analyze_question(
             systems.append({"name": b, "n": 0, "score": None, "wins": 0, "losses": 0, "opponents": 0})
     pos = {b: i for i, b in enumerate(order)}
     pairs = sorted(
-        {tuple(sorted((c, o), key=pos.get)) for c, o in zip(duel["chosen"], duel["other"])},
+        {tuple(sorted((c, o), key=pos.__getitem__)) for c, o in zip(duel["chosen"], duel["other"])},
         key=lambda p: (pos[p[0]], pos[p[1]]),
     )
 
@@ -117,9 +140,7 @@ def _analyze_question(
                 chunk_minutes=chunk_minutes,
             )
         per_annotator = len(prange) / max(prange["annotator"].nunique(), 1)
-        tts = _tts_pairwise(
-            (prange["chosen"] == a).to_numpy(dtype=float), sec, onboarding_s, per_annotator, n_sim, seed
-        )
+        tts = tts_pairwise((prange["chosen"] == a).to_numpy(dtype=float), sec, onboarding_s, per_annotator, n_sim, seed)
         matchups.append(
             {
                 "a": a,
@@ -149,8 +170,9 @@ def _analyze_question(
         "systems": systems,
         "matchups": matchups,
         "grid": pw.win_rate_grid(base, bots=order).to_dict(),
-        "leaderboard": _leaderboard(votes, n_boot, seed),
-        "justifications": _justifications(duel, "chosen"),
+        "leaderboard": bt_leaderboard(votes, n_boot, seed),
+        "robustness": robustness_section(votes),
+        "justifications": justification_summary(duel, "chosen"),
         "seconds_per_judgment": sec,
         "time_to_significance": [
             {"a": m["a"], "b": m["b"], **m["time_to_significance"]}
@@ -168,7 +190,7 @@ def analyze_pairwise_turn(
     n_boot: int = 1000,
     n_sim: int = 500,
     seed: int | None = 0,
-) -> dict:
+) -> dict[str, Any]:
     """PW-Turn report.
 
     Top level (for the most answered question; all under `by_question`): method, question,
@@ -192,26 +214,46 @@ def analyze_pairwise_turn(
                 "leaderboard": [],
                 "by_question": {},
                 "time_to_significance": [],
-                "stopping": _stopping(dataset, "pairwise-turn", []),
+                "stopping": pairwise_stopping(dataset, "pairwise-turn", []),
             }
         )
-        return _jsonable(report)
-    onboarding_s = _onboarding_seconds(onboarding)
+        jsonable: dict[str, Any] = to_jsonable(report)
+        return jsonable
+    onboarding_s = mean_onboarding_seconds(onboarding)
+    config = dataset.meta.get("config") if isinstance(dataset.meta, dict) else None
+    everyone = df
+    df, screened_out = screen_choices(df, "chosen", "other", annotator_options(config))
     by_q = {
         q: _analyze_question(g, turn_range, chunk_minutes, onboarding_s, n_boot, n_sim, seed)
         for q, g in df.groupby("question", sort=True)
     }
     for q, g in df.groupby("question", sort=True):  # every turn counts (the scheduler's view), not turn_range
-        by_q[q]["stopping"] = _stopping(
+        by_q[q]["stopping"] = pairwise_stopping(
             dataset, "pairwise-turn", list(zip(g["chosen"], g["other"], g["chosen"], g["annotator"]))
         )
-        _anytime_valid_p(by_q[q])
+        anytime_valid_p(by_q[q])
     main = df["question"].value_counts().sort_index().idxmax()
     report.update({"question": main, **by_q[main]})
     report["by_question"] = by_q
+    style = _style(dataset, df[df["question"] == main], report.get("leaderboard") or [])
+    if style is not None:
+        report["style_control"] = style
     report["onboarding_seconds"] = onboarding_s
+    report["annotator_model"] = choice_model_section(
+        config,
+        everyone[everyone["question"] == main],
+        winner="chosen",
+        loser="other",
+        item=("conversation", "turn"),
+        choice="chosen",
+        other="other",
+        judges=model_judges(dataset),
+        excluded=screened_out,
+        seed=seed or 0,
+    )
     from ...analysis.metrics import metric_report
 
     if (metrics := metric_report(dataset, report)) is not None:
         report["automatic_metrics"] = metrics
-    return _jsonable(report)
+    jsonable = to_jsonable(report)
+    return jsonable

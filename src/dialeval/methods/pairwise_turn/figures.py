@@ -11,10 +11,11 @@ from ..acute.figures import figures as acute_figures
 
 def figures(report: dict[str, Any]) -> dict[str, Any]:
     figs = acute_figures(report)  # the same win-rate matrix and leaderboard as ACUTE-Eval
-    curves = {}
+    curves: dict[str, list[tuple[float, float]]] = {}
     for m in report.get("matchups", []):
+        # stats.pairwise.per_turn_win_rates gives every point a turn; a turn without a rate is left out
         pts = [
-            (t.get("turn"), t.get("win_rate_a"))
+            (float(t["turn"]), float(t["win_rate_a"]))
             for t in m.get("per_turn", []) or []
             if isinstance(t, dict) and t.get("win_rate_a") is not None
         ]

@@ -7,18 +7,19 @@ from typing import Any
 
 from ...judges.common import (
     HUMAN,
-    _bot_turns,
-    _first_is,
-    _human_judgments,
-    _judged_first,
-    _longer,
-    _pair_choice,
-    _question,
+    bot_turns,
+    first_is,
+    human_judgments,
+    judged_first,
+    longer_chosen,
+    pair_choice,
     pairwise_task,
+    question_wording,
 )
 from ...judges.prompts import compose, lines
 from ...judges.tasks import Answer, JudgeAdapter, JudgeTask, Label
-from ...records import Dataset
+from ...questions import Question
+from ...records import Dataset, Turn
 from .questions import PAIRWISE_TURN_QUESTIONS
 
 _PW_NAMES = {HUMAN: "You", "bot": "Your partner"}
@@ -26,23 +27,28 @@ _PW_NAMES = {HUMAN: "You", "bot": "Your partner"}
 
 def pairwise_turn_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTask]:
     asked: dict[str, str] = {}  # conversation -> the question its people answered
-    for j in _human_judgments(dataset):
+    for j in human_judgments(dataset):
         if j.conversation_id and isinstance(j.value, dict) and "chosen" in j.value:
             asked.setdefault(j.conversation_id, j.question)
     default = next(iter([q.get("id") for q in config.get("questions") or []]), "preference")
     tasks = []
     for conv in dataset.conversations:
         index = {id(t): i for i, t in enumerate(conv.turns)}
-        question = _question(config, asked.get(conv.id, default), PAIRWISE_TURN_QUESTIONS)
-        for n, turn in _bot_turns(conv):
+        question = question_wording(config, asked.get(conv.id, default), PAIRWISE_TURN_QUESTIONS)
+        for n, turn in bot_turns(conv):
             cands = [c for c in turn.candidates or [] if c.get("bot") and c.get("text") is not None]
             if len(cands) != 2:
                 continue
             history = conv.turns[: index[id(turn)]]
             bots = [str(c["bot"]) for c in cands]
 
-            def prompt(order: str, history=history, cands=cands, question=question) -> str:
-                first = _first_is(order)
+            def prompt(
+                order: str,
+                history: list[Turn] = history,
+                cands: list[dict[str, Any]] = cands,
+                question: Question = question,
+            ) -> str:
+                first = first_is(order)
                 options = "\n".join(f"Response {m}: {cands[k]['text']}" for m, k in zip((1, 2), (first, 1 - first)))
                 return compose(
                     f"The conversation so far between you and your partner:\n{lines(history, _PW_NAMES)}",
@@ -51,30 +57,30 @@ def pairwise_turn_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeT
                     example='{"choice": 1} or {"choice": 2}',
                 )
 
-            def parse(text: str, order: str, bots=bots, n=n) -> Answer:
-                k = _pair_choice(text, order)
-                return Answer({"turn": n, "chosen": bots[k], "other": bots[1 - k]}, chose_first=k == _first_is(order))
+            def parse(text: str, order: str, bots: list[str] = bots, n: int = n) -> Answer:
+                k = pair_choice(text, order)
+                return Answer({"turn": n, "chosen": bots[k], "other": bots[1 - k]}, chose_first=k == first_is(order))
 
             key = f"pw-turn:{conv.id}:{n}:{question.id}"
             tasks.append(pairwise_task(key, question.id, bots, prompt, parse, conversation_id=conv.id))
-    return _judged_first(tasks, dataset)
+    return judged_first(tasks, dataset)
 
 
 def pairwise_turn_labels(dataset: Dataset) -> list[Label]:
     convs = dataset.conversation_map()
     out = []
-    for j in _human_judgments(dataset):
+    for j in human_judgments(dataset):
         v = j.value if isinstance(j.value, dict) else {}
         conv = convs.get(j.conversation_id or "")
         if conv is None or v.get("chosen") is None or v.get("turn") is None:
             continue
-        turns = dict(_bot_turns(conv))
+        turns = dict(bot_turns(conv))
         turn = turns.get(int(v["turn"]))
         cands = {str(c.get("bot")): str(c.get("text") or "") for c in (turn.candidates or [])} if turn else {}
         chosen, other = str(v["chosen"]), str(v.get("other"))
         longer = None
         if chosen in cands and other in cands:
-            longer = _longer(len(cands[chosen]), len(cands[other]), 0)
+            longer = longer_chosen(len(cands[chosen]), len(cands[other]), 0)
         first = None
         if j.shown_order and isinstance(j.shown_order[0], str):
             first = j.shown_order[0] == chosen

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ...config import _Strict
+from ...plugin import StrictModel
 
 
-class PairwiseTurnOptions(_Strict):
-    pairs: list[tuple[str, str]] | None = None
-    bot_turns: int = Field(6, ge=1, le=30)
-    first_message: str = "Hi!"
-    conversations_per_pair: int = Field(50, ge=1)
+class PairwiseTurnOptions(StrictModel):
+    pairs: list[tuple[str, str]] | None = None  # default: every pair of bots
+    bot_turns: int = Field(6, ge=1, le=30)  # bot turns in one conversation, each a choice
+    first_message: str = "Hi!"  # the annotator's fixed first message
+    conversations_per_pair: int = Field(50, ge=1, le=100_000)  # target conversations per bot pair and question

@@ -1,4 +1,4 @@
-"""PW-Turn (paper 000 §3.1.2, Appendix A): live chat where two bots answer every turn.
+"""PW-Turn (Smith et al. 2022, §3.1.2, Appendix A): live chat where two bots answer every turn.
 
 The annotator plays a persona (two sentences), opens with the fixed "Hi!", and at each of the
 bot's `bot_turns` turns sees both bots' replies to the same history in random order (stored). They
@@ -17,11 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import JudgmentError
+from ...plugin import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, SchedulingView, session_progress
 from ...protocols import onboarding_content as onb
-from ...protocols.base import AdminSummary, Outcome, Protocol, session_progress
 from ...protocols.live import (
     BOT,
     LiveProtocol,
+    PageAction,
     awaiting_bot,
     bot_turn_count,
     form_turn,
@@ -29,18 +30,13 @@ from ...protocols.live import (
     page_elapsed,
     persona_state,
 )
-from ...protocols.scheduling import (
-    Choice,
-    adaptive_note,
-    adaptive_plan,
-    assign_locked,
-    bot_pairs,
-    least_loaded,
-    pair_key,
-)
+from ...protocols.voters import voter_screen
 from ...questions import Question
-from ...records import Turn, Unit
+from ...records import Conversation, Turn, Unit
+from ...scheduling.assign import Choice, assign_locked, bot_pairs, least_loaded, pair_key
+from ...scheduling.plan import adaptive_note, adaptive_plan
 from ...store import work
+from .options import PairwiseTurnOptions
 from .questions import PAIRWISE_TURN_QUESTIONS
 
 KIND = "pw-turn"
@@ -49,7 +45,7 @@ ONBOARDING_QUESTION = "onboarding"
 META_KEY = "pw_turn_onboarding"
 
 
-class PairwiseTurnProtocol(LiveProtocol, Protocol):
+class PairwiseTurnProtocol(LiveProtocol, Protocol[PairwiseTurnOptions]):
     method = "pairwise-turn"
     template = "pairwise_turn.html"
     title = "Pairwise per-turn comparison (PW-Turn)"
@@ -80,13 +76,13 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             for a, b in self.pairs()
             for q in self.questions()
         ]
-        return work.add_units(self.store, self.study.study_id, self.method, units)
+        return self.db.add_units(self.method, units)
 
-    def assign(self, annotator):
+    def assign(self, annotator: AnnotatorInfo) -> AssignmentInfo | None:
         target = self.options.conversations_per_pair
         cap = self.config.annotation.units_per_annotator
 
-        def choose(view) -> Choice | None:
+        def choose(view: SchedulingView) -> Choice | None:
             adaptive = adaptive_plan(
                 self,
                 view,
@@ -119,19 +115,19 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         return assign_locked(self, annotator, choose)
 
     # -- the live conversation ------------------------------------------------------------------------
-    def conversation(self, annotator, assignment, state):
+    def conversation(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, state: dict[str, Any]) -> Conversation:
         bots = list(assignment.payload["bots"])
         return self.persona_conversation(annotator, assignment, state, bots, question=assignment.payload["question"])
 
-    def chat_bots(self, assignment, state) -> list[str]:
+    def chat_bots(self, assignment: AssignmentInfo, state: dict[str, Any]) -> list[str]:
         bots = list(assignment.payload["bots"])
         self.study.fresh_rng().shuffle(bots)  # random order per turn, stored with the candidates
         return bots
 
-    def replies_pending(self, state) -> bool:
+    def replies_pending(self, state: dict[str, Any]) -> bool:
         return bool(state.get("pending"))
 
-    def can_send(self, conv, state) -> str | None:
+    def can_send(self, conv: Conversation, state: dict[str, Any]) -> str | None:
         if state.get("pending"):
             return "First choose one of the two responses."
         if awaiting_bot(conv):
@@ -140,7 +136,15 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             return "This conversation is complete."
         return None
 
-    def store_replies(self, annotator, assignment, conv, state, names, texts) -> None:
+    def store_replies(
+        self,
+        annotator: AnnotatorInfo,
+        assignment: AssignmentInfo,
+        conv: Conversation,
+        state: dict[str, Any],
+        names: list[str],
+        texts: list[str],
+    ) -> None:
         state["pending"] = {
             "turn": bot_turn_count(conv) + 1,
             "turns": len(conv.turns),
@@ -150,20 +154,22 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         }
         self.save_state(assignment, state)
 
-    def finish_live(self, annotator, conversation) -> list[str]:
+    def finish_live(self, annotator: AnnotatorInfo, conversation: Conversation) -> list[str]:
         # the justifications are checked once the conversation is over, after the message filters
         flags = super().finish_live(annotator, conversation)
         self.check_justifications(annotator.id)
         return flags
 
     # -- onboarding ---------------------------------------------------------------------------------
-    def onboarding_needed(self, annotator) -> bool:
+    def onboarding_needed(self, annotator: AnnotatorInfo) -> bool:
         if not self.config.onboarding.enabled:
             return False
         info = annotator.meta.get(META_KEY) or {}
         return not (info.get("passed") or info.get("failed"))
 
-    def onboarding_view(self, annotator, assignment, state) -> dict[str, Any]:
+    def onboarding_view(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, state: dict[str, Any]
+    ) -> dict[str, Any]:
         orders = state.get("onboarding_orders")
         if not orders:
             orders = onb.shuffled_orders(self.study.fresh_rng())
@@ -179,9 +185,9 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             "persona": list(onb.PERSONA),
         }
 
-    def act_onboarding(self, annotator, assignment, data) -> Outcome:
+    def act_onboarding(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]) -> Outcome:
         request_id = data.get("request_id")
-        if request_id and work.judgment_exists(self.store, annotator.id, request_id):
+        if request_id and self.db.judgment_exists(annotator.id, request_id):
             return Outcome()  # a double submit of a practice answer already stored: harmless
         state = self.fresh_state(assignment)
         orders = state.get("onboarding_orders")
@@ -193,7 +199,8 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
             if raw not in ("0", "1"):
                 raise JudgmentError(f"Choose a response for every turn (turn {k + 1} has none).")
             answers.append(order[int(raw)])
-        info = dict(work.get_annotator(self.store, annotator.id).meta.get(META_KEY) or {})
+        current = self.db.get_annotator(annotator.id)  # read again: the tries so far are in its meta
+        info = dict((current.meta if current is not None else {}).get(META_KEY) or {})
         if info.get("passed"):
             return Outcome()
         tries = int(info.get("tries", 0)) + 1
@@ -210,20 +217,20 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         info.update(tries=tries, passed=ok)
         state.pop("onboarding_orders", None)
         if ok:
-            work.update_annotator_meta(self.store, annotator.id, **{META_KEY: info})
+            self.db.update_annotator_meta(annotator.id, **{META_KEY: info})
             self.save_state(assignment, state)
             return Outcome(data={"onboarding": "passed"})
         if tries >= self.config.onboarding.tries:
             info["failed"] = True
-            work.update_annotator_meta(self.store, annotator.id, **{META_KEY: info})
+            self.db.update_annotator_meta(annotator.id, **{META_KEY: info})
             block = self.config.onboarding.on_fail == "block"
             self.flag(annotator.id, ["onboarding_failed"], block=block)
             self.save_state(assignment, state)
             if block:
-                work.submit_assignment(self.store, assignment.id, state={**state, "ended": "onboarding_failed"})
+                self.db.submit_assignment(assignment.id, state={**state, "ended": "onboarding_failed"})
                 return Outcome(done=True, redirect=self.study.url("done"), data={"onboarding": "failed"})
             return Outcome(data={"onboarding": "failed"})
-        work.update_annotator_meta(self.store, annotator.id, **{META_KEY: info})
+        self.db.update_annotator_meta(annotator.id, **{META_KEY: info})
         state["onboarding_message"] = (
             f"{onb.score(answers)} of {len(onb.STEPS)} answers were right. "
             "Read the conversation again and try once more."
@@ -232,7 +239,7 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         return Outcome(data={"onboarding": "retry"})
 
     # -- page ----------------------------------------------------------------------------------------
-    def render(self, annotator, assignment) -> dict[str, Any]:
+    def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
         state = self.fresh_state(assignment)
         question = self.question(assignment.payload["question"])
         ctx: dict[str, Any] = {
@@ -269,7 +276,7 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         )
         return ctx
 
-    def progress(self, annotator, assignment) -> dict[str, Any] | None:
+    def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
         if assignment is None:
             return None
         turns = self.options.bot_turns
@@ -286,15 +293,17 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         return at.progress(f"Response {min(at.done + 1, turns)} of {turns}", at.left * MINUTES_PER_RESPONSE)
 
     # -- actions -------------------------------------------------------------------------------------
-    async def act(self, annotator, assignment, action: str, data: dict[str, Any]) -> Outcome:
+    async def act(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, action: str, data: dict[str, Any]
+    ) -> Outcome:
         if action in {"send", "reply", "watch"} and self.onboarding_needed(annotator):
             raise JudgmentError("Finish the practice conversation first.")
         return await super().act(annotator, assignment, action, data)
 
-    def page_actions(self):
+    def page_actions(self) -> dict[str, PageAction]:
         return {"choose": self.act_choose, "onboarding": self.act_onboarding}
 
-    def act_choose(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+    def act_choose(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]) -> Outcome:
         state = self.fresh_state(assignment)
         conv = self.conversation(annotator, assignment, state)
         pending = state.get("pending")
@@ -349,14 +358,13 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
     def admin_summary(self) -> AdminSummary:
         judgments = [
             j
-            for j in work.list_judgments(self.store, self.study.study_id)
+            for j in self.db.list_judgments()
             if j.question != ONBOARDING_QUESTION and isinstance(j.value, dict) and "chosen" in j.value
         ]
         summary = AdminSummary()
         target = self.options.conversations_per_pair
-        with self.store.session() as s:
-            load = work.unit_load(s, self.study.study_id, KIND)
-        for u in work.list_units(self.store, self.study.study_id, KIND):
+        load = self.db.unit_load(KIND)
+        for u in self.db.list_units(KIND):
             a, b = u.payload["bots"]
             summary.progress.append(
                 {
@@ -384,6 +392,7 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol):
         note = adaptive_note(self)
         if note:
             summary.notes.append(note)
+        voter_screen(self, summary, _adaptive_outcome)
         return summary
 
 

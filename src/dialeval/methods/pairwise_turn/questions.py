@@ -1,4 +1,4 @@
-"""PW-Turn's question presets (paper 000 §3.1.2)."""
+"""PW-Turn's question presets (Smith et al. 2022, §3.1.2)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ...simulate import model
-from ...simulate.annotator import SimulatedAnnotator
+from ...simulate.annotator import SimulatedAnnotator, shows
 
 
 def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
@@ -20,7 +20,7 @@ def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
         data = {}
         for k, options in enumerate(steps):
             good = onb.STEPS[k].candidates[onb.STEPS[k].good]
-            right = options.index(good) if good in options else 0
+            right = next((i for i, o in enumerate(options) if shows(o, good)), 0)
             careful_ok = not sim.profile.careless and sim.rng.random() > 0.02
             data[f"step{k}"] = str(right if careful_ok else sim.rng.randrange(2))
         data["elapsed_ms"] = sim.elapsed_ms("onboarding")
@@ -34,20 +34,18 @@ def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
         pending = a.state.get("pending") or {}
         cands = pending.get("candidates") or []
         shown = sim.candidates_shown(page)
-        if [c["text"].strip() for c in cands] != shown:
+        if len(shown) != len(cands) or not all(shows(s, c["text"]) for s, c in zip(shown, cands)):
             sim.log.errors.append(f"assignment {aid}: the candidates shown differ from the stored ones")
         m = re.search(r'name="turn" value="(\d+)"', page)
         question = a.payload.get("question")
-        if sim.profile.careless:
-            choice = sim.rng.randrange(2)
-        else:
-            choice = model.choose_pairwise(
-                sim.truth.strength(cands[0]["bot"], question),
-                sim.truth.strength(cands[1]["bot"], question),
-                sim.profile.side_bias,
-                sim.profile.noise,
-                sim.rng,
-            )
+        choice = model.pick_side(
+            sim.profile,
+            cands[0]["bot"],
+            cands[1]["bot"],
+            sim.truth.strength(cands[0]["bot"], question),
+            sim.truth.strength(cands[1]["bot"], question),
+            sim.rng,
+        )
         sim.act(
             aid,
             "choose",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..spec import Method, PlanningModel, SimulationModel
+from ...registry import Method, PlanningModel, SimulationModel
 
 _P = __name__
 
@@ -36,8 +36,13 @@ METHOD = Method(
         abandon_within=8,
         corpus=True,
     ),
-    # 000 §4.1: SM-Turn+SM-Dialog, 4.39 h per model, 68 conversations
-    planning=PlanningModel(seconds_per_judgment=4.39 * 3600 / 68, test="ttest", source="000 §4.1"),
+    # Smith et al. 2022, §4.1: SM-Turn+SM-Dialog, 4.39 h per model, 68 conversations
+    planning=PlanningModel(
+        seconds_per_judgment=4.39 * 3600 / 68,
+        test="ttest",
+        source="Smith et al. 2022, §4.1",
+        pilot="dialeval.methods.single_model.pilot:pilot",
+    ),
     live=True,
     templates=_P,
     instructions="instructions_single_model.html",

@@ -1,4 +1,5 @@
-"""SM-Turn + SM-Dialog analysis: a Dataset in, the JSON-ready report dict out (000 §3.1.4, §4.3, App. F/G).
+"""SM-Turn + SM-Dialog analysis: a Dataset in, the JSON-ready report dict out (Smith et al. 2022,
+§3.1.4, §4.3, App. F/G).
 
 Judgments: question "turn" with {"turn": i, "engaging": bool, "humanlike": bool, "interesting": bool}
 and question "dialog" with Likert 1..5 per quality. A judgment's conversation is
@@ -16,8 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dialeval.analysis.shared import _jsonable, _onboarding_seconds, _split_judgments
-from dialeval.records import SM_QUALITIES, Dataset, Judgment
+from dialeval.analysis.shared import mean_onboarding_seconds, split_judgments
+from dialeval.jsonable import to_jsonable
+from dialeval.records import SM_QUALITIES, Dataset, Judgment, Unit
 from dialeval.stats import single_model as smstats
 from dialeval.stats.power import single_model_time_to_significance
 
@@ -28,16 +30,16 @@ DEFAULT_WEIGHTS: tuple[tuple[float, float], ...] = ((1, 0), (1, 1), (1, 5), (1, 
 
 def single_model_frames(
     dataset: Dataset, exclude_annotators: Iterable[str] | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[Judgment], dict]:
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[Judgment], dict[str, Any]]:
     """(turns, dialog, timing, onboarding judgments, excluded summary).
 
     turns: DataFrame[conversation, bot, annotator, turn, <qualities>] (0/1);
     dialog: DataFrame[conversation, bot, annotator, <qualities>] (Likert);
     timing: DataFrame[conversation, bot, annotator, seconds] (sum of elapsed_s per conversation).
     """
-    units = {u.id: u for u in dataset.units}
+    units: dict[str | None, Unit] = {u.id: u for u in dataset.units}  # a judgment without a unit finds none
     convs = dataset.conversation_map()
-    kept, onboarding, summary = _split_judgments(dataset, exclude_annotators)
+    kept, onboarding, summary = split_judgments(dataset, exclude_annotators)
     q = list(SM_QUALITIES)
     trows, drows, bad = [], [], 0
     times: dict[tuple[Any, Any, Any], float] = {}  # (conversation, bot, annotator) -> seconds
@@ -48,7 +50,7 @@ def single_model_frames(
             or (unit.conversation_ids[0] if unit is not None and unit.conversation_ids else None)
             or j.unit_id
         )
-        conv = convs.get(cid)
+        conv = convs.get(cid) if cid is not None else None
         bot = (
             (conv.bots[0] if conv is not None and conv.bots else None)
             or (unit.payload.get("bot") if unit else None)
@@ -106,7 +108,7 @@ def analyze_single_model(
     n_boot: int = 10000,
     n_sim: int = 500,
     seed: int | None = 0,
-) -> dict:
+) -> dict[str, Any]:
     """SM-Turn / SM-Dialog report.
 
     Keys: method, turn_range, systems [{name, n, score, success_rate, success_rate_subset, wta,
@@ -133,7 +135,8 @@ def analyze_single_model(
                 "time_to_significance": [],
             }
         )
-        return _jsonable(report)
+        jsonable: dict[str, Any] = to_jsonable(report)
+        return jsonable
 
     rate_all = _by_bot(smstats.turn_success_rates(turns), "rate") if len(turns) else {}
     rate_sub = _by_bot(smstats.turn_success_rates(turns, turn_range), "rate") if len(turns) else {}
@@ -241,30 +244,65 @@ def analyze_single_model(
             "ols": ols,
             "combined": combined,
             "time_to_significance": tts,
-            "onboarding_seconds": _onboarding_seconds(onboarding),
+            "onboarding_seconds": mean_onboarding_seconds(onboarding),
         }
     )
+    report["annotator_model"] = _annotator_model(dataset, turns, seed or 0)
     from ...analysis.metrics import metric_report
 
     if (metrics := metric_report(dataset, report)) is not None:
         report["automatic_metrics"] = metrics
-    return _jsonable(report)
+    jsonable = to_jsonable(report)
+    return jsonable
+
+
+def _annotator_model(dataset: Dataset, turns: pd.DataFrame, seed: int) -> dict[str, Any]:
+    """Dawid-Skene and MACE (analysis/annotators.py) per SM-Turn quality: the item is a bot turn of
+    a conversation, the label whether the quality was ticked. SM-Dialog's Likert ratings are
+    ordinal scores, left to the t-tests."""
+    from dialeval.analysis.annotators import annotator_options, label_section, model_judges
+
+    if not annotator_options(dataset.meta.get("config")).get("models", True):
+        return {"note": "annotator models off (annotators.models: false in the study file)"}
+    judges = model_judges(dataset)
+    out: dict[str, Any] = {}
+    for quality in SM_QUALITIES:
+        if turns.empty:
+            break
+        rows = pd.DataFrame(
+            {
+                "item": turns["conversation"].astype(str) + " / turn " + turns["turn"].astype(str),
+                "annotator": turns["annotator"],
+                "label": np.where(turns[quality] > 0, "ticked", "not ticked"),
+            }
+        )
+        if (section := label_section(rows, judges=judges, classes=["not ticked", "ticked"], seed=seed)) is not None:
+            out[quality] = section
+    return {"turn_qualities": out} if out else {"note": "too few annotators of SM-Turn for an annotator model"}
 
 
 def _time_to_significance(
-    bots, turns, per_conv_lik, timing, comb_frames, turn_range, onboarding, n_sim, seed
-) -> list[dict]:
+    bots: list[str],
+    turns: pd.DataFrame,
+    per_conv_lik: pd.DataFrame,
+    timing: pd.DataFrame,
+    comb_frames: dict[tuple[float, float], pd.DataFrame],
+    turn_range: tuple[int, int],
+    onboarding: list[Judgment],
+    n_sim: int,
+    seed: int | None,
+) -> list[dict[str, Any]]:
     if timing.empty:
         return []
     q = list(SM_QUALITIES)
     sec_conv = float(timing["seconds"].mean())
-    onboarding_s = _onboarding_seconds(onboarding)
+    onboarding_s = mean_onboarding_seconds(onboarding)
     per_annotator = len(timing) / max(timing["annotator"].nunique(), 1)
     ranged = turns[(turns["turn"] >= turn_range[0]) & (turns["turn"] <= turn_range[1])]
     turns_per_conv = ranged.groupby("conversation").size().mean() if len(ranged) else np.nan
     out = []
 
-    def add(a, b, metric, x, y, seconds, per_ann):
+    def add(a: str, b: str, metric: str, x: np.ndarray, y: np.ndarray, seconds: float, per_ann: float) -> None:
         if len(x) < 2 or len(y) < 2 or not np.isfinite(seconds):
             return
         r = single_model_time_to_significance(
@@ -276,7 +314,7 @@ def _time_to_significance(
             n_sim=n_sim,
             seed=seed,
         )
-        r["curve"] = _jsonable(r["curve"])
+        r["curve"] = to_jsonable(r["curve"])
         out.append({"a": a, "b": b, "metric": metric, **r})
 
     for a, b in combinations(bots, 2):

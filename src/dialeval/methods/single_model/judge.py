@@ -8,14 +8,14 @@ from typing import Any
 from ...judges import parse as p
 from ...judges.common import (
     HUMAN,
-    _bot_turns,
-    _human_judgments,
-    _judged_first,
-    _one_bot,
+    bot_turns,
+    human_judgments,
+    judged_first,
+    one_bot,
 )
 from ...judges.prompts import compose, lines
 from ...judges.tasks import Answer, JudgeAdapter, JudgeTask, Label
-from ...records import SM_QUALITIES, Dataset
+from ...records import SM_QUALITIES, Conversation, Dataset, Turn
 from .questions import SINGLE_MODEL_DIALOG_QUESTIONS, SINGLE_MODEL_TURN_QUALITIES
 
 _SM_NAMES = {HUMAN: "You", "bot": "Your partner"}
@@ -24,13 +24,13 @@ _SM_NAMES = {HUMAN: "You", "bot": "Your partner"}
 def single_model_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTask]:
     tasks = []
     for conv in dataset.conversations:
-        if conv.error or _one_bot(conv) is None:
+        if conv.error or one_bot(conv) is None:
             continue
         index = {id(t): i for i, t in enumerate(conv.turns)}
-        for n, turn in _bot_turns(conv):
+        for n, turn in bot_turns(conv):
             history = conv.turns[: index[id(turn)]]
 
-            def prompt(order: str, history=history, turn=turn) -> str:
+            def prompt(order: str, history: list[Turn] = history, turn: Turn = turn) -> str:
                 qualities = "\n".join(f'"{q}": {SINGLE_MODEL_TURN_QUALITIES[q]}' for q in SM_QUALITIES)
                 return compose(
                     f"The conversation so far between you and your partner:\n{lines(history, _SM_NAMES)}",
@@ -39,13 +39,13 @@ def single_model_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTa
                     example="{" + ", ".join(f'"{q}": true' for q in SM_QUALITIES) + "}",
                 )
 
-            def parse(text: str, order: str, n=n) -> Answer:
+            def parse(text: str, order: str, n: int = n) -> Answer:
                 obj = p.json_object(text)
                 return Answer({"turn": n, **{q: p.boolean(obj, q, text) for q in SM_QUALITIES}})
 
             tasks.append(JudgeTask(f"sm-turn:{conv.id}:{n}", "turn", prompt, parse, conversation_id=conv.id))
 
-        def dialog_prompt(order: str, conv=conv) -> str:
+        def dialog_prompt(order: str, conv: Conversation = conv) -> str:
             questions = "\n".join(f'"{q}": {SINGLE_MODEL_DIALOG_QUESTIONS[q]}' for q in SM_QUALITIES)
             return compose(
                 f"Your whole conversation with your partner:\n{lines(conv.turns, _SM_NAMES)}",
@@ -58,18 +58,18 @@ def single_model_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTa
             return Answer({q: p.number(obj, q, 1, 5, text, integer=True) for q in SM_QUALITIES})
 
         tasks.append(JudgeTask(f"sm-dialog:{conv.id}", "dialog", dialog_prompt, dialog_parse, conversation_id=conv.id))
-    return _judged_first(tasks, dataset)
+    return judged_first(tasks, dataset)
 
 
 def single_model_labels(dataset: Dataset) -> list[Label]:
     convs = dataset.conversation_map()
     out = []
-    for j in _human_judgments(dataset):
+    for j in human_judgments(dataset):
         conv = convs.get(j.conversation_id or "")
         v = j.value if isinstance(j.value, dict) else {}
         if conv is None:
             continue
-        bot = (_one_bot(conv) or "?",)
+        bot = (one_bot(conv) or "?",)
         if j.question == "turn" and v.get("turn") is not None:
             for q in SM_QUALITIES:
                 if isinstance(v.get(q), bool):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ...config import _Strict
+from ...plugin import StrictModel
 
 
-class SingleModelOptions(_Strict):
-    bot_turns: int = Field(6, ge=1, le=30)
-    first_message: str = "Hi!"
-    conversations_per_bot: int = Field(50, ge=1)
+class SingleModelOptions(StrictModel):
+    bot_turns: int = Field(6, ge=1, le=30)  # bot replies in one conversation, each rated
+    first_message: str = "Hi!"  # the annotator's fixed first message
+    conversations_per_bot: int = Field(50, ge=1, le=100_000)  # target conversations per bot

@@ -1,4 +1,4 @@
-"""SM-Turn + SM-Dialog (paper 000 §3.1.4): live chat with one bot, rated per turn and at the end.
+"""SM-Turn + SM-Dialog (Smith et al. 2022, §3.1.4): live chat with one bot, rated per turn and at the end.
 
 Same setting as PW-Turn (persona, fixed "Hi!", `bot_turns` bot turns). After each bot message the
 annotator ticks which qualities it has (engaging, human-like, interesting) or "none of these":
@@ -14,10 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import JudgmentError
-from ...protocols.base import AdminSummary, Outcome, Protocol
+from ...plugin import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, SchedulingView
 from ...protocols.live import (
     BOT,
     LiveProtocol,
+    PageAction,
     awaiting_bot,
     bot_turn_count,
     form_turn,
@@ -25,9 +26,9 @@ from ...protocols.live import (
     page_elapsed,
     persona_state,
 )
-from ...protocols.scheduling import Choice, assign_locked, least_loaded
-from ...records import SM_QUALITIES, Turn, Unit
-from ...store import work
+from ...records import SM_QUALITIES, Conversation, Turn, Unit
+from ...scheduling.assign import Choice, assign_locked, least_loaded
+from .options import SingleModelOptions
 from .questions import SINGLE_MODEL_DIALOG_QUESTIONS, SINGLE_MODEL_TURN_QUALITIES
 
 KIND = "sm-chat"
@@ -35,7 +36,7 @@ MINUTES_PER_MESSAGE = 0.75  # writing a message and ticking its qualities (heade
 LIKERT = (1, 2, 3, 4, 5)
 
 
-class SingleModelProtocol(LiveProtocol, Protocol):
+class SingleModelProtocol(LiveProtocol, Protocol[SingleModelOptions]):
     method = "single-model"
     template = "single_model.html"
     title = "Single-model per-turn and per-dialogue ratings (SM-Turn, SM-Dialog)"
@@ -47,13 +48,13 @@ class SingleModelProtocol(LiveProtocol, Protocol):
 
     def prepare(self) -> int:
         units = [Unit(id=f"single-{b}", kind=KIND, payload={"bot": b}) for b in self.bots()]
-        return work.add_units(self.store, self.study.study_id, self.method, units)
+        return self.db.add_units(self.method, units)
 
-    def assign(self, annotator):
+    def assign(self, annotator: AnnotatorInfo) -> AssignmentInfo | None:
         target = self.options.conversations_per_bot
         cap = self.config.annotation.units_per_annotator
 
-        def choose(view) -> Choice | None:
+        def choose(view: SchedulingView) -> Choice | None:
             if len(view.history) >= cap:
                 return None
             seen = view.seen_units()
@@ -66,13 +67,13 @@ class SingleModelProtocol(LiveProtocol, Protocol):
         return assign_locked(self, annotator, choose)
 
     # -- live conversation ------------------------------------------------------------------------
-    def conversation(self, annotator, assignment, state):
+    def conversation(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, state: dict[str, Any]) -> Conversation:
         return self.persona_conversation(annotator, assignment, state, [assignment.payload["bot"]])
 
-    def chat_bots(self, assignment, state) -> list[str]:
+    def chat_bots(self, assignment: AssignmentInfo, state: dict[str, Any]) -> list[str]:
         return [assignment.payload["bot"]]
 
-    def stage(self, conv, state) -> str:
+    def stage(self, conv: Conversation, state: dict[str, Any]) -> str:
         n = bot_turn_count(conv)
         if awaiting_bot(conv):
             return "waiting"
@@ -82,7 +83,7 @@ class SingleModelProtocol(LiveProtocol, Protocol):
             return "final"
         return "chat"
 
-    def can_send(self, conv, state) -> str | None:
+    def can_send(self, conv: Conversation, state: dict[str, Any]) -> str | None:
         stage = self.stage(conv, state)
         if stage == "check":
             return "First tick the qualities of your partner's last message (or 'none of these')."
@@ -92,13 +93,21 @@ class SingleModelProtocol(LiveProtocol, Protocol):
             return "The conversation is complete; please rate it."
         return None
 
-    def store_replies(self, annotator, assignment, conv, state, names, texts) -> None:
+    def store_replies(
+        self,
+        annotator: AnnotatorInfo,
+        assignment: AssignmentInfo,
+        conv: Conversation,
+        state: dict[str, Any],
+        names: list[str],
+        texts: list[str],
+    ) -> None:
         self.append_turn(conv, Turn(BOT, texts[0], bot=names[0], meta={"turn": bot_turn_count(conv) + 1}))
         state["shown_at"] = now_ts()
         self.save_state(assignment, state)
 
     # -- page ----------------------------------------------------------------------------------------
-    def render(self, annotator, assignment) -> dict[str, Any]:
+    def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
         state = self.fresh_state(assignment)
         conv = self.conversation(annotator, assignment, state)
         return {
@@ -115,7 +124,7 @@ class SingleModelProtocol(LiveProtocol, Protocol):
             "bot_turns": self.options.bot_turns,
         }
 
-    def progress(self, annotator, assignment) -> dict[str, Any] | None:
+    def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
         if assignment is None:
             return None
         turns = self.options.bot_turns
@@ -127,10 +136,10 @@ class SingleModelProtocol(LiveProtocol, Protocol):
         return at.progress(detail, at.left * MINUTES_PER_MESSAGE + (total - at.k + 1))
 
     # -- actions ----------------------------------------------------------------------------------------
-    def page_actions(self):
+    def page_actions(self) -> dict[str, PageAction]:
         return {"rate": self.act_rate, "final": self.act_final}
 
-    def act_rate(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+    def act_rate(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]) -> Outcome:
         state = self.fresh_state(assignment)
         conv = self.conversation(annotator, assignment, state)
         n = bot_turn_count(conv)
@@ -166,7 +175,7 @@ class SingleModelProtocol(LiveProtocol, Protocol):
         self.save_state(assignment, state)
         return Outcome()
 
-    def act_final(self, annotator, assignment, data: dict[str, Any]) -> Outcome:
+    def act_final(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]) -> Outcome:
         state = self.fresh_state(assignment)
         conv = self.conversation(annotator, assignment, state)
         if self.stage(conv, state) != "final":
@@ -175,9 +184,11 @@ class SingleModelProtocol(LiveProtocol, Protocol):
         for q in SM_QUALITIES:
             raw = data.get(q)
             try:
-                v = int(raw)
+                v = int(raw) if raw is not None else None
             except (TypeError, ValueError):
-                raise JudgmentError(f"Answer every question ({SINGLE_MODEL_DIALOG_QUESTIONS[q]}).") from None
+                v = None
+            if v is None:
+                raise JudgmentError(f"Answer every question ({SINGLE_MODEL_DIALOG_QUESTIONS[q]}).")
             if v not in LIKERT:
                 raise JudgmentError("Each rating must be between 1 and 5.")
             value[q] = v
@@ -196,16 +207,15 @@ class SingleModelProtocol(LiveProtocol, Protocol):
     def admin_summary(self) -> AdminSummary:
         summary = AdminSummary()
         target = self.options.conversations_per_bot
-        with self.store.session() as s:
-            load = work.unit_load(s, self.study.study_id, KIND)
-        units = work.list_units(self.store, self.study.study_id, KIND)
+        load = self.db.unit_load(KIND)
+        units = self.db.list_units(KIND)
         unit_bot = {u.id: u.payload["bot"] for u in units}
         for u in units:
             summary.progress.append(
                 {"bot": u.payload["bot"], "done": load.get(u.id, {}).get("submitted", 0), "target": target}
             )
         dialogs: dict[str, list[float]] = {}
-        for j in work.list_judgments(self.store, self.study.study_id, question="dialog"):
+        for j in self.db.list_judgments(question="dialog"):
             if j.annotator_status == "active" and isinstance(j.value, dict) and j.unit_id in unit_bot:
                 dialogs.setdefault(unit_bot[j.unit_id], []).append(sum(j.value.values()) / len(j.value))
         for bot, scores in sorted(dialogs.items()):

@@ -1,4 +1,4 @@
-"""SM-Turn's qualities and SM-Dialog's questions (paper 000 §3.1.2)."""
+"""SM-Turn's qualities and SM-Dialog's questions (Smith et al. 2022, §3.1.2)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
         a = sim.assignment(aid)
         strength = sim.truth.strength(a.payload["bot"], "turn")
         ticked = model.sm_turn_qualities(
-            strength, sim.profile.lenience, sim.profile.noise, sim.rng, careless=sim.profile.careless
+            strength, sim.profile.lenience, sim.profile.noise, sim.rng, careless=sim.profile.random_answers
         )
         m = re.search(r'name="turn" value="(\d+)"', page)
         data: dict[str, Any] = {"turn": m.group(1) if m else "0"}
@@ -36,7 +36,7 @@ def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
         for q in ("engaging", "humanlike", "interesting"):
             data[q] = str(
                 sim.rng.randint(1, 5)
-                if sim.profile.careless
+                if sim.profile.random_answers
                 else model.likert(strength, sim.profile.lenience, sim.profile.noise, sim.rng)
             )
         data["elapsed_ms"] = sim.elapsed_ms("single-model-dialog")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..spec import Method, PlanningModel, SimulationModel
+from ...registry import Method, PlanningModel, SimulationModel
 
 _P = __name__
 
@@ -44,8 +44,14 @@ METHOD = Method(
         seconds={"spot-the-bot": 25.0},
         abandon_within=5,
     ),
-    # 001: ~25 s per annotation (PersonaChat, DailyDialog)
-    planning=PlanningModel(seconds_per_judgment=25.0, test="binomial", source="001", draws=True),
+    # Deriu et al. 2020, "Time efficiency": ~25 s per annotation (PersonaChat, DailyDialog)
+    planning=PlanningModel(
+        seconds_per_judgment=25.0,
+        test="binomial",
+        source="Deriu et al. 2020, Time efficiency",
+        draws=True,
+        pilot="dialeval.report.pilot:pairwise_pilot",
+    ),
     importers=("spot-the-bot",),
     templates=_P,
     instructions="instructions_spot_the_bot.html",
@@ -57,4 +63,5 @@ METHOD = Method(
     ),
     answer_pairs=f"{_P}.answer:pairs",
     judge="dialeval.methods.spot_the_bot.judge:spot_the_bot",
+    report_reads_turns=False,  # conversations' bots and meta only
 )

@@ -1,4 +1,4 @@
-"""Analyse a Spot The Bot data set (paper 001) into the JSON report contract.
+"""Analyse a Spot The Bot data set (Deriu et al. 2020) into the JSON report contract.
 
 Entry point: :func:`analyze_spot_the_bot`. The frames it builds are public too:
 
@@ -14,7 +14,7 @@ whose coefficient could not be estimated carries the documented reason in ``note
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ import pandas as pd
 
 from dialeval.analysis.practice import is_practice
 from dialeval.jsonable import to_jsonable
-from dialeval.records import STB_FEATURES, Dataset
+from dialeval.records import STB_FEATURES, Dataset, Unit
 from dialeval.stats import ranking
 from dialeval.stats import spot_the_bot as stb
 from dialeval.stats.power import pairwise_time_to_significance
@@ -30,7 +30,7 @@ from dialeval.stats.power import pairwise_time_to_significance
 from ...analysis.metrics import metric_report
 
 HUMAN = "human"
-# conversations per pair for the subsampling stability (paper 001: 3 ... 44 of 45 per pair)
+# conversations per pair for the subsampling stability (Deriu et al. 2020: 3 ... 44 of 45 per pair)
 STABILITY_SIZES = (3, 5, 10, 20, 30, 44)
 
 
@@ -50,15 +50,17 @@ def annotation_frame(dataset: Dataset) -> pd.DataFrame:
     exchanges, system0, system1, label0, label1, fluency, sensibleness, specificity, elapsed_s,
     bot_bot`` (``bot_bot``: neither entity is a person)."""
     conversations = dataset.conversation_map()
-    units = {u.id: u for u in dataset.units}
+    # keyed by str | None: a judgment without a unit finds none
+    units: dict[str | None, Unit] = {u.id: u for u in dataset.units}
     rows = []
     for j in dataset.judgments:
         v = j.value
         if is_practice(j, units.get(j.unit_id)) or not isinstance(v, dict) or "entity0" not in v:
             continue
-        conv = conversations.get(j.conversation_id)
+        conv = conversations.get(j.conversation_id) if j.conversation_id is not None else None
+        bots: list[str | None]
         if conv is None:
-            bots = list(j.shown_order or [None, None])
+            bots = list(j.shown_order) if j.shown_order else [None, None]
         else:
             bots = list(conv.bots)
         rows.append(
@@ -219,7 +221,7 @@ def _cluster_fn(
     n_samples: int | None,
     matches: str,
     rank_range: ranking.RankRangeRule = "released",
-):
+) -> Callable[[pd.DataFrame], list[list[str]]]:
     def rank_fn(frame: pd.DataFrame) -> list[list[str]]:
         table = _ranking_of(frame, n_bootstrap, seed, statistic, n_samples, matches, rank_range)
         return ranking.cluster_list(dict(zip(table["system"], table["cluster"])))
@@ -244,7 +246,10 @@ def seed_stability(
     "share"}] (most frequent first), "cluster_share": {system: share of seeds in which that
     system's reported cluster (the same members) is a cluster}}``.
     """
-    rank_fn_of = lambda seed: _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches, rank_range)  # noqa: E731
+
+    def rank_fn_of(seed: int) -> Callable[[pd.DataFrame], list[list[str]]]:
+        return _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches, rank_range)
+
     seen: dict[str, int] = {}
     found: dict[str, list[list[str]]] = {}
     member_hits: dict[str, int] = {s: 0 for c in reported for s in c}
@@ -371,7 +376,7 @@ def analyze_spot_the_bot(
     (as its stability script and the data of its R survival script): annotations of a package the
     annotator did not finish (see :func:`complete_packages`); applies to the whole report.
 
-    ``stability`` (paper 001 "On Reliability"): ``leave_one_out`` and ``subsample``: for each k of
+    ``stability`` (Deriu et al. 2020, "On Reliability"): ``leave_one_out`` and ``subsample``: for each k of
     ``stability_sizes`` (capped at the most conversations any pair has), ``stability_repeats`` draws of
     k conversations per pair (seeded), each clustered as the full data is (``stability_bootstrap``
     bootstrap repetitions, default ``n_bootstrap``); ``reference_share`` = share of draws giving the
@@ -500,10 +505,46 @@ def analyze_spot_the_bot(
         report["stability"] = {"leave_one_out": [], "all_same": None, "subsample": []}
     report["feature_win_rates"] = feature_win_rates_report(bots)
     report["time_to_significance"] = time_to_significance(frame, n_sim=tts_n_sim, seed=seed) if tts else []
+    report["annotator_model"] = annotator_model(dataset, frame, seed=seed)
     metrics = metric_report(dataset, report)
     if metrics is not None:
         report["automatic_metrics"] = metrics
     return report
+
+
+def annotator_model(dataset: Dataset, frame: pd.DataFrame, seed: int = 0) -> dict[str, Any]:
+    """Dawid-Skene and MACE (analysis/annotators.py) on each entity's human / bot / unsure label
+    (the item: a conversation's entity) and on each feature's winner (the item: a conversation)."""
+    from dialeval.analysis.annotators import annotator_options, label_section, model_judges
+
+    if not annotator_options(dataset.meta.get("config")).get("models", True):
+        return {"note": "annotator models off (annotators.models: false in the study file)"}
+    judges = model_judges(dataset)
+    entity = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "item": frame["conversation_id"].astype(str) + f" / entity{k}",
+                    "annotator": frame["annotator"],
+                    "label": frame[f"label{k}"].fillna("unsure").astype(str),
+                }
+            )
+            for k in (0, 1)
+        ]
+    )
+    out: dict[str, Any] = {}
+    if (section := label_section(entity, judges=judges, seed=seed)) is not None:
+        out["entity_label"] = section
+    features = {}
+    for f in STB_FEATURES:
+        rows = pd.DataFrame(
+            {"item": frame["conversation_id"].astype(str), "annotator": frame["annotator"], "label": frame[f]}
+        )
+        if (section := label_section(rows, judges=judges, seed=seed)) is not None:
+            features[f] = section
+    if features:
+        out["features"] = features
+    return out or {"note": "too few annotators for an annotator model"}
 
 
 def subsample_stability_report(
@@ -550,7 +591,7 @@ def subsample_stability_report(
 
 
 def feature_win_rates_report(bots: pd.DataFrame) -> dict[str, Any]:
-    """Per-feature win rates of the bot–bot frame ``bots`` (paper 001 Table 2): ``{"systems":
+    """Per-feature win rates of the bot–bot frame ``bots`` (Deriu et al. 2020, Table 2): ``{"systems":
     [{name, fluency, sensibleness, specificity}] (mean pairwise feature win rate), "pairwise":
     [{feature, a, b, wins, losses, draws, win_rate, p}]}`` (chi-square p as for ``win_rates``)."""
     if bots.empty:
@@ -623,4 +664,5 @@ def time_to_significance(
         curve = r.pop("curve")
         curve = curve[curve["power_sim"].notna()].assign(p_significant=lambda c: c["power_sim"])
         out.append({"a": a, "b": b, **r, "n_collected": len(g), "overhead": overhead, "curve": curve})
-    return to_jsonable(out)
+    jsonable: list[dict[str, Any]] = to_jsonable(out)
+    return jsonable

@@ -8,9 +8,9 @@ from typing import Any
 from ...judges import parse as p
 from ...judges.common import (
     HUMAN,
-    _human_judgments,
-    _judged_first,
-    _shown,
+    human_judgments,
+    judged_first,
+    shown_order,
 )
 from ...judges.prompts import compose, lines
 from ...judges.tasks import Answer, JudgeAdapter, JudgeTask, Label
@@ -46,7 +46,7 @@ def spot_the_bot_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTa
             seen.add((conv.id, k))
             turns = _segment(conv, k)
 
-            def prompt(order: str, turns=turns) -> str:
+            def prompt(order: str, turns: list[Turn] = turns) -> str:
                 features = "\n".join(f'"{f}": {STB_FEATURE_QUESTIONS[f]} (A, B or tie)' for f in STB_FEATURES)
                 return compose(
                     "A segment of a conversation between Speaker A and Speaker B. Each speaker is a person "
@@ -58,7 +58,7 @@ def spot_the_bot_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTa
                     '"specificity": "B"}',
                 )
 
-            def parse(text: str, order: str, k=k) -> Answer:
+            def parse(text: str, order: str, k: int = k) -> Answer:
                 obj = p.json_object(text)
                 value: dict[str, Any] = {
                     "segment_exchanges": k,
@@ -80,17 +80,17 @@ def spot_the_bot_tasks(dataset: Dataset, config: dict[str, Any]) -> list[JudgeTa
                     parse=parse,
                     unit_id=unit.id,
                     conversation_id=conv.id,
-                    shown=_shown(list(conv.bots), swap=False),
+                    shown=shown_order(list(conv.bots), swap=False),
                     meta={"segment": f"{conv.id}@{k}"},
                 )
             )
-    return _judged_first(tasks, dataset)
+    return judged_first(tasks, dataset)
 
 
 def spot_the_bot_labels(dataset: Dataset) -> list[Label]:
     convs = dataset.conversation_map()
     out = []
-    for j in _human_judgments(dataset):
+    for j in human_judgments(dataset):
         v = j.value if isinstance(j.value, dict) else {}
         conv = convs.get(j.conversation_id or "")
         if conv is None or "entity0" not in v:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from ...config import _Strict
+from ...plugin import StrictModel
 
 
-class SpotTheBotOptions(_Strict):
+class SpotTheBotOptions(StrictModel):
+    # segments: the first k exchanges of a conversation, per k
     segment_exchanges: list[int] = Field(default_factory=lambda: [2, 3, 5])
-    bot_segments_per_package: int = Field(20, ge=1)
-    human_segments_per_package: int = Field(5, ge=0)
-    packages_per_annotator: int = Field(3, ge=1)
-    annotations_per_segment: int = Field(2, ge=1)
+    bot_segments_per_package: int = Field(20, ge=1, le=1000)  # bot-bot segments in one package
+    human_segments_per_package: int = Field(5, ge=0, le=1000)  # human-human segments in one package
+    packages_per_annotator: int = Field(3, ge=1, le=1000)  # whole packages in one annotator's session
+    annotations_per_segment: int = Field(2, ge=1, le=1000)  # annotators per segment, each another person
 
     @field_validator("segment_exchanges")
     @classmethod

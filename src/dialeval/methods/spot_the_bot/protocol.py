@@ -1,4 +1,4 @@
-"""Spot The Bot (paper 001): packages of conversation segments; is each speaker a human or a bot?
+"""Spot The Bot (Deriu et al. 2020): packages of conversation segments; is each speaker a human or a bot?
 
 Segments: every stored bot-bot and human conversation, cut after the opening exchange (the corpus
 seed of a bot-bot conversation, the first exchange of a human one) plus k exchanges, for each k in
@@ -16,32 +16,40 @@ Judgment (question "spot-the-bot", one per segment, value per records.py):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from ...errors import JudgmentError
-from ...protocols.base import (
+from ...plugin import (
     AdminSummary,
     AnnotatorInfo,
     AssignmentInfo,
     Outcome,
     Protocol,
     session_progress,
-    submitted_count,
 )
-from ...protocols.scheduling import Choice, SchedulingView, assign_locked, least_loaded
 from ...records import Unit
-from ...store import work
+from ...scheduling.assign import Choice, SchedulingView, assign_locked, least_loaded
+from .options import SpotTheBotOptions
 from .questions import STB_FEATURES
 
 KIND = "stb-package"
 QUESTION = "spot-the-bot"
 LABELS = ("human", "bot", "unsure")
 ENTITY_NAMES = ("Speaker A", "Speaker B")
+OPENING = 2  # turns of the opening exchange that starts every segment (the seed of a bot-bot conversation)
 MINUTES_PER_SEGMENT = 0.5  # estimate for the progress header
 
 
 def is_human_conversation(conv: dict[str, Any]) -> bool:
     return conv["source"] == "human" or (bool(conv["bots"]) and all(b == "human" for b in conv["bots"]))
+
+
+class Segment(TypedDict):
+    """One segment of a package (Unit.payload["segments"]): a conversation cut after `exchanges`."""
+
+    conversation: str
+    exchanges: int
+    human: bool
 
 
 def pack(segments: list[tuple[str, int]], size: int) -> list[list[tuple[str, int]]]:
@@ -57,7 +65,7 @@ def pack(segments: list[tuple[str, int]], size: int) -> list[list[tuple[str, int
     return packages
 
 
-class SpotTheBotProtocol(Protocol):
+class SpotTheBotProtocol(Protocol[SpotTheBotOptions]):
     method = "spot-the-bot"
     template = "spot_the_bot.html"
     title = "Spot The Bot"
@@ -69,19 +77,17 @@ class SpotTheBotProtocol(Protocol):
 
     # -- units -------------------------------------------------------------------------------------
     def prepare(self) -> int:
-        sid = self.study.study_id
-        if work.count_units(self.store, sid, KIND):
+        if self.db.count_units(KIND):
             return 0  # packages are built once; their composition must not change under annotators
         opt = self.options
-        convs = [c for c in work.list_conversations(self.store, sid) if not c["error"]]
+        convs = [c for c in self.db.list_conversations() if not c["error"]]
         rng = self.study.seeded_rng("stb-packages")
         bot_segs_by_k: list[list[tuple[str, int]]] = []
         human_segs: list[tuple[str, int]] = []
         for k in opt.segment_exchanges:
             level = []
             for c in convs:
-                opening = 2
-                if c["turns"] < opening + 2 * k:
+                if c["turns"] < OPENING + 2 * k:
                     continue
                 if is_human_conversation(c):
                     human_segs.append((c["id"], k))
@@ -97,16 +103,16 @@ class SpotTheBotProtocol(Protocol):
         h = 0
         units = []
         for i, p in enumerate(packages):
-            segs = [{"conversation": c, "exchanges": k, "human": False} for c, k in p]
+            segs: list[Segment] = [{"conversation": cid, "exchanges": k, "human": False} for cid, k in p]
             added = 0
             tries = 0
             while human_segs and added < opt.human_segments_per_package and tries < len(human_segs):
-                c, k = human_segs[h % len(human_segs)]
+                cid, k = human_segs[h % len(human_segs)]
                 h += 1
                 tries += 1
-                if any(s["conversation"] == c for s in segs):
+                if any(s["conversation"] == cid for s in segs):
                     continue
-                segs.append({"conversation": c, "exchanges": k, "human": True})
+                segs.append({"conversation": cid, "exchanges": k, "human": True})
                 added += 1
             units.append(
                 Unit(
@@ -116,7 +122,7 @@ class SpotTheBotProtocol(Protocol):
                     payload={"segments": segs},
                 )
             )
-        return work.add_units(self.store, sid, self.method, units)
+        return self.db.add_units(self.method, units)
 
     # -- scheduling --------------------------------------------------------------------------------
     def assign(self, annotator: AnnotatorInfo) -> AssignmentInfo | None:
@@ -153,7 +159,8 @@ class SpotTheBotProtocol(Protocol):
         return None
 
     def _segment(self, assignment: AssignmentInfo, pos: int) -> dict[str, Any]:
-        return assignment.payload["segments"][(assignment.shown_order or [])[pos]]
+        segment: dict[str, Any] = assignment.payload["segments"][(assignment.shown_order or [])[pos]]
+        return segment
 
     def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
         pos = self._position(assignment)
@@ -161,12 +168,19 @@ class SpotTheBotProtocol(Protocol):
             self.finish(assignment)
             pos = len(assignment.shown_order or []) - 1
         seg = self._segment(assignment, pos)
-        conv = self.store.get_conversation(self.study.study_id, seg["conversation"])
+        conv = self.db.get_conversation(seg["conversation"])
         turns = conv.turns[: 2 + 2 * seg["exchanges"]]
         return {
             "position": pos,
+            # With corpus seeds, the opening exchange is shown as given context in every segment, bot
+            # or human: in a bot-bot conversation it is the seed (people's words, not the bots'), and
+            # marking it only there would tell which segments are bots'.
             "turns": [
-                {"entity": {"entity0": 0, "entity1": 1}.get(t.speaker, i % 2), "text": t.text}
+                {
+                    "entity": {"entity0": 0, "entity1": 1}.get(t.speaker, i % 2),
+                    "text": t.text,
+                    "given": i < OPENING and self.config.generation.seed_from_corpus,
+                }
                 for i, t in enumerate(turns)
             ],
             "entity_names": ENTITY_NAMES,
@@ -174,8 +188,7 @@ class SpotTheBotProtocol(Protocol):
             "features": STB_FEATURES,
             "total": len(assignment.shown_order or []),
             # the last segment's button says whether another package follows
-            "last_package": submitted_count(self.store, self.study.study_id, annotator.id, KIND) + 1
-            >= self.options.packages_per_annotator,
+            "last_package": self.db.submitted_count(annotator.id, KIND) + 1 >= self.options.packages_per_annotator,
         }
 
     def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
@@ -184,7 +197,7 @@ class SpotTheBotProtocol(Protocol):
         total = len(assignment.shown_order or [])
         done = len(set(assignment.state.get("done", [])))
         packages = self.options.packages_per_annotator
-        finished = submitted_count(self.store, self.study.study_id, annotator.id, KIND)
+        finished = self.db.submitted_count(annotator.id, KIND)
         package = min(finished + (1 if assignment.is_open else 0), packages) or 1
         segments_left = total - done + (packages - package) * total
         return session_progress(
@@ -208,7 +221,7 @@ class SpotTheBotProtocol(Protocol):
             raise JudgmentError("There is no such segment in your package.")
         done = list(assignment.state.get("done", []))
         if pos in done:
-            if work.judgment_exists(self.store, annotator.id, data["request_id"]):
+            if self.db.judgment_exists(annotator.id, data["request_id"]):
                 return Outcome(done=len(done) >= total)
             raise JudgmentError("You have already answered this segment; reload the page to see the next one.")
         if pos != self._position(assignment):
@@ -235,7 +248,10 @@ class SpotTheBotProtocol(Protocol):
                 elapsed = ms / 1000
         except (TypeError, ValueError):
             pass
-        conv = self.store.get_conversation(self.study.study_id, seg["conversation"])
+        conv = self.db.get_conversation(seg["conversation"])
+        done.append(pos)
+        state = {**assignment.state, "done": done}
+        finished = len(done) >= total
         self.add_judgment(
             annotator,
             assignment,
@@ -251,20 +267,15 @@ class SpotTheBotProtocol(Protocol):
                 "human_segment": seg["human"],
                 "bots": list(conv.bots),
             },
+            finish=finished,  # one commit: the judgment and the package's progress
+            state=state,
         )
-        done.append(pos)
-        state = {**assignment.state, "done": done}
-        if len(done) >= total:
-            self.finish(assignment, state)
-            return Outcome(done=True)
-        self.save_state(assignment, state)
-        return Outcome(done=False)
+        return Outcome(done=finished)
 
     # -- admin ---------------------------------------------------------------------------------------
     def admin_summary(self) -> AdminSummary:
-        sid = self.study.study_id
         stats: dict[str, dict[str, int]] = {}
-        for j in work.list_judgments(self.store, sid, question=QUESTION):
+        for j in self.db.list_judgments(question=QUESTION):
             if j.annotator_status != "active":
                 continue
             bots = j.meta.get("bots") or ["?", "?"]
@@ -274,7 +285,7 @@ class SpotTheBotProtocol(Protocol):
                 label = (j.value or {}).get(f"entity{e}")
                 if label in row:
                     row[label] += 1
-        progress = []
+        progress: list[dict[str, Any]] = []  # table rows: the system's name and its counts
         for who, row in sorted(stats.items()):
             n = sum(row.values())
             progress.append({"system": who, "entity annotations": n, **row})
@@ -287,6 +298,6 @@ class SpotTheBotProtocol(Protocol):
             for r in progress
             if r["entity annotations"]
         ]
-        units = work.count_units(self.store, sid, KIND)
+        units = self.db.count_units(KIND)
         notes = [f"{units} packages; each is annotated {self.options.annotations_per_segment} times."]
         return AdminSummary(progress=progress, headline=headline, notes=notes)

@@ -1,4 +1,4 @@
-"""Spot The Bot's feature questions (paper 001)."""
+"""Spot The Bot's feature questions (Deriu et al. 2020)."""
 
 from __future__ import annotations
 

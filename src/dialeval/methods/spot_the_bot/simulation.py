@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import html
 import re
 
 from ...simulate import model
-from ...simulate.annotator import SimulatedAnnotator, SimulationError
+from ...simulate.annotator import SimulatedAnnotator, SimulationError, shown_texts, shows
 
 
 def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
@@ -17,15 +16,15 @@ def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
     pos = int(m.group(1))
     seg = a.payload["segments"][(a.shown_order or [])[pos]]
     conv = sim.conversation(seg["conversation"])
-    shown = [html.unescape(t) for t in re.findall(r'<span class="text">(.*?)</span>', page, re.DOTALL)]
+    shown = shown_texts(page)
     expected = [t.text for t in conv.turns[: 2 + 2 * seg["exchanges"]]]
-    if [s.strip() for s in shown] != [e.strip() for e in expected]:
+    if len(shown) != len(expected) or not all(shows(s, e) for s, e in zip(shown, expected)):
         sim.log.errors.append(f"assignment {aid}: segment {pos} does not show {seg['conversation']}")
     human = seg["human"]
     bots = list(conv.bots) if not human else ["human", "human"]
     k = seg["exchanges"]
     strengths = [sim.truth.strength(b) for b in bots]
-    careless = sim.profile.careless
+    careless = sim.profile.random_answers  # careless or a spammer
     data = {
         f"entity{e}": model.stb_label(not human and bots[e] != "human", strengths[e], k, sim.rng, careless=careless)
         for e in (0, 1)

@@ -1,4 +1,5 @@
-// dialeval: our own small helper script (no library). Never puts user or bot text into innerHTML.
+// dialeval: our own small helper script (no library). Never puts user or bot text into innerHTML;
+// the one innerHTML is showBotChunk's, with HTML the server sanitised (bot_markdown.py).
 // What it adds to every page: forms sent with fetch, drafts kept until the server accepted them,
 // a warning when the same task is open in two tabs, plain network messages with a retry,
 // keyboard shortcuts for choices, the "How to" dialog and the conversation tabs on phones.
@@ -170,8 +171,59 @@
       showError(form, NETWORK_MESSAGE + " Your answer was not sent yet.", function () { form.requestSubmit(); });
     });
   }
+  // -- how texts are entered (quality/typing.py) ----------------------------------------------------
+  // Per form, counts only: keys that produced a character, characters and events pasted, the time from
+  // the first key or paste to the submit, the length sent. No key and no pasted text is kept.
+  var TEXT_FIELDS = "textarea, input[type=text]";
+  var typing = new WeakMap();
+  function typingOf(form) {
+    var t = typing.get(form);
+    if (!t) { t = { typed: 0, pasted: 0, pastes: 0, start: 0 }; typing.set(form, t); }
+    return t;
+  }
+  document.addEventListener("keydown", function (e) {
+    var el = e.target;
+    if (!el || !el.form || !el.matches || !el.matches(TEXT_FIELDS)) return;
+    if (e.key && e.key.length === 1 && !e.ctrlKey && !e.metaKey && !e.altKey) {
+      var t = typingOf(el.form);
+      t.typed += 1;
+      if (!t.start) t.start = Date.now();
+    }
+  }, true);
+  document.addEventListener("paste", function (e) {
+    var el = e.target;
+    if (!el || !el.form || !el.matches || !el.matches(TEXT_FIELDS)) return;
+    var text = (e.clipboardData && e.clipboardData.getData("text")) || "";
+    var t = typingOf(el.form);
+    t.pasted += text.length;
+    t.pastes += 1;
+    if (!t.start) t.start = Date.now();
+  }, true);
+  function takeSignals(form) {
+    // the counts of this form's texts since the last submit, as sent with it (then started afresh)
+    var t = typing.get(form);
+    if (!t) return null;
+    var chars = 0;
+    form.querySelectorAll(TEXT_FIELDS).forEach(function (el) { chars += (el.value || "").length; });
+    typing.delete(form);
+    return { typed: t.typed, pasted: t.pasted, pastes: t.pastes, active_ms: t.start ? Date.now() - t.start : 0, chars: chars };
+  }
+  function stampSignals(form) {
+    var signals = takeSignals(form);
+    if (!signals) return;
+    var field = form.querySelector('input[name="input_signals"]');
+    if (!field) {
+      field = document.createElement("input");
+      field.type = "hidden";
+      field.name = "input_signals";
+      form.appendChild(field);
+    }
+    field.value = JSON.stringify(signals);
+  }
+
   document.addEventListener("submit", function (ev) {
     var form = ev.target;
+    if (form && !form.hasAttribute("data-chat-send")) stampSignals(form);  // chat messages: chat.js sends them
     if (form && form.hasAttribute("data-ajax")) submitAjax(form, ev);
   });
 
@@ -232,6 +284,35 @@
     });
   }
 
+  // -- copy buttons (the done page's completion code) ------------------------------------------------
+  // Shown only where this script runs (the page's CSP allows no inline script); the clipboard API
+  // needs a secure context, so on plain http the code's text is selected for Ctrl+C instead.
+  function initCopy() {
+    document.querySelectorAll("button[data-copy-target]").forEach(function (button) {
+      var target = document.getElementById(button.getAttribute("data-copy-target"));
+      var status = document.getElementById(button.getAttribute("aria-describedby") || "");
+      if (!target) return;
+      button.hidden = false;
+      button.addEventListener("click", function () {
+        var text = target.textContent.trim();
+        function say(message) { if (status) status.textContent = message; }
+        function select() {
+          var range = document.createRange();
+          range.selectNodeContents(target);
+          var sel = window.getSelection();
+          sel.removeAllRanges();
+          sel.addRange(range);
+          say("Selected: press Ctrl+C (or Cmd+C) to copy.");
+        }
+        if (navigator.clipboard && window.isSecureContext) {
+          navigator.clipboard.writeText(text).then(function () { say("Copied."); }, select);
+        } else {
+          select();
+        }
+      });
+    });
+  }
+
   // -- conversation tabs on narrow screens (ACUTE-Eval) -----------------------------------------------
   function initTabs() {
     var list = document.querySelector(".tabs[role=tablist]");
@@ -273,11 +354,40 @@
     watchOtherTabs();
     initHowto();
     initTabs();
+    initCopy();
   });
   // A page restored from the back/forward cache may be out of date: ask the server again.
   window.addEventListener("pageshow", function (e) {
     if (e.persisted && document.body.getAttribute("data-task")) window.location.reload();
   });
-  window.dialeval = { post: post, appendText: appendText, csrf: csrf, requestId: requestId, initDrafts: initDrafts,
+  // A streamed bot reply in `el`, one chunk event at a time ({text, html?}, protocols/live.py). An
+  // event with `html` carries the server's sanitised Markdown of the whole reply so far (nh3 allow-list,
+  // never raw bot text): it replaces what is shown. Text that arrives after it waits in a plain-text
+  // tail (textContent) until the next rendering. Without `html` (a study showing raw text) only the tail.
+  function showBotChunk(el, ev) {
+    if (el.classList.contains("typing")) {
+      el.classList.remove("typing");
+      el.textContent = "";
+    }
+    var md = el.querySelector(":scope > .md"), tail = el.querySelector(":scope > .md-tail");
+    if (!tail) {
+      tail = document.createElement("span");
+      tail.className = "md-tail";
+      el.appendChild(tail);
+    }
+    if (typeof ev.html === "string") {
+      if (!md) {
+        md = document.createElement("div");
+        md.className = "md";
+        el.insertBefore(md, tail);
+      }
+      md.innerHTML = ev.html;
+      tail.textContent = "";
+    } else {
+      tail.textContent += ev.text || "";
+    }
+  }
+
+  window.dialeval = { takeSignals: takeSignals, showBotChunk: showBotChunk, post: post, appendText: appendText, csrf: csrf, requestId: requestId, initDrafts: initDrafts,
                       clearDraft: clearDraft, saveDraft: saveDraft, showError: showError, NETWORK_MESSAGE: NETWORK_MESSAGE };
 })();

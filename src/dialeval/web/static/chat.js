@@ -1,7 +1,8 @@
 // Live chat pages: send a message, follow the bot's reply token by token as it is produced
 // (Server-Sent Events from /events; long-polling `watch` when EventSource fails), retry after a bot
 // error or a network failure, and post the page's forms without reloading. Our own code; no library.
-// Every text from the server is inserted with textContent, never innerHTML.
+// Annotator text is inserted with textContent; bot replies through dialeval.showBotChunk (app.js),
+// which shows the server's sanitised Markdown (the events' `html`) and the text after it.
 (function () {
   "use strict";
 
@@ -17,6 +18,16 @@
 
   var NETWORK_MESSAGE = "We could not reach the server (is the connection down?). Nothing you typed is lost.";
   function helpers() { return window.dialeval || {}; }
+
+  // On a laptop the question and its answers open on screen: the form's end at the bottom, or,
+  // when the form is taller than the window, its top just under the sticky header. A method's own
+  // script calls it for its own form (window.dialeval.showQuestion; Direct Assessment's ratings).
+  function showQuestion(form) {
+    if (form && window.innerWidth > 700) {
+      form.scrollIntoView({ block: form.offsetHeight > window.innerHeight * 0.75 ? "start" : "end" });
+    }
+  }
+  if (window.dialeval) window.dialeval.showQuestion = showQuestion;
 
   function post(url, data) {
     var body = Object.assign({ request_id: requestId() }, data || {});
@@ -53,7 +64,10 @@
         out[key] = value;
       }
     });
-    if (!out.quality && form.querySelector("[data-quality]")) out.quality = [];
+    // a group of checkboxes marked data-list is sent as an empty list when none is ticked
+    form.querySelectorAll("input[data-list]").forEach(function (input) {
+      if (!Object.prototype.hasOwnProperty.call(out, input.name)) out[input.name] = [];
+    });
     return out;
   }
 
@@ -105,9 +119,21 @@
       });
   }
 
-  function scrollTranscript() {
+  // The transcript opens at its end, or, when the replies to the annotator's last message are
+  // taller than the box (long answers), at that message: one reads the answers from their start.
+  // A transcript that is no box (the arena's vote on a phone) scrolls the page there instead.
+  function scrollTranscript(opening) {
     var t = document.getElementById("transcript");
-    if (t) t.scrollTop = t.scrollHeight;
+    if (!t) return;
+    var mine = t.querySelectorAll(".msg.human"), last = mine[mine.length - 1];
+    var end = t.scrollHeight - t.clientHeight;
+    if (!last) { t.scrollTop = end; return; }
+    if (getComputedStyle(t).maxHeight === "none") {
+      if (opening && mine.length > 1) last.scrollIntoView({ block: "start" });
+      return;
+    }
+    var top = last.getBoundingClientRect().top - t.getBoundingClientRect().top + t.scrollTop - 8;
+    t.scrollTop = Math.min(end, Math.max(0, top));
   }
 
   // -- following a bot reply ---------------------------------------------------------------------
@@ -115,7 +141,19 @@
 
   function showWaiting(root) {
     var waiting = root.querySelector("#waiting");
-    if (waiting) waiting.hidden = false;
+    if (waiting) {
+      // a retry starts every reply afresh: what a failed round had streamed is not kept (nor votable)
+      waiting.querySelectorAll("[data-slot]").forEach(function (el) {
+        if (el.classList.contains("typing")) return;
+        el.classList.add("typing");
+        el.textContent = "";
+        var dots = document.createElement("span");
+        dots.className = "dots";
+        dots.textContent = el.getAttribute("data-typing") || "Your partner is typing";
+        el.appendChild(dots);
+      });
+      waiting.hidden = false;
+    }
     var error = root.querySelector("#bot-error");
     if (error) error.hidden = true;
   }
@@ -125,26 +163,23 @@
     if (waiting) waiting.hidden = true;
     var box = root.querySelector("#bot-error");
     if (!box) return;
-    box.querySelector("[data-error-text]").textContent = message || "unknown error";
+    // the server's neutral notice ("Model B could not answer; try again"), or a network message
+    box.querySelector("[data-error-text]").textContent = message || "Your partner could not answer; try again.";
     box.hidden = false;
     var button = box.querySelector("[data-retry]");
     if (button) button.disabled = false;
   }
 
-  function appendChunk(root, slot, text) {
+  function appendChunk(root, slot, ev) {
     var el = root.querySelector('[data-slot="' + slot + '"]');
     if (!el) return;
-    if (el.classList.contains("typing")) {
-      el.classList.remove("typing");
-      el.textContent = "";
-    }
-    el.textContent += text;  // text only: a reply holding <script> stays text
+    helpers().showBotChunk(el, ev);
     if (!window.dialevalFirstChunkAt) window.dialevalFirstChunkAt = Date.now();  // read by the browser tests
     scrollTranscript();
   }
 
   function handleEvent(root, ev) {
-    if (ev.event === "chunk") { appendChunk(root, ev.slot, ev.text); return false; }
+    if (ev.event === "chunk") { appendChunk(root, ev.slot, ev); return false; }
     if (ev.event === "error") { showBotError(root, ev.message); return true; }
     if (ev.event === "done") { refresh(); return true; }
     if (ev.event === "idle") { askReply(root); return true; }
@@ -206,6 +241,22 @@
     });
   }
 
+  // After a step that replaces the whole task (the practice checked): its feedback, else its start,
+  // just under the sticky header, wherever the annotator had scrolled to on the longer page before.
+  function showTopOfTask() {
+    var target = document.querySelector("#live .notice[role=status]") || document.querySelector("#live .live-main");
+    if (!target) return;
+    var bar = document.querySelector(".topbar");
+    var offset = (bar ? bar.getBoundingClientRect().height : 0) + 8;
+    window.scrollTo(0, Math.max(0, target.getBoundingClientRect().top + window.pageYOffset - offset));
+  }
+
+  // A method's own script follows the page through these events on document (detail: root, form,
+  // response or error). Returns false when a listener called preventDefault(): it handled the step.
+  function announce(name, detail) {
+    return document.dispatchEvent(new CustomEvent(name, { cancelable: true, detail: detail }));
+  }
+
   // -- wiring ------------------------------------------------------------------------------------
   // When the live part was last (re)built: a form's elapsed_ms is the time from then to its submit,
   // the page's own measure of the annotator's time on this step (as the ACUTE pages send).
@@ -216,7 +267,7 @@
     if (!root) return;
     shownAt = Date.now();
     if (helpers().initDrafts) helpers().initDrafts(root);
-    scrollTranscript();
+    scrollTranscript(true);
 
     var composer = root.querySelector("form[data-chat-send]");
     if (composer) {
@@ -235,8 +286,10 @@
         button.disabled = true;
         textarea.disabled = true;
         var rid = composer.querySelector('input[name="request_id"]').value;
+        // how the message was entered (counts only; app.js): taken once, sent again on a retry
+        var signals = helpers().takeSignals ? helpers().takeSignals(composer) : null;
         var send = function () {
-        post(root.dataset.sendUrl, { text: text, request_id: rid }).then(function (res) {
+        post(root.dataset.sendUrl, { text: text, request_id: rid, input_signals: signals }).then(function (res) {
           if (helpers().clearDraft) helpers().clearDraft(composer);
           var list = document.getElementById("transcript");
           if (list) {
@@ -249,6 +302,7 @@
             li.appendChild(document.createTextNode(text));
             list.appendChild(li);
           }
+          announce("dialeval:message-sent", { root: root });  // e.g. the arena: the held vote is final now
           composer.hidden = true;
           showError(composer, "");
           showWaiting(root);
@@ -285,19 +339,31 @@
     root.querySelectorAll("form[data-live-form]").forEach(function (form) {
       form.addEventListener("submit", function (e) {
         e.preventDefault();
+        // one request in flight per form: a click and the page's own submit (a method's script may
+        // submit a form by itself) at the same moment must not send twice
+        if (form.getAttribute("data-sending") === "1") return;
+        form.setAttribute("data-sending", "1");
         var button = form.querySelector('button[type="submit"]');
         if (button) button.disabled = true;
         var data = formData(form);
         data.elapsed_ms = String(Date.now() - shownAt);
         var send = function () {
         post(form.getAttribute("action"), data).then(function (res) {
+          form.removeAttribute("data-sending");
           if (helpers().clearDraft) helpers().clearDraft(form);
+          // a method's script may take the answer over (the arena shows who the models were)
+          if (!announce("dialeval:form-done", { root: root, form: form, response: res })) return;
           if (res.done && res.redirect) { window.location.replace(res.redirect); return; }
           if (res.redirect && res.redirect.indexOf("/task") === -1) { window.location.replace(res.redirect); return; }
-          refresh();
+          var showTop = form.hasAttribute("data-show-top");
+          refresh().then(function () { if (showTop) showTopOfTask(); });
         }).catch(function (err) {
+          form.removeAttribute("data-sending");
+          // a method's script may take a refusal over (the arena: a vote change after its window)
+          if (!announce("dialeval:form-failed", { root: root, form: form, error: err })) return;
           if (err.status === 503) {  // busy: the same answer again by itself (same request id)
             showError(form, "The study is busy; your answer is sent again in a moment.");
+            form.setAttribute("data-sending", "1");  // still in flight: it goes again by itself
             setTimeout(send, 2000);
             return;
           }
@@ -312,70 +378,14 @@
       });
     });
 
-    // "None of these" excludes the qualities, and the other way round.
-    var none = root.querySelector("[data-none]");
-    if (none) {
-      var qualities = root.querySelectorAll("[data-quality]");
-      none.addEventListener("change", function () {
-        if (none.checked) qualities.forEach(function (q) { q.checked = false; });
-      });
-      qualities.forEach(function (q) {
-        q.addEventListener("change", function () { if (q.checked) none.checked = false; });
-      });
-    }
-
-    // A slider counts only once it was moved: its value goes into the hidden field then (the
-    // server refuses an empty one), so an untouched slider can never pass for a rating of 50.
-    root.querySelectorAll("[data-slider]").forEach(function (slider) {
-      var key = slider.getAttribute("data-slider");
-      var hidden = root.querySelector('[data-slider-value="' + key + '"]');
-      var item = slider.closest(".da-item");
-      var label = item && item.querySelector("[data-slider-state]");
-      function mark() {
-        if (item) item.classList.remove("untouched");
-        if (label) label.textContent = "answered";
-        slider.setAttribute("aria-valuetext", slider.value + " of 100");
-      }
-      if (hidden && hidden.value !== "") { slider.value = hidden.value; mark(); }
-      function moved() {
-        if (hidden) hidden.value = slider.value;
-        mark();
-      }
-      slider.addEventListener("input", moved);
-      slider.addEventListener("change", moved);
-      // A finger that lands on a slider jumps its thumb at once; when the gesture then turns out to
-      // be a vertical scroll (touch-action: pan-y makes the browser cancel the pointer), undo that.
-      var before = null;
-      slider.addEventListener("pointerdown", function (e) {
-        if (e.pointerType !== "touch") return;
-        before = { value: slider.value, hidden: hidden ? hidden.value : "", untouched: item && item.classList.contains("untouched"),
-                   label: label ? label.textContent : "" };
-      });
-      slider.addEventListener("pointercancel", function () {
-        if (!before) return;
-        slider.value = before.value;
-        if (hidden) hidden.value = before.hidden;
-        if (item && before.untouched) {
-          item.classList.add("untouched");
-          slider.setAttribute("aria-valuetext", "not moved yet");
-        }
-        if (label) label.textContent = before.label;
-        before = null;
-        var form = slider.form;
-        if (form && helpers().saveDraft) helpers().saveDraft(form);
-      });
-      slider.addEventListener("pointerup", function () { before = null; });
-    });
+    // A method's own script (methods/<id>/static/) sets up its part of the page on this event,
+    // after every load and every refresh of the live root (Direct Assessment: its sliders and its form).
+    announce("dialeval:live-ready", { root: root });
 
     var errorBox = root.querySelector("#bot-error");
     var errorShown = errorBox && !errorBox.hidden;
     if (root.dataset.stage === "waiting" && !errorShown && !following) askReply(root);
-    var choose = root.querySelector("#choose-form, #rate-form, #final-form, #da-rate-form");
-    // On a laptop the question and its answers open on screen: the form's end at the bottom, or,
-    // when the form is taller than the window, its top just under the sticky header.
-    if (choose && window.innerWidth > 700) {
-      choose.scrollIntoView({ block: choose.offsetHeight > window.innerHeight * 0.75 ? "start" : "end" });
-    }
+    showQuestion(root.querySelector("form[data-question]"));  // the step's question, marked by its template
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

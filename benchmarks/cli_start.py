@@ -1,0 +1,133 @@
+"""Benchmark at the user's door: `dialeval report` on a small study and `dialeval --help`.
+
+Targets (issue 25, part 3): `dialeval report` of a small arena study < 1.5 s wall on a quiet
+machine, `dialeval --help` < 0.3 s. Each command is the installed `dialeval` run in a subprocess;
+each figure is the median of --runs runs: wall time, CPU time (user + sys of the child, os.wait4)
+and peak RSS, with the load average before and after (the machine is shared).
+
+Beside them, the limits measured in the same run: the interpreter's bare start (`python -c pass`),
+the CLI's import (`python -c "import dialeval.cli"`), which every command pays before it does
+anything, and the libraries an arena report cannot do without imported and nothing else (pandas,
+scipy.special and scipy.optimize for the tie models, SQLAlchemy for the store, matplotlib's figure
+and its PNG and SVG backends): the floor of the report's start as long as it uses them.
+
+The study: `dialeval init arena` completed by 6 simulated annotators (seed 1), made once in a
+temporary folder (the study is not timed).
+
+Run: .venv/bin/python benchmarks/cli_start.py [--runs 7] [--json benchmarks/cli_start.json]
+A worktree's code: PYTHONPATH=$PWD/src .venv/bin/python benchmarks/cli_start.py (children inherit it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DIALEVAL = str(Path(sys.executable).with_name("dialeval"))
+TARGETS = {"report": 1.5, "help": 0.3}  # seconds of wall time, on a quiet machine
+LIBRARIES = (
+    "import numpy, pandas, scipy.special, scipy.optimize, sqlalchemy.orm, jinja2, matplotlib.figure, "
+    "matplotlib.backends.backend_agg, matplotlib.backends.backend_svg"
+)
+
+
+def load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+# The children run as an installed package runs: with its bytecode. pip compiles a wheel's modules
+# when it installs them; an editable install in a shell with PYTHONDONTWRITEBYTECODE=1 (this
+# machine's) compiled every dialeval module from source on every run (0.05 s of `--help` alone).
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def compile_package() -> None:
+    """Write the bytecode of the dialeval package that runs (a worktree's, with PYTHONPATH)."""
+    found = subprocess.run(
+        [sys.executable, "-c", "import dialeval, os; print(os.path.dirname(dialeval.__file__))"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=CHILD_ENV,
+    )
+    subprocess.run([sys.executable, "-m", "compileall", "-q", found.stdout.strip()], check=True, env=CHILD_ENV)
+
+
+def once(cmd: list[str]) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MB) of one run of `cmd`, its output discarded."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=CHILD_ENV)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {err[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def timed(cmd: list[str], runs: int) -> dict:
+    """Medians over `runs` runs (after one unmeasured run that warms the file cache)."""
+    once(cmd)
+    before = load()
+    walls, cpus, rss = zip(*(once(cmd) for _ in range(runs)), strict=True)
+    return {
+        "command": " ".join(Path(c).name if c == cmd[0] else c for c in cmd),
+        "runs": runs,
+        "wall_s": round(statistics.median(walls), 3),
+        "wall_s_min_max": [round(min(walls), 3), round(max(walls), 3)],
+        "cpu_s": round(statistics.median(cpus), 3),
+        "peak_rss_mb": round(max(rss), 1),
+        "load_before": before,
+        "load_after": load(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", type=Path, default=HERE / "cli_start.json")
+    args = parser.parse_args()
+    compile_package()
+    with tempfile.TemporaryDirectory(prefix="dialeval-start-") as tmp:
+        study = str(Path(tmp) / "arena")
+        subprocess.run([DIALEVAL, "init", "arena", study], check=True, capture_output=True)
+        subprocess.run(
+            [DIALEVAL, "simulate", study, "--annotators", "6", "--seed", "1"], check=True, capture_output=True
+        )
+        results = {
+            "python -c pass": timed([sys.executable, "-c", "pass"], args.runs),
+            "import dialeval.cli": timed([sys.executable, "-c", "import dialeval.cli"], args.runs),
+            "report's libraries": timed([sys.executable, "-c", LIBRARIES], args.runs),
+            "help": timed([DIALEVAL, "--help"], args.runs),
+            "report": timed([DIALEVAL, "report", study], args.runs),
+        }
+    out = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+        "python": sys.version.split()[0],
+        "targets_wall_s": TARGETS,
+        "results": results,
+    }
+    args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    print(out["uptime"])
+    for name, r in results.items():
+        target = f"  (target < {TARGETS[name]} s)" if name in TARGETS else "  (limit)"
+        print(
+            f"{name:22s} wall {r['wall_s']:.3f} s (min {r['wall_s_min_max'][0]:.3f}), CPU {r['cpu_s']:.3f} s, "
+            f"{r['peak_rss_mb']:.0f} MB, load {r['load_before']}{target}"
+        )
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

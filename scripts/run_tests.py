@@ -1,0 +1,193 @@
+"""The test suite as `make test` runs it: pytest processes side by side, one per core, taking parts of
+the suite from one queue.
+
+    python scripts/run_tests.py              # the whole suite, two workers
+    python scripts/run_tests.py tests/stats  # any pytest arguments: one plain pytest run
+    DIALEVAL_TEST_WORKERS=3 python scripts/run_tests.py
+
+Most tests wait on something outside the pytest process (a `dialeval` subprocess, a server, the
+browser), so one process leaves a core idle. pytest-xdist's workers mix test files across processes
+in an order the suite does not support (a browser test's event loop stays open for the session, so
+asyncio tests must not come after it in the same process). Here each part (a folder of tests/, or one
+of its slow files) is a plain pytest run of its own, so no part shares a process with another; the
+parts go longest first (by the seconds measured in CI, EXPECTED_SECONDS) to whichever worker is free,
+so the workers end together even when an estimate is off. Each part's output is printed whole when it
+ends; the last lines are a table of every part's time, the place to look when the suite gets slower.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=5"]
+
+# The doctests of src/ and the top-level files of tests/ are parts too.
+TOP_LEVEL = "tests/test_*.py"
+
+# Seconds each part took in a CI run (fresh clone, 2 cores, the other worker busy): the queue's order.
+# A file listed here is a part of its own (its folder runs without it); a folder or file not listed
+# counts as DEFAULT_SECONDS. Refresh from the table run_tests.py prints at the end of a run.
+EXPECTED_SECONDS: dict[str, float] = {
+    # a local run at load 4-7 (2026-11-26, 3,492 s), divided by 3.7 (its total over CI's, 1,905 s)
+    "tests/cli": 330,
+    "tests/e2e": 210,
+    "tests/judges": 185,
+    "tests/analysis": 160,
+    "tests/simulate": 115,
+    "tests/cli/test_cli_commands.py": 95,
+    "tests/e2e/test_pages.py": 95,
+    "tests/cli/test_published_data_cli.py": 90,
+    "tests/report": 90,
+    "tests/cli/test_cli_ranking.py": 85,
+    "tests/concurrency": 70,
+    "tests/cli/test_cli_annotators.py": 60,
+    "tests/bots": 55,
+    "tests/config": 53,
+    "tests/web": 50,
+    "tests/stats": 46,
+    "tests/methods": 35,
+    "tests/store": 20,
+    "tests/formats": 20,
+    TOP_LEVEL: 18,
+    "tests/docs": 15,
+    "tests/packaging": 11,
+    "tests/dialogue": 7,
+    "src": 6,
+    "tests/quality": 2,
+}
+DEFAULT_SECONDS = 60.0
+
+
+@dataclass
+class Part:
+    name: str  # what the table shows: a folder, a file, or TOP_LEVEL
+    args: list[str]  # what pytest gets
+    expected: float
+    seconds: float = 0.0
+    code: int | None = None
+    output: str = ""
+    tests: dict[str, float] = field(default_factory=dict)  # file -> seconds, from the JUnit XML
+
+
+def test_files(folder: Path) -> list[Path]:
+    """The test files pytest collects under a folder (tests/e2e's node_modules is not ours)."""
+    return sorted(p for p in folder.rglob("test_*.py") if "node_modules" not in p.parts)
+
+
+def test_folders() -> list[Path]:
+    """Every folder of tests/ that holds a test file (not all have an __init__.py)."""
+    return sorted(p for p in (REPO / "tests").iterdir() if p.is_dir() and p.name != "__pycache__" and test_files(p))
+
+
+def parts() -> list[Part]:
+    """Every test of the suite in exactly one part, longest expected first."""
+    found: list[Part] = []
+    split_files = {name for name in EXPECTED_SECONDS if name.endswith(".py")}
+    for folder in test_folders():
+        rel = f"tests/{folder.name}"
+        own = sorted(f for f in split_files if f.startswith(rel + "/"))
+        for file in own:
+            found.append(Part(file, [file], EXPECTED_SECONDS[file]))
+        ignores = [f"--ignore={f}" for f in own]
+        found.append(Part(rel, [rel, *ignores], EXPECTED_SECONDS.get(rel, DEFAULT_SECONDS)))
+    top = sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").glob("test_*.py"))
+    found.append(Part(TOP_LEVEL, top, EXPECTED_SECONDS.get(TOP_LEVEL, DEFAULT_SECONDS)))
+    found.append(Part("src", ["src"], EXPECTED_SECONDS.get("src", DEFAULT_SECONDS)))
+    return sorted(found, key=lambda p: -p.expected)
+
+
+def file_seconds(junit: Path) -> dict[str, float]:
+    """Seconds per test file (setup, call and teardown) from pytest's JUnit XML."""
+    seconds: dict[str, float] = {}
+    if not junit.exists():
+        return seconds
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        name = source_file(case.get("classname") or "")
+        seconds[name] = seconds.get(name, 0.0) + float(case.get("time") or 0.0)
+    return seconds
+
+
+def source_file(classname: str) -> str:
+    """The file of a JUnit class name ("tests.cli.test_x.TestY" -> "tests/cli/test_x.py"); a doctest's
+    module name as it is."""
+    dotted = classname.split(".")
+    for end in range(len(dotted), 0, -1):
+        candidate = "/".join(dotted[:end]) + ".py"
+        if (REPO / candidate).exists():
+            return candidate
+    return classname
+
+
+def run_part(part: Part, tmp: Path, index: int) -> None:
+    junit = tmp / f"part{index}.xml"
+    started = time.monotonic()
+    done = subprocess.run(
+        [*PYTEST, f"--basetemp={tmp / f'basetemp{index}'}", f"--junitxml={junit}", *part.args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "DIALEVAL_TEST_PART": part.name},
+    )
+    part.seconds = time.monotonic() - started
+    part.code = done.returncode
+    part.output = done.stdout
+    part.tests = file_seconds(junit)
+
+
+def main(args: list[str]) -> int:
+    if args:  # a chosen part of the suite: plain pytest
+        return subprocess.call([*PYTEST, *args], cwd=REPO)
+    workers = int(os.environ.get("DIALEVAL_TEST_WORKERS", "2"))
+    queue = parts()
+    started = time.monotonic()
+    lock = threading.Lock()
+    print_lock = threading.Lock()
+
+    with tempfile.TemporaryDirectory(prefix="dialeval-tests-") as tmp_name:
+        tmp = Path(tmp_name)
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    if not pending:
+                        return
+                    index, part = pending.pop(0)
+                run_part(part, tmp, index)
+                with print_lock:
+                    print(f"===== {part.name}: exit {part.code}, {part.seconds:.0f} s =====", flush=True)
+                    sys.stdout.write(part.output)
+                    sys.stdout.flush()
+
+        pending = list(enumerate(queue))
+        threads = [threading.Thread(target=worker) for _ in range(workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    wall = time.monotonic() - started
+    files = sorted(((s, f) for p in queue for f, s in p.tests.items()), reverse=True)
+    print("===== the slowest test files (seconds, setup included) =====")
+    for seconds, name in files[:20]:
+        print(f"{seconds:8.1f}  {name}")
+    print(f"===== parts ({workers} workers; seconds, expected, exit code) =====")
+    for part in sorted(queue, key=lambda p: -p.seconds):
+        print(f"{part.seconds:8.1f}  {part.expected:8.1f}  {part.code}  {part.name}")
+    codes = [p.code for p in queue]
+    print(f"===== the whole suite in {wall:.0f} s; {sum(c != 0 for c in codes)} of {len(codes)} parts failed =====")
+    # pytest's 5 (nothing collected) is a failure of the suite too
+    return next((c for c in codes if c != 0), 0) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

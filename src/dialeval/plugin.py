@@ -1,0 +1,117 @@
+"""The plug-in API: everything an evaluation method, an import format or a bot type is written
+against, under public names, typed (docs/methods.md shows a whole outside method).
+
+    from dialeval.plugin import Method, StrictModel, Protocol, Outcome, AnnotatorInfo, AssignmentInfo
+
+A method is one `Method` object (its parts named as ``"module:attribute"`` strings, loaded lazily and
+typed by `Method.load_protocol`, `load_options`, `load_analysis`, ...) exported by a package and
+registered through the entry-point group ``dialeval.methods``:
+
+- its options: a `StrictModel` subclass (unknown keys and wrong types are errors, as everywhere in a
+  study file);
+- its pages: a `Protocol` subclass parametrised by those options (``Protocol[MyOptions]``), whose
+  hooks take `AnnotatorInfo` / `AssignmentInfo` and answer an `Outcome`; everything it stores or reads
+  goes through `Protocol.db`, a `StudyStore` bound to the study; live chats add the `LiveProtocol`
+  mixin (its own actions typed `PageAction`); `JudgmentError` refuses an input with a message for the annotator;
+- its question presets: `Question`; its analysis: ``(Dataset, **options) -> report dict``
+  (`AnalysisFunction`), its figures `FiguresFunction`, its simulation `SimulationModel`, its sizing
+  `PlanningModel`.
+
+Scheduling: `assign_locked` gives an annotator a `Choice` under the study lock from a
+`SchedulingView`; `least_loaded`, `group_load`, `cap_reached`, `pair_key` and `bot_pairs` balance the
+work; `adaptive_plan` / `adaptive_note` stop pairs that are decided; `ticket_for` / `GuidedUnits` draw
+the judge-guided tickets; `voter_screen` is the admin page's screening of pairwise voters
+(dialeval.scheduling's docstring says why a pair was chosen).
+
+`check_method(method)` (dialeval.conformance) runs the conformance checks a method must pass.
+
+Importing this module loads the protocol framework (the store, SQLAlchemy); a method package's
+``__init__`` should import `Method`, `PlanningModel` and `SimulationModel` from `dialeval.registry`
+instead, so that reading the registry stays cheap.
+"""
+
+from __future__ import annotations
+
+from .bots.base import Bot, BotContext, ChatMessage
+from .config import StrictModel, StudyConfig
+from .errors import DialevalError, JudgmentError
+from .protocols.base import AdminSummary, Completion, Outcome, Protocol, StudyContext, session_progress
+from .protocols.live import LiveProtocol, PageAction
+from .protocols.voters import voter_screen
+from .questions import Question
+from .records import Conversation, Dataset, Judgment, Turn, Unit
+from .registry import (
+    AnalysisFunction,
+    FiguresFunction,
+    Method,
+    PlanningModel,
+    SimulationModel,
+    load_part,
+)
+from .scheduling.assign import (
+    Choice,
+    Group,
+    SchedulingView,
+    assign_locked,
+    bot_pairs,
+    cap_reached,
+    conversation_load,
+    group_load,
+    least_loaded,
+    pair_key,
+)
+from .scheduling.plan import ADAPTIVE_STOPPED, adaptive_note, adaptive_plan
+from .scheduling.tickets import GuidedUnits, ticket_for
+from .store.facade import StudyStore
+from .store.work import AnnotatorInfo, AssignmentInfo, JudgmentLite, UnitInfo
+
+__all__ = [
+    "ADAPTIVE_STOPPED",
+    "AdminSummary",
+    "AnalysisFunction",
+    "AnnotatorInfo",
+    "AssignmentInfo",
+    "Bot",
+    "BotContext",
+    "ChatMessage",
+    "Choice",
+    "Completion",
+    "Conversation",
+    "Dataset",
+    "DialevalError",
+    "FiguresFunction",
+    "Group",
+    "GuidedUnits",
+    "Judgment",
+    "JudgmentError",
+    "JudgmentLite",
+    "LiveProtocol",
+    "Method",
+    "Outcome",
+    "PageAction",
+    "PlanningModel",
+    "Protocol",
+    "Question",
+    "SchedulingView",
+    "SimulationModel",
+    "StrictModel",
+    "StudyConfig",
+    "StudyContext",
+    "StudyStore",
+    "Turn",
+    "Unit",
+    "UnitInfo",
+    "adaptive_note",
+    "adaptive_plan",
+    "assign_locked",
+    "bot_pairs",
+    "cap_reached",
+    "conversation_load",
+    "group_load",
+    "least_loaded",
+    "load_part",
+    "pair_key",
+    "session_progress",
+    "ticket_for",
+    "voter_screen",
+]

@@ -1,0 +1,198 @@
+"""Assignment helpers shared by every method: safe under concurrent annotators and worker processes.
+
+The one entry point that touches the database is :func:`assign_locked`: it takes the study's
+write lock (``Store.locked``: SQLite BEGIN IMMEDIATE / PostgreSQL advisory lock), expires abandoned
+assignments, re-checks that the annotator has no open assignment (two tabs, a double click), then
+asks the method's ``choose`` callback for a unit and stores the assignment with its randomised
+shown order -- all in one transaction, so no unit is over-assigned.
+
+    def choose(view: SchedulingView) -> Choice | None:
+        ...                      # read view.load / view.history, pick with least_loaded()
+        return Choice(unit_id, shown_order=[...], state={...})
+
+    assignment = assign_locked(protocol, annotator, choose)
+
+The pure helpers (least_loaded, bot_pairs, pair_key, cap_reached) hold the policies: balanced
+progress across bot pairs, each pair of conversations / each conversation used as rarely as
+possible, per-annotator caps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy.orm import Session  # the store's transaction
+
+from .. import clock
+from ..store import work
+from ..store.work import AnnotatorInfo, AssignmentInfo, UnitInfo
+
+if TYPE_CHECKING:
+    from ..config import StudyConfig
+    from ..protocols.base import Protocol
+
+T = TypeVar("T")
+
+
+@dataclass
+class Choice:
+    unit_id: int
+    shown_order: list[Any] | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SchedulingView:
+    """What a `choose` callback sees, read inside the locked transaction."""
+
+    session: Session
+    study_id: int
+    annotator: AnnotatorInfo
+    history: list[AssignmentInfo]  # the annotator's assignments (submitted and open; not expired)
+    load: dict[int, dict[str, int]]  # unit id -> {"submitted": n, "assigned": m}
+    rng: random.Random
+    # the annotator's expired, abandoned and returned assignments: not in caps, but already seen
+    past: list[AssignmentInfo] = field(default_factory=list)
+    store: Any = None  # when given, units are read through the per-process cache
+
+    def units(self, kind: str | None = None) -> list[UnitInfo]:
+        if self.store is None:
+            return work.list_units(self.session, self.study_id, kind)
+        return work.units_cached(self.session, self.store, self.study_id, kind)
+
+    def used(self, unit_id: int) -> int:
+        """Submitted + open assignments of a unit (expired ones returned to the pool)."""
+        entry = self.load.get(unit_id)
+        return (entry["submitted"] + entry["assigned"]) if entry else 0
+
+    def seen_units(self) -> set[int]:
+        return {a.unit_id for a in (*self.history, *self.past)}
+
+    def seen_conversations(self) -> set[str]:
+        return {c for a in (*self.history, *self.past) for c in a.conversation_ids}
+
+    def create_unit(
+        self, external_id: str, kind: str, conversation_ids: list[str], payload: dict[str, Any] | None = None
+    ) -> UnitInfo:
+        return work.create_unit(self.session, self.study_id, external_id, kind, conversation_ids, payload)
+
+
+def assign_locked(
+    protocol: Protocol[Any], annotator: AnnotatorInfo, choose: Callable[[SchedulingView], Choice | None]
+) -> AssignmentInfo | None:
+    """Pick and store the annotator's next assignment under the study lock (see module doc)."""
+    store, study_id = protocol.store, protocol.study.study_id
+    with store.locked(study_id) as session:
+        work.expire_assignments(session, study_id)
+        everything = work.annotator_assignments(session, study_id, annotator.id, include_expired=True)
+        history = [a for a in everything if a.status not in work.EXCLUDED_ASSIGNMENT_STATUSES]
+        for a in history:
+            if a.is_open:  # another request of the same annotator got here first
+                return a
+        if over_daily_cap(protocol.config, annotator, history):
+            return None
+        view = SchedulingView(
+            session=session,
+            study_id=study_id,
+            annotator=annotator,
+            history=history,
+            load=work.unit_load_cached(session, store, study_id),  # kept per process, not recounted
+            rng=protocol.study.fresh_rng(),
+            past=[a for a in everything if a.status in work.EXCLUDED_ASSIGNMENT_STATUSES],
+            store=store,
+        )
+        choice = choose(view)
+        if choice is None:
+            return None
+        return work.create_assignment(
+            session,
+            study_id,
+            choice.unit_id,
+            annotator.id,
+            shown_order=choice.shown_order,
+            state=choice.state,
+            expires_at=protocol.expiry(),
+        )
+
+
+def over_daily_cap(config: StudyConfig, annotator: AnnotatorInfo, history: Sequence[AssignmentInfo]) -> bool:
+    """An open study's cap (``annotators.daily_cap``): a volunteer-link annotator who has submitted
+    that many units today (UTC) gets no more until tomorrow -- one person cannot cast a large
+    share of an open study's votes. Recruited annotators (Prolific, MTurk) are paid per session and
+    capped by ``units_per_annotator`` instead."""
+    cap = config.annotators.daily_cap
+    # a simulated annotator is capped as the door it came in by (store/work.py: entered_as)
+    door = annotator.meta.get("entered_as", annotator.platform) if annotator.platform == "simulated" else None
+    if cap is None or (door or annotator.platform) != "volunteer":
+        return False
+    today = clock.now().date()
+
+    def day(a: AssignmentInfo) -> date | None:
+        at = a.submitted_at
+        if at is None:
+            return None
+        return (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC).date()
+
+    return sum(1 for a in history if a.status == "submitted" and day(a) == today) >= cap
+
+
+def least_loaded(candidates: Iterable[T], load: Mapping[T, float] | Callable[[T], Any], rng: random.Random) -> T | None:
+    """The candidate with the smallest load (a mapping or a key function; tuples compare in order),
+    ties broken at random. None when there is no candidate."""
+    pool = list(candidates)
+    if not pool:
+        return None
+    key = load if callable(load) else (lambda c: load.get(c, 0))
+    keyed = [(key(c), c) for c in pool]
+    best = min(k for k, _ in keyed)
+    return rng.choice([c for k, c in keyed if k == best])
+
+
+def pair_key(a: str, b: str) -> tuple[str, str]:
+    """An unordered bot pair as a sorted tuple."""
+    return (a, b) if a <= b else (b, a)
+
+
+Group = tuple[str, str, str]  # (question, bot a, bot b) with a, b as pair_key orders them
+
+
+def bot_pairs(bots: Sequence[str], configured: Sequence[Sequence[str]] | None = None) -> list[tuple[str, str]]:
+    """The compared bot pairs: the configured ones, else every pair of distinct bots."""
+    if configured:
+        return [pair_key(a, b) for a, b in configured]
+    return [pair_key(a, b) for a, b in itertools.combinations(sorted(set(bots)), 2)]
+
+
+def cap_reached(history: Sequence[AssignmentInfo], cap: int | None, kind: str | None = None) -> bool:
+    """True when the annotator already has `cap` assignments (of that unit kind)."""
+    if cap is None:
+        return False
+    n = sum(1 for a in history if kind is None or a.unit_kind == kind)
+    return n >= cap
+
+
+def group_load(
+    units: Iterable[UnitInfo], view: SchedulingView, group: Callable[[UnitInfo], Hashable]
+) -> dict[Hashable, int]:
+    """Used assignments summed per group (e.g. per bot pair), for balanced progress."""
+    totals: dict[Hashable, int] = {}
+    for u in units:
+        g = group(u)
+        totals[g] = totals.get(g, 0) + view.used(u.id)
+    return totals
+
+
+def conversation_load(units: Iterable[UnitInfo], view: SchedulingView) -> dict[str, int]:
+    """How often each conversation has been given out (through any unit)."""
+    totals: dict[str, int] = {}
+    for u in units:
+        n = view.used(u.id)
+        if n:
+            for c in u.conversation_ids:
+                totals[c] = totals.get(c, 0) + n
+    return totals

@@ -1,0 +1,225 @@
+"""The paths that make a million arena battles fit (issue 25): the import streams battles from the
+file to the store, the report reads only the judgment fields the analysis needs, as columns. Both
+must give exactly what the whole-file read and whole-judgment analysis give, through the installed
+command as the README prints it. Speed itself is measured in benchmarks/cli_scale.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dialeval.errors import ImportFormatError
+from dialeval.formats import reading
+from dialeval.formats.arena import read_arena_battles
+from dialeval.methods.arena.analysis import battle_frame
+from dialeval.records import JudgmentColumns
+from dialeval.report.build import build_report
+from dialeval.textclean import clean_dataset
+
+DIALEVAL = str(Path(sys.executable).with_name("dialeval"))
+SECTIONS = (
+    "systems",
+    "win_rates",
+    "battle_counts",
+    "outcomes",
+    "battles",
+    "turns",
+    "turn_curve",
+    "by_category",
+    "style_control",  # from the texts of the battles that have them
+)
+
+
+def _battles(n: int = 90, seed: int = 3) -> list[dict]:
+    rng = random.Random(seed)
+    models = ["alpha", "beta", "gamma", "delta"]
+    out = []
+    for k in range(n):
+        a, b = rng.sample(models, 2)
+        record = {
+            "num": k,
+            "question_id": f"q{k}",
+            "model_a": a,
+            "model_b": b,
+            "winner": rng.choice(["model_a", "model_a", "model_b", "tie", "tie (bothbad)"]),
+            "judge": f"user{k % 7}",
+            "turn": 1 + k % 2,
+            "tstamp": 1682351591.5 + k,
+            "category": ["code", "chat"][k % 2],
+        }
+        if k % 3 == 0:  # a third of the battles carry their text
+            record["conversation_a"] = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": f"A{k}"}]
+            record["conversation_b"] = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": f"B{k}"}]
+        out.append(record)
+    return out
+
+
+def _write(path: Path, records: list[dict], newline: str = "\n") -> Path:
+    path.write_bytes("".join(json.dumps(r) + newline for r in records).encode("utf-8"))
+    return path
+
+
+def _run(*args) -> subprocess.CompletedProcess:
+    # wide enough that Rich never wraps a message inside a long temporary path
+    env = {**os.environ, "COLUMNS": "250"}
+    return subprocess.run([DIALEVAL, *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_streamed_import_and_column_report_give_the_whole_read_values(tmp_path):
+    records = _battles()
+    data = _write(tmp_path / "battles.jsonl", [*records, records[5]])  # a repeated line: read once
+    study = tmp_path / "s"
+    done = _run("import", "arena", data, study)
+    assert done.returncode == 0, done.stderr
+    assert "imported into" in done.stdout and "90 judgments" in done.stdout and "60 conversations" in done.stdout
+    assert "read once" in done.stdout
+    # the indexes dropped for the load into the new study's empty table are all back
+    from dialeval.store.schema import JudgmentRow
+
+    assert {name for name, _ in _indexes(study)} >= {index.name for index in JudgmentRow.__table__.indexes}
+    done = _run("report", study)
+    assert done.returncode == 0, done.stderr
+    got = json.loads((study / "report" / "report.json").read_text(encoding="utf-8"))
+
+    whole = clean_dataset(read_arena_battles(data), str(data))
+    expected = json.loads(json.dumps(build_report(whole, {"method": "arena"})))
+    for key in SECTIONS:
+        assert got.get(key) == expected.get(key), key
+    assert got["study"]["collected"]["judgments"] == 90 and got["study"]["collected"]["conversations"] == 60
+
+    # the store gives the same judgments as columns (what the report read) and as objects
+    from dialeval.registry import get
+    from dialeval.study import open_study
+
+    opened = open_study(study)
+    try:
+        columns = opened.store.load_dataset(opened.id, columns=get("arena").report_columns)
+        objects = opened.store.load_dataset(opened.id)
+    finally:
+        opened.close()
+    assert isinstance(columns.judgments, JudgmentColumns) and len(columns.judgments) == 90
+    # the analysis' table of votes (with the answers' texts) is the same from columns as from objects
+    pd.testing.assert_frame_equal(battle_frame(columns), battle_frame(objects))
+    assert battle_frame(columns)["text_a"].notna().sum() == 30
+    for lean, full in zip(columns.judgments, objects.judgments, strict=True):
+        assert lean.annotator_id == full.annotator_id
+        assert lean.value == full.value  # every key of an imported battle's value is a column
+        assert lean.meta["battle"] == full.meta["battle"] and lean.meta["category"] == full.meta["category"]
+    # the digest of the streamed records is that of the whole read: a CRLF copy is the same records
+    again = _run("import", "arena", _write(tmp_path / "crlf.jsonl", [*records, records[5]], "\r\n"), study)
+    assert again.returncode == 0 and "same records in another encoding" in again.stdout, again.stdout
+
+
+def test_a_bad_battle_leaves_no_study_and_no_partial_import(tmp_path):
+    records = _battles(40)
+    records[33] = {**records[33], "winner": "model_c"}
+    data = _write(tmp_path / "bad.jsonl", records)
+    study = tmp_path / "new"
+    done = _run("import", "arena", data, study)
+    assert done.returncode == 2  # a data error
+    assert "bad.jsonl, line 34, field 'winner': unknown outcome 'model_c'" in done.stderr
+    assert "Traceback" not in done.stderr and not study.exists()
+
+    kept = tmp_path / "kept"
+    assert _run("import", "arena", _write(tmp_path / "good.jsonl", _battles(20)), kept).returncode == 0
+    before = (kept / "study.yaml").read_text()
+    done = _run("import", "arena", data, kept, "--append")
+    assert done.returncode == 2 and "line 34" in done.stderr
+    assert (kept / "study.yaml").read_text() == before
+    assert _run("report", kept).returncode == 0
+    assert json.loads((kept / "report" / "report.json").read_text())["battles"] == 20  # nothing of bad.jsonl
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_lines_read_in_blocks_are_the_lines_of_the_whole_text(tmp_path, monkeypatch, newline):
+    text = newline.join(["{}", "", "é€ 𝄞 line", "x" * 40, "last"]) + newline + "tail"
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))  # with a byte-order mark
+    whole = list(reading.lines(path))
+    monkeypatch.setattr(reading, "_BLOCK", 7)  # blocks far smaller than a line
+    assert list(reading.lines(path)) == whole
+    assert [line for _, line in whole] == text.replace("\r\n", "\n").split("\n")
+
+
+def test_a_decoding_error_in_a_later_block_names_the_file_offset_and_line(tmp_path, monkeypatch):
+    data = b'{"a": 1}\n' * 20 + b'{"a": "\xff"}\n'
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(ImportFormatError) as whole:
+        reading.decode(data, path)
+    monkeypatch.setattr(reading, "_BLOCK", 16)
+    with pytest.raises(ImportFormatError) as blocks:
+        list(reading.lines(path))
+    assert str(blocks.value) == str(whole.value)
+    assert "byte offset 187" in str(blocks.value) and "line 21" in str(blocks.value)
+
+
+def test_the_win_rate_grid_of_many_models_stays_page_sized():
+    from dialeval.report import plots
+
+    names = [f"m{k:03d}" for k in range(100)]
+    rows = [{"a": a, "b": b, "win_rate_a": 0.5} for i, a in enumerate(names) for b in names[i + 1 :]]
+    fig = plots.winrate_heatmap(rows)
+    width, height = fig.get_size_inches()
+    assert width <= 18 and height <= 18
+    assert not fig.axes[0].texts  # colours only: 10,000 printed numbers would be unreadable
+    few = plots.winrate_heatmap([r for r in rows if r["a"] in names[:5] and r["b"] in names[:5]])
+    assert len(few.axes[0].texts) == 20  # a small grid keeps its numbers
+
+
+def _indexes(study: Path) -> set[tuple[str, str]]:
+    import sqlite3
+
+    with sqlite3.connect(study / "dialeval.db") as db:
+        rows = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'judgments'")
+        return {(name, sql or "") for name, sql in rows}
+
+
+def test_a_failed_first_import_keeps_the_indexes_it_dropped_for_the_load(tmp_path):
+    # the load into an empty judgments table drops its indexes and builds them after the rows, in
+    # the same transaction: a failed import rolls the drop back, a good one ends with every index
+    from dialeval.store.schema import JudgmentRow
+
+    study = tmp_path / "s"
+    assert _run("init", "arena", study).returncode == 0  # a study, its database made by the import
+    records = _battles(40)
+    records[33] = {**records[33], "winner": "model_c"}
+    done = _run("import", "arena", _write(tmp_path / "bad.jsonl", records), study)
+    assert done.returncode == 2 and "line 34" in done.stderr
+    declared = _indexes(study)
+    assert {name for name, _ in declared} >= {index.name for index in JudgmentRow.__table__.indexes}
+    # (a good first import ends with every index: test_streamed_import_and_column_report_...)
+
+
+def test_streamed_import_into_postgresql_goes_by_copy_and_reads_back_the_same(tmp_path, pg_url, monkeypatch):
+    # PostgreSQL takes the streamed rows by COPY (store._BulkInsert); they read back as SQLite's do
+    records = _battles(60)
+    data = _write(tmp_path / "battles.jsonl", records)
+    env = {**os.environ, "DIALEVAL_DATABASE_URL": pg_url, "COLUMNS": "250"}
+    done = subprocess.run(
+        [DIALEVAL, "import", "arena", str(data), str(tmp_path / "pg")], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0 and "60 judgments" in done.stdout, done.stdout + done.stderr
+    assert _run("import", "arena", data, tmp_path / "lite").returncode == 0
+
+    from dialeval.study import open_study
+
+    def judgments(study: Path) -> list[tuple]:
+        opened = open_study(study)
+        try:
+            got = opened.store.load_dataset(opened.id).judgments
+        finally:
+            opened.close()
+        # (the same instant: each database's driver gives its own UTC tzinfo)
+        return [(j.annotator_id, j.value, j.meta, j.shown_order, j.created_at.timestamp()) for j in got]
+
+    lite = judgments(tmp_path / "lite")
+    monkeypatch.setenv("DIALEVAL_DATABASE_URL", pg_url)
+    assert judgments(tmp_path / "pg") == lite and len(lite) == 60

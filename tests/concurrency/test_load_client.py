@@ -1,0 +1,66 @@
+"""The load client of every method (dialeval.simulate.load.drive_method, used by benchmarks/load.py)
+against a real `dialeval serve` process: a few annotators for a few seconds on ACUTE and Spot The
+Bot with caps small enough to bind, then the integrity checks (nothing lost, nothing counted twice,
+no unit or bot pair over its cap). Asserts outcomes, never timings."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from dialeval.simulate import load
+
+# small studies of cheap bots, with caps that bind within the run
+BOTS = [{"name": "eliza", "type": "eliza"}, {"name": "repeat", "type": "repeat"}, {"name": "echo", "type": "repeat"}]
+SMALL = {
+    "acute": {
+        "bots": BOTS,
+        "generation": {"mode": "self-chat", "conversations": 3, "turns": 4},
+        "protocol": {"annotations_per_pair": 3, "comparisons_per_unit": 2},
+    },
+    "spot-the-bot": {
+        "bots": BOTS,
+        "generation": {"mode": "bot-bot", "conversations": 2, "turns": 5, "human_conversations": 2},
+        "protocol": {"annotations_per_segment": 1, "packages_per_annotator": 1},
+    },
+}
+
+
+def test_methods_come_from_the_registry():
+    methods = load.annotation_methods()
+    assert {"acute", "spot-the-bot", "prompts", "arena", "pairwise-turn", "single-model"} <= set(methods)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    out = tmp_path_factory.mktemp("load-client")
+    folders = {m: load.make_method_study(m, out, overrides=o) for m, o in SMALL.items()}
+    first, *rest = folders.values()
+    host = load.start_host(first, workers=2, extra=[str(f) for f in rest])
+    try:
+        yield host, folders
+    finally:
+        load.stop_host(host)
+
+
+@pytest.mark.parametrize("method", sorted(SMALL))
+def test_load_client_integrity(served, method):
+    host, folders = served
+    with ThreadPoolExecutor(1) as pool:  # Playwright may hold an event loop in the main thread
+        res = pool.submit(
+            load.drive_method, host.url, folders[method], f"load-{method}", 6, 3.0, min_judgments=3
+        ).result()
+    assert not res.errors, res.errors[:3]
+    assert res.judgments > 0 and res.task_ms
+    assert not any(code >= 500 for code in res.statuses), res.statuses
+    checks = load.check_method(folders[method], res)
+    assert checks["judgments"] == res.judgments  # a fresh study: every stored judgment is this run's
+
+
+def test_check_method_sees_a_lost_judgment(served):
+    host, folders = served
+    res = load.MethodLoad(method="acute", annotators=1, judgments=1)
+    res.per_annotator = {10**9: 1}  # acknowledged to an annotator the store has nothing of
+    with pytest.raises(AssertionError, match="stored != acknowledged"):
+        load.check_method(folders["acute"], res)

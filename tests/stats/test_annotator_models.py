@@ -1,0 +1,121 @@
+"""The annotator models of stats/annotators.py recover simulated reliabilities, and the voter screen
+flags a rigging voter and not the honest ones (crowd-kit is too heavy to be even a test dependency:
+checked on simulated parameters and hand-computed values instead)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from dialeval.analysis.annotators import cap_prompts, prompt_clusters
+from dialeval.stats.annotators import crowd_bt, dawid_skene, mace, majority_vote, screen_votes, voter_eprocess
+
+
+def labelled(seed: int, accuracy: np.ndarray, n_items: int = 300, per_item: int = 5, classes: int = 3):
+    """Each annotator gives the true label with probability accuracy[a], else a uniform random label."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, classes, n_items)
+    rows = []
+    for i in range(n_items):
+        for a in rng.choice(len(accuracy), per_item, replace=False):
+            knows = rng.random() < accuracy[a]
+            rows.append((i, a, truth[i] if knows else rng.integers(0, classes)))
+    items, annotators, labels = (np.array(x) for x in zip(*rows))
+    return truth, items, annotators, labels
+
+
+ACCURACY = np.array([0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.9, 0.8, 0.0, 0.0, 0.6, 0.5])  # two spammers
+
+
+def test_dawid_skene_recovers_accuracies_and_beats_majority():
+    truth, i, a, y = labelled(1, ACCURACY)
+    fit = dawid_skene(i, a, y, 300, len(ACCURACY), 3)
+    expected = ACCURACY + (1 - ACCURACY) / 3  # a random label is right a third of the time
+    assert np.max(np.abs(fit.reliability - expected)) < 0.1
+    assert spearmanr(fit.reliability, expected).statistic > 0.9
+    mv = majority_vote(i, y, 300, 3).argmax(axis=1)
+    assert (fit.labels == truth).mean() >= (mv == truth).mean()
+    assert (fit.labels == truth).mean() > 0.95
+
+
+def test_mace_competence_is_the_share_of_known_labels():
+    truth, i, a, y = labelled(2, ACCURACY)
+    fit = mace(i, a, y, 300, len(ACCURACY), 3)
+    assert np.max(np.abs(fit.reliability - ACCURACY)) < 0.12
+    assert fit.reliability[8] < 0.15 and fit.reliability[9] < 0.15  # the spammers
+    assert (fit.labels == truth).mean() > 0.95
+
+
+def test_dawid_skene_on_a_case_by_hand():
+    """Two items, three annotators agreeing: each item's posterior puts nearly all mass on the
+    shared label, and every annotator's estimated accuracy is near 1."""
+    fit = dawid_skene([0, 0, 0, 1, 1, 1], [0, 1, 2, 0, 1, 2], [1, 1, 1, 0, 0, 0], 2, 3, 2)
+    assert list(fit.labels) == [1, 0]
+    assert np.all(fit.reliability > 0.95)
+
+
+def test_crowd_bt_finds_spammers_and_the_order():
+    rng = np.random.default_rng(3)
+    strength = np.array([1.0, 0.5, 0.0, -0.5, -1.0])
+    voters = 30
+    spam = np.arange(voters) >= 24  # 20 % answer at random
+    n = 4000
+    a = rng.integers(0, 5, n)
+    b = (a + rng.integers(1, 5, n)) % 5
+    v = rng.integers(0, voters, n)
+    honest = rng.random(n) < 1 / (1 + np.exp(-(strength[a] - strength[b])))
+    score = np.where(spam[v], rng.random(n) < 0.5, honest).astype(float)
+    fit = crowd_bt(a, b, score, v, 5, voters)
+    assert list(np.argsort(-fit.theta)) == [0, 1, 2, 3, 4]
+    assert fit.eta[spam].max() < 0.8 < fit.eta[~spam].min()
+    assert abs(fit.eta[spam].mean() - 0.5) < 0.15
+    # strengths on the true scale despite the noise the spammers add
+    assert abs((fit.theta[0] - fit.theta[4]) - 2.0) < 0.35
+
+
+def test_eprocess_by_hand():
+    """Pair 0, two voters: voter 0 votes outcome 0 twice, voter 1 votes outcome 1 once. For voter 1,
+    others' shares with one pseudo-vote each: p(1) = (0 + 1) / (2 + 2) = 1/4, factor 1/(2 * 1/4) = 2.
+    For voter 0: p(0) = (0 + 1) / (1 + 2) = 1/3 each time, factor 3/2, product 9/4."""
+    e = voter_eprocess([0, 0, 0], [0, 0, 1], [0, 0, 1], 2, n_outcomes=2)
+    assert math.isclose(e[0], 9 / 4) and math.isclose(e[1], 2.0)
+
+
+def test_screen_flags_a_rigger_and_not_honest_voters():
+    rng = np.random.default_rng(4)
+    strength = {"a": 0.8, "b": 0.0, "c": -0.8}
+    names = list(strength)
+    rows = []
+    for voter in range(40):
+        for _ in range(30):
+            x, y = rng.choice(3, 2, replace=False)
+            s = 1.0 / (1.0 + math.exp(-(strength[names[x]] - strength[names[y]]) / 0.6))
+            if voter == 0 and "c" in (names[x], names[y]):  # the rigger: always for c
+                won = 1.0 if names[x] == "c" else 0.0
+            else:
+                won = float(rng.random() < s)
+            rows.append((names[x], names[y], won, voter))
+    a, b, score, v = (np.array(z) for z in zip(*rows))
+    e, threshold, kinds = screen_votes(a, b, score, v, alpha=0.05)
+    assert kinds == 2 and threshold == 40 / 0.05
+    assert e[0] >= threshold
+    assert (e[1:] < threshold).all()
+
+
+def test_prompt_duplicates_exact_and_near():
+    prompts = [
+        "What is the capital of France?",
+        "what is the   capital of france?",  # exact after folding case and spaces
+        "What is the capital of France? Answer briefly please",  # near duplicate
+        "Write a poem about the sea and the wind",
+        None,
+        "What is the capital of France?",
+    ]
+    clusters = prompt_clusters(prompts, threshold=0.5)
+    assert clusters[0] == clusters[1] == clusters[2] == clusters[5] != clusters[3]
+    assert clusters[4] is None
+    keep, summary = cap_prompts(prompts, cap=2, threshold=0.5)
+    assert list(keep) == [True, True, False, True, True, False]
+    assert summary["exact_duplicates"] == 2 and summary["near_duplicates"] == 1 and summary["dropped_by_cap"] == 2
