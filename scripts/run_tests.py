@@ -4,6 +4,7 @@ the suite from one queue.
     python scripts/run_tests.py              # the whole suite, two workers
     python scripts/run_tests.py tests/stats  # any pytest arguments: one plain pytest run
     DIALEVAL_TEST_WORKERS=3 python scripts/run_tests.py
+    DIALEVAL_TEST_DURATIONS=t.json python scripts/run_tests.py  # and every test's seconds in t.json
 
 Most tests wait on something outside the pytest process (a `dialeval` subprocess, a server, the
 browser), so one process leaves a core idle. pytest-xdist's workers mix test files across processes
@@ -17,6 +18,7 @@ ends; the last lines are a table of every part's time, the place to look when th
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -76,6 +78,7 @@ class Part:
     code: int | None = None
     output: str = ""
     tests: dict[str, float] = field(default_factory=dict)  # file -> seconds, from the JUnit XML
+    cases: dict[str, float] = field(default_factory=dict)  # test id -> seconds, from the JUnit XML
 
 
 def test_files(folder: Path) -> list[Path]:
@@ -105,14 +108,23 @@ def parts() -> list[Part]:
     return sorted(found, key=lambda p: -p.expected)
 
 
-def file_seconds(junit: Path) -> dict[str, float]:
-    """Seconds per test file (setup, call and teardown) from pytest's JUnit XML."""
+def case_seconds(junit: Path) -> dict[str, float]:
+    """Seconds per test (setup, call and teardown) from pytest's JUnit XML, by "file::name"."""
     seconds: dict[str, float] = {}
     if not junit.exists():
         return seconds
     for case in ElementTree.parse(junit).getroot().iter("testcase"):
-        name = source_file(case.get("classname") or "")
+        name = f"{source_file(case.get('classname') or '')}::{case.get('name')}"
         seconds[name] = seconds.get(name, 0.0) + float(case.get("time") or 0.0)
+    return seconds
+
+
+def file_seconds(cases: dict[str, float]) -> dict[str, float]:
+    """Seconds per test file, the sum of its tests."""
+    seconds: dict[str, float] = {}
+    for name, spent in cases.items():
+        file = name.split("::", 1)[0]
+        seconds[file] = seconds.get(file, 0.0) + spent
     return seconds
 
 
@@ -141,7 +153,8 @@ def run_part(part: Part, tmp: Path, index: int) -> None:
     part.seconds = time.monotonic() - started
     part.code = done.returncode
     part.output = done.stdout
-    part.tests = file_seconds(junit)
+    part.cases = case_seconds(junit)
+    part.tests = file_seconds(part.cases)
 
 
 def main(args: list[str]) -> int:
@@ -183,6 +196,12 @@ def main(args: list[str]) -> int:
     print(f"===== parts ({workers} workers; seconds, expected, exit code) =====")
     for part in sorted(queue, key=lambda p: -p.seconds):
         print(f"{part.seconds:8.1f}  {part.expected:8.1f}  {part.code}  {part.name}")
+    # DIALEVAL_TEST_DURATIONS=path.json keeps every test's seconds (the place to start when the suite
+    # must get faster)
+    durations = os.environ.get("DIALEVAL_TEST_DURATIONS")
+    if durations:
+        cases = {name: round(s, 2) for p in queue for name, s in p.cases.items()}
+        Path(durations).write_text(json.dumps(dict(sorted(cases.items(), key=lambda c: -c[1])), indent=1))
     codes = [p.code for p in queue]
     print(f"===== the whole suite in {wall:.0f} s; {sum(c != 0 for c in codes)} of {len(codes)} parts failed =====")
     # pytest's 5 (nothing collected) is a failure of the suite too
