@@ -148,7 +148,9 @@ def run_part(part: Part, tmp: Path, index: int) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "DIALEVAL_TEST_PART": part.name},
+        # one disk cache for every part (the bundled corpus, retrieval indexes: built once, not per
+        # part); tests that need an empty one set their own
+        env={**os.environ, "DIALEVAL_TEST_PART": part.name, "DIALEVAL_CACHE_DIR": str(tmp / "cache")},
     )
     part.seconds = time.monotonic() - started
     part.code = done.returncode

@@ -45,3 +45,23 @@ def test_an_unwritable_cache_folder_is_skipped(tmp_path, monkeypatch):
     corpus = tmp_path / "c.txt"
     corpus.write_text("apple banana\ncherry dates\n", "utf-8")
     assert retrieval.get_index(str(corpus), None, 1).openings == ["apple banana"]
+
+
+def test_the_bundled_corpus_is_parsed_once_per_user_and_read_back_the_same(tmp_path, monkeypatch):
+    """A new process reads the bundled corpus from the cache (no 40 MB JSON parse), turn for turn the
+    same as the parse; a broken cache file is parsed again and replaced."""
+    from dialeval import corpus
+
+    monkeypatch.setenv("DIALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    parsed = corpus._load_bundled()
+    entries = list((tmp_path / "cache").glob("bundled-corpus-*.pickle"))
+    assert len(entries) == 1 and len(parsed) > 4000
+
+    parses = []
+    real_parse = corpus._parse_bundled
+    monkeypatch.setattr(corpus, "_parse_bundled", lambda path: parses.append(path) or real_parse(path))
+    assert corpus._load_bundled() == parsed and parses == []
+
+    entries[0].write_bytes(b"not a pickle")
+    assert corpus._load_bundled() == parsed and len(parses) == 1
+    assert corpus._load_bundled() == parsed and len(parses) == 1  # the broken entry was replaced
