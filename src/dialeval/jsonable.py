@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
+import sys
 from datetime import date, datetime
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -23,9 +23,12 @@ def to_jsonable(obj: Any) -> Any:
         return {k if type(k) is str else str(k): to_jsonable(v) for k, v in obj.items()}
     if kind is list:
         return [to_jsonable(v) for v in obj]
-    if isinstance(obj, pd.DataFrame):
+    # pandas is looked up, not imported: no DataFrame exists unless something imported it, and its
+    # 1 s import stays off the reports that never use it
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(obj, pd.DataFrame):
         return [to_jsonable(r) for r in obj.to_dict(orient="records")]
-    if isinstance(obj, pd.Series):
+    if pd is not None and isinstance(obj, pd.Series):
         return to_jsonable(obj.to_dict())
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit, logsumexp
 
 __all__ = ["TIE_MODELS", "TieFit", "fit_tie_model", "predicted_tie_rates", "simulate_ratings"]
@@ -156,6 +155,8 @@ def fit_tie_model(wins: np.ndarray, ties: np.ndarray | None, model: str = "half"
         start_tie = math.log(max(math.log((1 + tie_share) / max(1 - tie_share, 1e-9)), 1e-6))
     x0 = np.concatenate([theta0, [start_tie]])
     args = (model, i, j, w_ij, w_ji, t_ij, l2)
+    from scipy.optimize import minimize  # 0.5-1 s to import: only when there are ties to fit
+
     result = minimize(_negloglik, x0, args=args, jac=True, method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-9})
     x = result.x
     theta = x[:K] - x[:K].mean()
