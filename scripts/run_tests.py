@@ -150,7 +150,13 @@ def run_part(part: Part, tmp: Path, index: int) -> None:
         text=True,
         # one disk cache for every part (the bundled corpus, retrieval indexes: built once, not per
         # part); tests that need an empty one set their own
-        env={**os.environ, "DIALEVAL_TEST_PART": part.name, "DIALEVAL_CACHE_DIR": str(tmp / "cache")},
+        # and one folder for what several parts read (tests/conftest.py: completed_demo)
+        env={
+            **os.environ,
+            "DIALEVAL_TEST_PART": part.name,
+            "DIALEVAL_CACHE_DIR": str(tmp / "cache"),
+            "DIALEVAL_TEST_SHARED": str(tmp / "shared"),
+        },
     )
     part.seconds = time.monotonic() - started
     part.code = done.returncode

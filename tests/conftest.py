@@ -89,3 +89,41 @@ def strict_json_loads(text: str):
     import json
 
     return json.loads(text, parse_constant=_no_nan)
+
+
+# `dialeval demo --simulate N --no-serve`: every method's demo study made and completed by a simulated
+# crowd into reports, as a user runs it. Several test files read such a demo (the reports for people,
+# the simulated seconds, the judges, the demo command itself); it takes about two minutes, so a test
+# run makes it once. scripts/run_tests.py gives its parts (separate pytest processes) one folder,
+# DIALEVAL_TEST_SHARED; the first part to ask makes the demo there under a file lock, the others wait
+# for it and read it. A plain pytest run makes it in its own temporary folder.
+COMPLETED_DEMO_ANNOTATORS = 8
+
+
+@pytest.fixture(scope="session")
+def completed_demo(tmp_path_factory) -> Path:
+    """The folder of a completed demo (one study folder per method, each with report/). Shared: read
+    it, or copy it (shutil.copytree) before anything that writes, such as opening its database."""
+    import fcntl
+    import shutil
+    import subprocess
+    import sys
+
+    shared = os.environ.get("DIALEVAL_TEST_SHARED")
+    root = Path(shared) if shared else tmp_path_factory.mktemp("shared")
+    root.mkdir(parents=True, exist_ok=True)
+    out, done = root / "completed-demo", root / "completed-demo.done"
+    with (root / "completed-demo.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        if not done.exists():
+            shutil.rmtree(out, ignore_errors=True)  # a run that died half-way
+            made = subprocess.run(
+                [sys.executable, "-m", "dialeval.cli", "demo", "--simulate", str(COMPLETED_DEMO_ANNOTATORS)]
+                + ["--no-serve", "--out", str(out)],
+                capture_output=True,
+                text=True,
+                timeout=1200,
+            )
+            assert made.returncode == 0, made.stdout + made.stderr
+            done.write_text(made.stdout, encoding="utf-8")
+    return out

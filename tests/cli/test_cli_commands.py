@@ -139,10 +139,8 @@ def test_demo_serves_every_method(tmp_path):
         stop(proc)
 
 
-def test_demo_simulated_into_reports(tmp_path):
-    out = tmp_path / "demo"
-    result = invoke("demo", "--simulate", "6", "--no-serve", "--out", out)
-    assert result.exit_code == 0, result.output
+def test_demo_simulated_into_reports(completed_demo):
+    out = completed_demo  # `dialeval demo --simulate 8 --no-serve` in a subprocess (tests/conftest.py)
     for method in METHODS:
         report = strict_json_loads((out / method / "report" / "report.json").read_text())
         assert report["method"] == method

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -128,16 +129,19 @@ def test_demo_out_into_a_non_empty_folder_refuses_unless_force(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
-def test_demo_force_starts_the_studies_afresh(tmp_path):
-    out = tmp_path / "demo"
-    first = invoke("demo", "--no-serve", "--simulate", "2", "--out", out)
-    assert first.exit_code == 0, first.output
+def test_demo_force_starts_the_studies_afresh_and_its_progress_has_a_known_total(completed_demo, tmp_path):
+    out = Path(shutil.copytree(completed_demo, tmp_path / "demo"))  # a demo a simulated crowd completed
     judged = judgments_in(out / "acute")
     assert judged > 0
     assert invoke("demo", "--no-serve", "--out", out).exit_code == 2
-    again = invoke("demo", "--no-serve", "--out", out, "--force")
-    assert again.exit_code == 0, again.output
+    again = subprocess.run(
+        [*DIALEVAL, "demo", "--no-serve", "--out", str(out), "--force"], capture_output=True, text=True, timeout=600
+    )
+    assert again.returncode == 0, again.stderr
     assert judgments_in(out / "acute") == 0  # the old run's judgments are gone, not added to
+    # the progress bars of making the studies show a known total, never "?"
+    shown = re.findall(r"(\d+)/(\d+|\?) +\d+:\d\d:\d\d", again.stdout)
+    assert shown and all(t != "?" and int(d) <= int(t) for d, t in shown), again.stdout
 
 
 # -- part 5: the command line -------------------------------------------------------------------------------
@@ -293,15 +297,6 @@ def test_generate_progress_has_a_known_total_and_never_exceeds_it(tmp_path):
             # Serving the study adds its onboarding conversation (not one of the plan's): the bar of
             # the next run counted it and showed 4/3.
             assert invoke("simulate", folder, "--annotators", 1, "--no-report").exit_code == 0
-
-
-def test_demo_progress_has_a_known_total(tmp_path):
-    result = subprocess.run(
-        [*DIALEVAL, "demo", "--no-serve", "--out", str(tmp_path / "d")], capture_output=True, text=True, timeout=600
-    )
-    assert result.returncode == 0, result.stderr
-    shown = re.findall(r"(\d+)/(\d+|\?) +\d+:\d\d:\d\d", result.stdout)
-    assert shown and all(t != "?" and int(d) <= int(t) for d, t in shown), result.stdout
 
 
 def test_tables_fold_instead_of_truncating_off_a_terminal(tmp_path):

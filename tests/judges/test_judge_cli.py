@@ -88,11 +88,9 @@ def arena_battles(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("judged") / "demo"
-    result = invoke("demo", "--simulate", "4", "--no-serve", "--out", out)
-    assert result.exit_code == 0, result.output
-    return out
+def demo(completed_demo) -> Path:
+    """The suite's completed demo (tests/conftest.py); the tests judge copies of it."""
+    return completed_demo
 
 
 @pytest.fixture

@@ -118,17 +118,10 @@ def resolve(report: dict, key: str) -> list:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("reports") / "demo"
-    # A subprocess, as a user runs it (and free of any event loop an earlier browser test left running).
-    result = subprocess.run(
-        [*DIALEVAL, "demo", "--simulate", "8", "--no-serve", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert result.returncode == 0, result.stderr
-    return out
+def demo(completed_demo):
+    """The suite's completed demo (tests/conftest.py): `dialeval demo --simulate 8 --no-serve` in a
+    subprocess, as a user runs it."""
+    return completed_demo
 
 
 @pytest.mark.parametrize("method", DEMO)
