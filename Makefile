@@ -1,10 +1,10 @@
 # The two commands of the project (README.md):
 #   make demo   set up, then run the demo study of every method (serve it, or --simulate it into reports)
-#   make test   set up, then the lint and type gates (scripts/lint.sh), the licence check of every
-#               installed dependency (scripts/check_licences.py), the built wheel installed and run
-#               outside the checkout (scripts/check_wheel.py), the documentation site in strict mode
-#               (mkdocs.yml; a broken link fails), then the whole test suite (with the doctests of src/)
-#               by two pytest workers that take its parts from one queue (scripts/run_tests.py)
+#   make test   set up, then the licence check of every installed dependency (scripts/check_licences.py)
+#               and the documentation site in strict mode (mkdocs.yml; a broken link fails), then two
+#               workers take from one queue the lint and type gates (scripts/lint.sh), the built
+#               wheel installed and run outside the checkout (scripts/check_wheel.py) and the parts of
+#               the whole test suite, with the doctests of src/ (scripts/run_tests.py)
 .PHONY: demo test setup setup-full bench
 
 PY := .venv/bin/python
@@ -22,14 +22,13 @@ demo: setup
 	.venv/bin/dialeval demo $(ARGS)
 
 test: setup-full
-	@PY=$(PY) bash scripts/lint.sh
 	$(PY) scripts/check_licences.py
-	$(PY) scripts/check_wheel.py
 	$(PY) scripts/gen_reference.py --check
 	@# the site into a temporary folder (never committed); not --quiet, which hides what --strict counts
 	@site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir $$site; rc=$$?; rm -rf $$site; exit $$rc
 	@bash scripts/start-postgres.sh
-	@# two pytest workers side by side (scripts/run_tests.py); ARGS=tests/stats runs one part
+	@# two workers side by side take the parts of the suite and the two slow gates from one queue:
+	@# scripts/lint.sh, scripts/check_wheel.py (scripts/run_tests.py); ARGS=tests/stats runs one part
 	$(PY) scripts/run_tests.py $(ARGS)
 
 bench: setup-full

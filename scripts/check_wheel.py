@@ -3,7 +3,7 @@ into a fresh virtual environment outside the checkout and run the CLI from there
 
     python scripts/check_wheel.py [--keep]      (run by `make test`; --keep leaves the folder)
 
-Steps: `python -m build` (the wheel is built from the sdist, so a file missing from the sdist
+Steps: `python -m build` on a copy of the checkout (the wheel is built from the sdist, so a file missing from the sdist
 fails here; no build isolation: the setuptools of the test extra builds it, offline), `twine check
 --strict`, a fresh venv in a temporary folder, the wheel installed into it by pip, then from a
 temporary working folder, with no PYTHONPATH: `dialeval --version` (must be the wheel's version),
@@ -31,6 +31,22 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# what the copy of the checkout leaves out: environments, caches, build output, git, local data
+NOT_SOURCES = (
+    ".git",
+    ".venv",
+    "node_modules",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    "*.egg-info",
+    "build",
+    "dist",
+    "*.db",
+    "*.db-wal",
+    "*.db-shm",
+)
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600) -> str:
@@ -65,15 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="dialeval-wheel-"))
     try:
         dist = tmp / "dist"
-        # setuptools writes src/dialeval.egg-info while making the sdist: removed again unless it was
-        # there before, so no stale metadata (entry points) is left beside the sources
-        egg_info = REPO / "src" / "dialeval.egg-info"
-        had_egg_info = egg_info.exists()
-        try:
-            run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(REPO)], cwd=tmp)
-        finally:
-            if not had_egg_info:
-                shutil.rmtree(egg_info, ignore_errors=True)
+        # Built from a copy of the checkout: setuptools writes src/dialeval.egg-info while it makes the
+        # sdist, and the tests that run beside this check (scripts/run_tests.py) import dialeval from
+        # src/, where a second copy of its metadata would register every method twice.
+        source = tmp / "source"
+        shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*NOT_SOURCES), symlinks=True)
+        run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(source)], cwd=tmp)
         wheels, sdists = sorted(dist.glob("*.whl")), sorted(dist.glob("*.tar.gz"))
         assert len(wheels) == 1 and len(sdists) == 1, sorted(dist.iterdir())
         wheel = wheels[0]

@@ -38,9 +38,11 @@ def test_missing_chromium_fails_in_ci_and_skips_elsewhere(ci, exit_code, word):
 
 
 def test_the_test_command_runs_the_doctests_of_src():
-    # `make test` runs plain `pytest`: its configuration must collect the examples in src/ docstrings
+    # `make test` runs the part "src" of the suite (scripts/run_tests.py) with the project's pytest
+    # configuration: it must collect the examples in src/ docstrings (collecting src/ alone: the
+    # whole suite's collection imports every test module, three times the cost)
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "src"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -75,9 +77,14 @@ Found 3 errors in 2 files (checked 9 source files)
 """
 
 
-def test_make_test_runs_the_lint_and_type_gates_before_the_tests():
+def test_make_test_runs_the_lint_type_and_wheel_gates_beside_the_tests():
     dry = subprocess.run(["make", "-n", "test"], cwd=REPO, capture_output=True, text=True, timeout=60).stdout
-    assert dry.index("scripts/lint.sh") < dry.index("scripts/run_tests.py")
+    assert "scripts/run_tests.py" in dry
+    # run_tests.py queues the slow gates with the parts of the suite (a failing gate fails the run)
+    runner = _run_tests_module()
+    gates = {part.name: part.command for part in runner.gates()}
+    assert gates["scripts/lint.sh"] == ["bash", "scripts/lint.sh"]
+    assert gates["scripts/check_wheel.py"][-1] == "scripts/check_wheel.py"
     lint = (REPO / "scripts" / "lint.sh").read_text()
     for gate in ("ruff check .", "ruff format --check", "scripts/mypy_gate.py"):
         assert gate in lint
@@ -189,15 +196,20 @@ def test_the_gate_allows_no_error_in_a_strict_module_whatever_the_baseline(tmp_p
     assert gate.main([]) == 1  # --allow-increase wrote it, and the gate still refuses it
 
 
+def _run_tests_module():
+    spec = importlib.util.spec_from_file_location("run_tests", REPO / "scripts" / "run_tests.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["run_tests"] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_parts_of_the_suite_hold_every_test_once():
     """make test runs the suite as parts taken from one queue by two pytest workers
     (scripts/run_tests.py): every folder of tests/, the top-level files and the doctests of src/ are
     a part, a slow file listed in EXPECTED_SECONDS is a part of its own and its folder's run ignores
     it (else it would run twice), and no listed name is stale (pytest would fail on a missing file)."""
-    spec = importlib.util.spec_from_file_location("run_tests", REPO / "scripts" / "run_tests.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["run_tests"] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
+    module = _run_tests_module()
     parts = module.parts()
     names = [p.name for p in parts]
     assert len(names) == len(set(names))

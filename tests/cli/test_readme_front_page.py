@@ -108,9 +108,12 @@ def test_the_two_commands_are_the_makefiles():
     demo = makefile.split("\ndemo:", 1)[1].split("\n\n", 1)[0]
     test = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
     assert "dialeval demo" in demo  # serves the demo study of every method
-    # what the README's comment on `make test` names: the gates, licence, wheel and docs checks, the tests
-    for step in ("lint.sh", "check_licences.py", "check_wheel.py", "mkdocs build --strict", "run_tests.py"):
+    # what the README's comment on `make test` names: the licence and docs checks, then the tests, with
+    # the lint and wheel gates in their queue (scripts/run_tests.py GATES)
+    for step in ("check_licences.py", "mkdocs build --strict", "run_tests.py"):
         assert step in test, step
+    runner = (REPO / "scripts" / "run_tests.py").read_text()
+    assert '"scripts/lint.sh"' in runner and '"scripts/check_wheel.py"' in runner
 
 
 def test_the_bot_example_is_a_valid_bot():
