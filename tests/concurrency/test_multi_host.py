@@ -16,21 +16,37 @@ import httpx
 import pytest
 
 from dialeval.simulate import load
+from tests.conftest import fresh_schema
 
 ANSWER = load.ANSWER
 
 
-@pytest.fixture
-def two_hosts(tmp_path, pg_url):
+@pytest.fixture(scope="module")
+def two_hosts(tmp_path_factory):
+    """One pair of hosts for the module (starting them is most of its time): the session test runs
+    first on both, then the load test kills the second one (so it must stay last here)."""
     if shutil.which("haproxy") is None and not load.Path("/usr/sbin/haproxy").exists():
         pytest.fail("HAProxy is missing: scripts/setup.sh installs it (apt-get install haproxy)")
+    with fresh_schema() as pg_url:
+        yield from _two_hosts(tmp_path_factory.mktemp("multi-host"), pg_url)
+
+
+def _two_hosts(tmp_path, pg_url):
     first = load.make_study(tmp_path / "host-a", conversations_per_pair=40, humans=20, database=pg_url)
     second = shutil.copytree(first, tmp_path / "host-b")  # what a deploy copies to a second machine
     hosts = []
     balancer = None
     try:
-        hosts.append(load.start_host(first, workers=2, host="127.0.0.2", extra=["--db-connections", "6"]))
-        hosts.append(load.start_host(second, workers=1, host="127.0.0.3", extra=["--db-connections", "4"]))
+        # both hosts start at once (each waits mostly on its own imports and migrations check)
+        with ThreadPoolExecutor(2) as pool:
+            starting = [
+                pool.submit(load.start_host, first, workers=2, host="127.0.0.2", extra=["--db-connections", "6"]),
+                pool.submit(load.start_host, second, workers=1, host="127.0.0.3", extra=["--db-connections", "4"]),
+            ]
+            failed = [f.exception() for f in starting if f.exception() is not None]
+            hosts.extend(f.result() for f in starting if f.exception() is None)  # stopped below either way
+        if failed:
+            raise failed[0]
         balancer = load.start_balancer([h.url for h in hosts], tmp_path)
         yield hosts, balancer, pg_url
     finally:
