@@ -37,16 +37,10 @@ def _two_hosts(tmp_path, pg_url):
     hosts = []
     balancer = None
     try:
-        # both hosts start at once (each waits mostly on its own imports and migrations check)
-        with ThreadPoolExecutor(2) as pool:
-            starting = [
-                pool.submit(load.start_host, first, workers=2, host="127.0.0.2", extra=["--db-connections", "6"]),
-                pool.submit(load.start_host, second, workers=1, host="127.0.0.3", extra=["--db-connections", "4"]),
-            ]
-            failed = [f.exception() for f in starting if f.exception() is not None]
-            hosts.extend(f.result() for f in starting if f.exception() is None)  # stopped below either way
-        if failed:
-            raise failed[0]
+        # one after the other: started at once on a fresh database, both create the study's units
+        # and one fails on a duplicate key (an app issue reported to the lead)
+        hosts.append(load.start_host(first, workers=2, host="127.0.0.2", extra=["--db-connections", "6"]))
+        hosts.append(load.start_host(second, workers=1, host="127.0.0.3", extra=["--db-connections", "4"]))
         balancer = load.start_balancer([h.url for h in hosts], tmp_path)
         yield hosts, balancer, pg_url
     finally:
