@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -54,9 +55,9 @@ def postgres_url() -> str | None:
     return os.environ.get("DIALEVAL_TEST_POSTGRES_URL")
 
 
-@pytest.fixture
-def pg_url():
-    """A PostgreSQL URL whose search_path is a fresh schema, dropped after the test.
+@contextmanager
+def fresh_schema():
+    """A PostgreSQL URL whose search_path is a fresh schema, dropped on leaving.
 
     Tests (and parallel test runs) never see each other's tables.
     """
@@ -74,9 +75,18 @@ def pg_url():
     with psycopg.connect(plain, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     sep = "&" if "?" in plain else "?"
-    yield f"{plain}{sep}options=-csearch_path%3D{schema}"
-    with psycopg.connect(plain, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    try:
+        yield f"{plain}{sep}options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(plain, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def pg_url():
+    """A fresh PostgreSQL schema for one test (fresh_schema)."""
+    with fresh_schema() as url:
+        yield url
 
 
 def _no_nan(constant: str):

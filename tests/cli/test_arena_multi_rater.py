@@ -3,14 +3,12 @@ orders (the shape of FastChat's MT-Bench human judgments), through `dialeval imp
 and `dialeval report` in a subprocess: the report's judge audit gives people's agreement with each
 other, the judge's position consistency and the length preference of the judge and of the people.
 
-A second test runs the same commands on the public release itself when MT_BENCH_HUMAN (the human
-votes, with texts) and MT_BENCH_JUDGE (a judge's verdicts in both orders) name local files; CI has
-no such data, so it is skipped there only when the variables are unset."""
+The same commands on the public release itself (MT_BENCH_HUMAN, MT_BENCH_JUDGE: files CI does not
+have) are run by scripts/try_outside_releases.py."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -103,19 +101,3 @@ def test_several_people_per_item_and_a_judge_in_both_orders(tmp_path):
     assert report["people"]["longer_answer_share"]["k"] == 33
     html = (tmp_path / "study" / "report" / "index.html").read_text()
     assert "people with each other" in html and "same verdict both orders" in html
-
-
-@pytest.mark.skipif(
-    not (os.environ.get("MT_BENCH_HUMAN") and os.environ.get("MT_BENCH_JUDGE")) and not os.environ.get("CI"),
-    reason="MT_BENCH_HUMAN / MT_BENCH_JUDGE name no local copy of the public release",
-)
-def test_public_release(tmp_path):
-    human, judge = os.environ.get("MT_BENCH_HUMAN"), os.environ.get("MT_BENCH_JUDGE")
-    if not (human and judge):
-        pytest.skip("CI has no copy of the public release")
-    report = _report(Path(human), Path(judge), tmp_path)
-    audit = report["judge_audit"]
-    judge_name = Path(judge).stem
-    assert audit["questions"]["battle"]["human_human"]["all"]["pairs"] > 100
-    assert audit["bias"][judge_name]["position_bias"]["consistent_pairs"]["n"] > 100
-    assert audit["bias"][judge_name]["length_preference"]["people_longer_share"]["n"] > 100

@@ -5,7 +5,7 @@ runs of the public Dialogue-Eval release (Ji et al. 2022, Table 3's r row), and 
 Free run 1 is in ../shared/data. Free run 2 is outside data, read from a checkout of
 github.com/TianboJi/Dialogue-Eval given by DIALEVAL_DIALOGUE_EVAL (default ../outside-data/dialogue-eval
 beside the repository). Outside data is never part of the project, so without it the test is skipped
-with that reason (in CI too, as in tests/formats/test_outside_releases.py); when DIALEVAL_DIALOGUE_EVAL
+with that reason (in CI too); when DIALEVAL_DIALOGUE_EVAL
 is set explicitly, a missing file fails.
 """
 

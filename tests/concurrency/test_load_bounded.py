@@ -19,7 +19,7 @@ from dialeval.simulate import load
 from dialeval.store.engine import database_url
 
 ANNOTATORS = 12
-SECONDS = 5
+SECONDS = 3.5  # a worker is killed at 1.5 s: load before it, and 2 s on the survivor and the respawn
 
 
 def run_in_thread(fn, *args, **kwargs):
@@ -78,7 +78,7 @@ def drive_with_kill(folder, db_url):
     # restart on the same data: healthy, and the study goes on
     again = load.start_host(folder, workers=1)
     try:
-        more = run_in_thread(load.run_load, again.url, "load-test", 3, 2.0)
+        more = run_in_thread(load.run_load, again.url, "load-test", 3, 1.0)
         load.check_invariants(db_url or database_url(folder), res.acknowledged + more.acknowledged, cap=2)
     finally:
         load.stop_host(again)
