@@ -37,10 +37,13 @@ def _two_hosts(tmp_path, pg_url):
     hosts = []
     balancer = None
     try:
-        # one after the other: started at once on a fresh database, both create the study's units
-        # and one fails on a duplicate key (an app issue reported to the lead)
-        hosts.append(load.start_host(first, workers=2, host="127.0.0.2", extra=["--db-connections", "6"]))
-        hosts.append(load.start_host(second, workers=1, host="127.0.0.3", extra=["--db-connections", "4"]))
+        # started at once on a fresh database, as a deploy starts two machines: both would build the
+        # study's units, and one failed on the unique key until the build took a lock of its own
+        # (Store.preparing)
+        hosts.append(load.start_host(first, workers=2, host="127.0.0.2", extra=["--db-connections", "6"], wait=False))
+        hosts.append(load.start_host(second, workers=1, host="127.0.0.3", extra=["--db-connections", "4"], wait=False))
+        for h in hosts:
+            load.wait_healthy(h.url, h.process, h.log, 120)
         balancer = load.start_balancer([h.url for h in hosts], tmp_path)
         yield hosts, balancer, pg_url
     finally:

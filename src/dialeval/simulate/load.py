@@ -158,8 +158,10 @@ def start_host(
     extra: list[str] | None = None,
     env: dict | None = None,
     timeout: float = 90,
+    wait: bool = True,
 ) -> Host:
-    """`dialeval serve FOLDER --workers K` on a free port of `host`; waits for /healthz."""
+    """`dialeval serve FOLDER --workers K` on a free port of `host`; waits for /healthz (with
+    wait=False the caller does: `wait_healthy(host.url, host.process, host.log, timeout)`)."""
     port = free_port(host)
     log = folder / f"serve-{host}-{port}.log"
     cmd = [
@@ -179,7 +181,8 @@ def start_host(
             cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, start_new_session=True
         )
     url = f"http://{host}:{port}"
-    wait_healthy(url, proc, log, timeout)
+    if wait:
+        wait_healthy(url, proc, log, timeout)
     return Host(url=url, process=proc, folder=folder, log=log)
 
 

@@ -140,6 +140,35 @@ class Store:
         finally:
             turn.release()
 
+    @contextmanager
+    def preparing(self, study_id: int) -> Iterator[None]:
+        """Held while a study's units are built (Protocol.prepare), across processes and hosts.
+
+        Two hosts started together on a fresh database both found no units and both inserted them;
+        one then failed on the unique key (units_study_id_external_id_key). The build is many
+        transactions, so the study's write lock cannot be held through it: PostgreSQL takes a
+        session-level advisory lock on a connection of its own, SQLite an flock of a file beside the
+        database. The second process waits, then finds the units built and leaves them.
+        """
+        if self.is_postgres:
+            with self.engine.connect() as conn:
+                key = {"k": 8_000_000 + study_id}
+                conn.execute(text("SELECT pg_advisory_lock(:k)"), key)
+                conn.commit()
+                try:
+                    yield
+                finally:
+                    conn.execute(text("SELECT pg_advisory_unlock(:k)"), key)
+                    conn.commit()
+            return
+        db_file = self.engine.url.database
+        if not db_file or db_file == ":memory:":
+            yield
+            return
+        with open(f"{db_file}-prepare.lock", "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the process dies
+            yield
+
     # -- studies and bots -------------------------------------------------------------------
     def ensure_study(
         self, name: str, method: str, config: dict[str, Any] | None = None, uid: str | None = None

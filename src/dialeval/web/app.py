@@ -48,7 +48,8 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
     if prepare:
         for served in studies.values():
             if served.protocol is not None:
-                with paused_gc():
+                # one process at a time per study: hosts started together build its units once
+                with served.ctx.store.preparing(served.ctx.study_id), paused_gc():
                     run_hook_blocking(served.protocol.prepare)
 
     app = FastAPI(title="dialeval", docs_url=None, redoc_url=None, openapi_url=None)
