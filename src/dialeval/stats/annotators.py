@@ -121,7 +121,7 @@ def dawid_skene(
             _add_at(conf[:, t, :], (a, y), T[i, t])
         conf /= conf.sum(axis=2, keepdims=True)
         log_t = np.tile(np.log(prior), (n_items, 1))
-        _add_rows(log_t, i, np.log(conf[a, :, y]))
+        _add_rows(log_t, i, np.log(conf)[a, :, y])  # the log of the small table, then one row per label
         log_t -= log_t.max(axis=1, keepdims=True)
         new = np.exp(log_t)
         new /= new.sum(axis=1, keepdims=True)
@@ -153,8 +153,9 @@ def mace(
     i, a, y = _check(items, annotators, labels)
     rng = np.random.default_rng(seed)
     best: tuple[float, LabelModelFit] | None = None
-    match = (y[:, None] == np.arange(n_classes)[None, :]).astype(float)  # (n, classes)
-    given = (np.arange(len(y)), y)  # each label's own cell
+    # P(label | T = t) depends on the label's annotator and value only: computed per (annotator,
+    # given, true) and read per label, the same numbers as computed per label, for a fraction
+    same = np.eye(n_classes)[None, :, :]  # (1, given, true)
     for r in range(max(1, restarts)):
         theta = np.full(n_annotators, 0.8) if r == 0 else rng.uniform(0.5, 0.95, n_annotators)
         xi = (
@@ -165,17 +166,17 @@ def mace(
         it, ll = 0, -np.inf
         for it in range(1, max_iter + 1):  # noqa: B007 (the count is reported)
             # E: P(T = t | labels) per item; per label, P(knew it | T = t)
-            th, sp = theta[a][:, None], xi[a, y][:, None]  # (n, 1)
-            like = th * match + (1.0 - th) * sp  # P(label | T = t)
+            th = theta[:, None, None]
+            like_table = th * same + (1.0 - th) * xi[:, :, None]  # (annotators, given, true)
             log_t = np.zeros((n_items, n_classes))
-            _add_rows(log_t, i, np.log(like + EPS))
+            _add_rows(log_t, i, np.log(like_table + EPS)[a, y])
             m = log_t.max(axis=1, keepdims=True)
             new_ll = float(np.sum(m[:, 0] + np.log(np.exp(log_t - m).sum(axis=1))))
             T = np.exp(log_t - m)
             T /= T.sum(axis=1, keepdims=True)
-            # P(knew it | labels), per label: only the given label's cell can be known, so this is the
-            # one-hot sum (T[i] * th * match / (like + EPS)).sum(axis=1), bit for bit, without it
-            knew = T[i, y] * th[:, 0] / (like[given] + EPS)
+            # P(knew it | labels), per label: only the true label equal to the given one can be known,
+            # so this is the sum over true labels of T * theta * [same] / (like + EPS), bit for bit
+            knew = T[i, y] * theta[a] / (like_table[a, y, y] + EPS)
             # M
             n_a = np.bincount(a, minlength=n_annotators).astype(float)
             k_a = np.bincount(a, weights=knew, minlength=n_annotators)
