@@ -93,8 +93,12 @@ def test_init_generate_simulate_report_export(tmp_path):
         assert "made 4, kept 8 already made, failed 0" in again.stdout
         assert good.state.requests == asked  # nothing made twice
         assert 1 <= broken.state.max_in_flight <= 2  # --concurrency 2
-    simulated = run("simulate", "ev", "--annotators", "8", "--careless", "0", "--seed", "3", cwd=tmp_path)
+    # --no-report: the report read below is the one `dialeval report` writes, not one simulate built first
+    simulated = run(
+        "simulate", "ev", "--annotators", "8", "--careless", "0", "--seed", "3", "--no-report", cwd=tmp_path
+    )
     assert simulated.returncode == 0, simulated.stderr
+    assert not (folder / "report" / "report.json").exists()
     reported = run("report", "ev", cwd=tmp_path)
     assert reported.returncode == 0, reported.stderr
     report = json.loads((folder / "report" / "report.json").read_text())
