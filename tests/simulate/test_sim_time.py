@@ -85,6 +85,8 @@ def test_the_clustered_standard_error_grows_with_the_share_of_one_annotator():
 def test_simulated_seconds_per_judgment_match_the_documented_ones(demo_copy, method):
     dataset = stored(demo_copy / method)
     careless = careless_annotators(demo_copy / method)
+    # the ids match the stored ones (else nothing would be left out)
+    assert careless & {j.annotator_id for j in dataset.judgments}, f"{method}: no careless annotator's judgments"
     by_step: dict[str, list[tuple[str, float]]] = {}
     for j in dataset.judgments:
         assert j.elapsed_s is not None, f"{method}: a judgment without elapsed_s"
