@@ -272,7 +272,7 @@ class GuidedPairTest:
         low_cap, cap_up = self._caps_for(lam)
         raw = self._S / (self._Q + self._prior)  # (G, J)
         x = z - self._m
-        # np.clip is minimum(maximum(·)), computed directly: np.clip's overhead is most of a step here
+        # np.clip is minimum(maximum(·)); on these tiny arrays the two ufuncs cost less per step than np.clip
         self._logk += np.log1p(np.minimum(np.maximum(raw, low_cap), cap_up) * x)
         self._S += x
         self._Q += x * x
