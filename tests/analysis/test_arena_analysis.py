@@ -106,7 +106,12 @@ def test_published_battles_match_arena_rank(shared_data):
 def test_a_judge_is_set_against_the_crowd_not_ranked(shared_data):
     folder = shared_data("arena-judges")
     ds = read_arena_battles(folder / "human.jsonl", judge_files=[folder / "gpt-4-0125-preview.jsonl"])
+    # annotator models off (a study file's `annotators: {models: false}`): Dawid-Skene and MACE with
+    # their bootstrap on these 54k labels were 87% of this test's time and it checks none of them
+    # (tests/judges/test_judge_data.py reports this data with the annotator models on)
+    ds.meta["config"] = {**(ds.meta.get("config") or {}), "annotators": {"models": False}}
     report = analyze_arena(ds, n_boot=0)
+    assert "annotator models off" in report["annotator_model"]["note"]
     assert report["battles"] == 26919  # the judge's verdicts stay out of the leaderboard
     judge = report["judges"]["gpt-4-0125-preview"]
     # the data's README: agreement with the crowd on non-tie votes 83.3% (GPT-4)

@@ -111,7 +111,7 @@ def test_incomplete_packages_option(shared_data):
     complete = complete_packages(frame, ds)
     # 15 (annotator, package) pairs of the released DailyDialog data are unfinished: 50 annotations
     assert (~complete).sum() == 50
-    kept = analyze_spot_the_bot(ds, survival=False, stability=False, tts=False, seed_stability_seeds=0)
+    kept = report(shared_data, "dailydialog")  # the default, incomplete_packages="keep" (analysed once)
     dropped = analyze_spot_the_bot(
         ds, survival=False, stability=False, tts=False, seed_stability_seeds=0, incomplete_packages="drop"
     )

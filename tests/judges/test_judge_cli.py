@@ -217,12 +217,11 @@ def test_a_judge_that_always_says_first_shows_position_bias(studies):
             result = judge_cli(study, url, "first")
             assert result.exit_code == 0, result.output
             assert "got different answers in the two side orders" in result.output
-            audit = report_of(study)["judge_audit"]
-            position = audit["bias"]["judge-first"]["position_bias"]
+            plain = report_of(study)
+            position = plain["judge_audit"]["bias"]["judge-first"]["position_bias"]
             assert position["first_share"]["share"] == 1.0 and position["first_share"]["p_value"] < 0.001
             assert position["consistent_pairs"]["share"] == 0.0
             # no verdict: its answers never enter the statistics, even when asked to include judges
-            plain = report_of(study)
             included = report_of(study, "--include-judges")
             assert included["judges_included"] is True
             assert [s["n"] for s in included["systems"]] == [s["n"] for s in plain["systems"]]

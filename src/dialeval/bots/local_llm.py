@@ -8,11 +8,13 @@ The model is loaded once per process and never downloaded; generation runs in a 
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import json
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +86,42 @@ def load_model() -> tuple[Any, Any]:
             if loaded is not None:
                 tokenizer, model = loaded
             else:
-                tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)
-                model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)
+                with _gguf_parsed_once():
+                    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)
+                    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)
                 _save_cache(tokenizer, model, cached, stamp)
             model.eval()
             _model = (tokenizer, model)
         return _model
+
+
+@contextmanager
+def _gguf_parsed_once() -> Iterator[None]:
+    """Within one conversion, parse the GGUF file once and build gguf's tensor-name table once.
+
+    transformers reads the file with a new `gguf.GGUFReader` for the tokenizer, the config and the
+    weights (parsing ~49k vocabulary strings in Python each time), and builds a new
+    `gguf.get_tensor_name_map` table for every submodule of the model: most of the conversion's time.
+    Both are only read, so sharing them changes no weight. transformers imports the two names from
+    `gguf` inside its functions, so replacing them on the module for the conversion (under _load_lock,
+    restored after) is enough.
+    """
+    import gguf
+
+    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict[Any, Any] = {}
+
+    def shared_reader(path: Any, *args: Any, **kwargs: Any) -> Any:
+        key = (str(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = reader_class(path, *args, **kwargs)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = shared_reader, functools.cache(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader_class, name_map
 
 
 def _load_cached_model(folder: Path) -> Any:
