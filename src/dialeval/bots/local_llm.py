@@ -8,6 +8,7 @@ The model is loaded once per process and never downloaded; generation runs in a 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import functools
 import importlib.util
 import json
@@ -77,19 +78,28 @@ def load_model() -> tuple[Any, Any]:
             folder = model_dir()
             assert folder is not None
             cached, stamp = cache_dir(), _stamp(folder / GGUF_FILE)
-            loaded = None
-            if (cached / "SOURCE").is_file() and (cached / "SOURCE").read_text() == stamp:
-                try:
-                    loaded = AutoTokenizer.from_pretrained(cached, local_files_only=True), _load_cached_model(cached)
-                except Exception:  # noqa: BLE001 - another process replacing the cache this moment
-                    loaded = None
-            if loaded is not None:
-                tokenizer, model = loaded
-            else:
-                with _gguf_parsed_once():
-                    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)
-                    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)
-                _save_cache(tokenizer, model, cached, stamp)
+            # One process converts at a time (serve's workers, the test suite's parallel parts start
+            # together): the others wait on the lock, then load what it saved instead of spending
+            # the same minute converting again.
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            with open(cached.parent / f"{cached.name}.lock", "a+b") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+                loaded = None
+                if (cached / "SOURCE").is_file() and (cached / "SOURCE").read_text() == stamp:
+                    try:
+                        loaded = (
+                            AutoTokenizer.from_pretrained(cached, local_files_only=True),
+                            _load_cached_model(cached),
+                        )
+                    except Exception:  # noqa: BLE001 - a cache left unreadable: convert again
+                        loaded = None
+                if loaded is not None:
+                    tokenizer, model = loaded
+                else:
+                    with _gguf_parsed_once():
+                        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)
+                        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GGUF_FILE, local_files_only=True)
+                    _save_cache(tokenizer, model, cached, stamp)
             model.eval()
             _model = (tokenizer, model)
         return _model
