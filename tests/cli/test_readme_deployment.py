@@ -65,8 +65,20 @@ def test_readme_deployment_as_written(tmp_path, pg_url):
 
     acknowledged: list[str] = []
     backups: dict[str, str] = {}
+
+    def settle(starting: list[tuple[str, subprocess.Popen, Path]]) -> None:
+        """Wait for the servers started since the last command (they start side by side, as a
+        user's would) and drive the one on 127.0.0.1."""
+        for host, proc, log in starting:
+            load.wait_healthy(f"http://{host}:{port}", proc, log)
+        for host, _proc, _log in starting:
+            if host == "127.0.0.1":
+                acknowledged.extend(drive(f"http://{host}:{port}").acknowledged)
+        starting.clear()
+
     for block in blocks:
         background: list[subprocess.Popen] = []
+        starting: list[tuple[str, subprocess.Popen, Path]] = []  # serve lines not yet waited for
         try:
             for line in block:
                 argv = shlex.split(concrete(line))
@@ -78,11 +90,10 @@ def test_readme_deployment_as_written(tmp_path, pg_url):
                     with open(log, "wb") as out:
                         proc = subprocess.Popen(argv, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
                     background.append(proc)
-                    url = f"http://{host}:{port}"
-                    load.wait_healthy(url, proc, log)
-                    if host == "127.0.0.1":
-                        acknowledged += drive(url).acknowledged
-                elif argv[0] == "haproxy":
+                    starting.append((host, proc, log))
+                    continue
+                settle(starting)
+                if argv[0] == "haproxy":
                     exe = shutil.which("haproxy") or "/usr/sbin/haproxy"
                     proc = subprocess.Popen(
                         [exe, *argv[1:], "-db"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -104,6 +115,7 @@ def test_readme_deployment_as_written(tmp_path, pg_url):
                     assert done.returncode == 0, (line, done.stdout, done.stderr)
                     if "backup" in argv:
                         backups[argv[-1]] = list(acknowledged)
+            settle(starting)
         finally:
             for proc in background:
                 proc.send_signal(signal.SIGTERM)
