@@ -89,3 +89,22 @@ async def test_bundled_corpus_gives_relevant_answers_and_the_index_is_shared():
     other = build_bot("ir2", "retrieval", options)
     await other.reply([ChatMessage("user", "hello")])
     assert other.index() is bot.index() is index
+
+
+def test_best_first_is_the_stable_order_of_the_positive_scores():
+    """The few best of a partial sort are exactly the start of the full stable sort (ties in corpus
+    order, a tie at the cut included), so a reply is the same as when every score was sorted."""
+    import numpy as np
+
+    from dialeval.bots.retrieval import best_first
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        # few distinct values: many ties, also across the cut; zeros and negatives are never picked
+        scores = rng.integers(-2, 6, size=int(rng.integers(1, 300))).astype(np.float32) / 4
+        full = np.argsort(-scores, kind="stable")
+        full = full[scores[full] > 0]
+        for n in (1, 3, 10, 1000):
+            order = best_first(scores, n)
+            assert len(order) >= min(n, len(full))
+            assert np.array_equal(order, full[: len(order)])

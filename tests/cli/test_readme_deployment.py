@@ -43,9 +43,17 @@ def judgments_in(url: str) -> set[str]:
         engine.dispose()
 
 
-def drive(url: str, n: int = 4, seconds: float = 2.0) -> load.LoadResult:
+def drive(url: str, n: int = 4) -> load.LoadResult:
+    """n simulated annotators at once until 2n judgments are acknowledged (60 s at most): a fixed 2 s
+    run acknowledged nothing on a machine at load 9, and on a fast one ends later than it needs to."""
+    res = load.LoadResult()
+
+    def enough(_elapsed: float) -> None:
+        if len(res.acknowledged) >= 2 * n:
+            res.stop.set()
+
     with ThreadPoolExecutor(1) as pool:  # Playwright's sync API may hold the main thread's loop
-        res = pool.submit(load.run_load, url, "load-test", n, seconds).result()
+        pool.submit(load.run_load, url, "load-test", n, 60.0, None, enough, res).result()
     assert res.acknowledged and res.statuses.get(500, 0) == 0, (res.statuses, res.errors[:3])
     return res
 
@@ -65,8 +73,20 @@ def test_readme_deployment_as_written(tmp_path, pg_url):
 
     acknowledged: list[str] = []
     backups: dict[str, str] = {}
+
+    def settle(starting: list[tuple[str, subprocess.Popen, Path]]) -> None:
+        """Wait for the servers started since the last command (they start side by side, as a
+        user's would) and drive the one on 127.0.0.1."""
+        for host, proc, log in starting:
+            load.wait_healthy(f"http://{host}:{port}", proc, log)
+        for host, _proc, _log in starting:
+            if host == "127.0.0.1":
+                acknowledged.extend(drive(f"http://{host}:{port}").acknowledged)
+        starting.clear()
+
     for block in blocks:
         background: list[subprocess.Popen] = []
+        starting: list[tuple[str, subprocess.Popen, Path]] = []  # serve lines not yet waited for
         try:
             for line in block:
                 argv = shlex.split(concrete(line))
@@ -78,11 +98,10 @@ def test_readme_deployment_as_written(tmp_path, pg_url):
                     with open(log, "wb") as out:
                         proc = subprocess.Popen(argv, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
                     background.append(proc)
-                    url = f"http://{host}:{port}"
-                    load.wait_healthy(url, proc, log)
-                    if host == "127.0.0.1":
-                        acknowledged += drive(url).acknowledged
-                elif argv[0] == "haproxy":
+                    starting.append((host, proc, log))
+                    continue
+                settle(starting)
+                if argv[0] == "haproxy":
                     exe = shutil.which("haproxy") or "/usr/sbin/haproxy"
                     proc = subprocess.Popen(
                         [exe, *argv[1:], "-db"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -90,7 +109,7 @@ def test_readme_deployment_as_written(tmp_path, pg_url):
                     background.append(proc)
                     balancer = f"http://127.0.0.1:{front}"
                     load.wait_healthy(balancer, proc, None, 30)
-                    acknowledged += drive(balancer, n=6, seconds=3.0).acknowledged
+                    acknowledged += drive(balancer, n=6).acknowledged
                     token = (tmp_path / "my-study" / ".admin-token").read_text().strip()
                     for _ in range(2):  # whichever host answers, the admin token is valid
                         assert (
@@ -104,6 +123,7 @@ def test_readme_deployment_as_written(tmp_path, pg_url):
                     assert done.returncode == 0, (line, done.stdout, done.stderr)
                     if "backup" in argv:
                         backups[argv[-1]] = list(acknowledged)
+            settle(starting)
         finally:
             for proc in background:
                 proc.send_signal(signal.SIGTERM)

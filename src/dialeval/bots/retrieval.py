@@ -32,11 +32,25 @@ class RetrievalIndex:
     def scores(self, query: str, response_weight: float = 0.0) -> np.ndarray:
         """Cosine similarity of the query to each context (rows are normalised), plus a share of
         its similarity to the response: a reply on the same topic beats a generic "why is that?"."""
-        vector = self.vectorizer.transform([query]).T
-        scores = (self.matrix @ vector).toarray().ravel()
+        # A dense query vector: the sparse-by-dense product is the same sums in the same order
+        # (bit-identical scores) and four times faster than sparse-by-sparse on the bundled corpus.
+        vector = self.vectorizer.transform([query]).toarray().ravel()
+        scores = self.matrix @ vector
         if response_weight:
-            scores += response_weight * (self.response_matrix @ vector).toarray().ravel()
+            scores += response_weight * (self.response_matrix @ vector)
         return scores
+
+
+def best_first(scores: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the positive scores, best first, ties in corpus order (as a stable sort of all of
+    them): at least the n best, or all. Sorting only the top candidates spares a full sort of the
+    corpus (~100k rows) for every reply."""
+    if len(scores) > n:
+        cut = np.partition(scores, len(scores) - n)[len(scores) - n]  # the n-th largest score
+        candidates = np.flatnonzero((scores >= cut) & (scores > 0))  # every tie of the cut: an exact prefix
+    else:
+        candidates = np.flatnonzero(scores > 0)
+    return candidates[np.argsort(-scores[candidates], kind="stable")]
 
 
 _indexes: dict[tuple[Any, ...], RetrievalIndex] = {}
@@ -135,15 +149,20 @@ class RetrievalBot(Bot):
         said = {_normal(m.text) for m in history if m.role == "assistant"}
         said.add(_normal(history[-1].text))  # never parrot the partner
         scores = index.scores(query, self.options.response_weight)
-        # A stable sort keeps ties in corpus order, so equal scores give the same reply every run.
-        order = np.argsort(-scores, kind="stable")
+        # Ties stay in corpus order, so equal scores give the same reply every run. The few best
+        # usually suffice; when what was said already uses them up, all positive scores are read.
         picks: list[str] = []
-        for i in order:
-            if scores[i] <= 0 or len(picks) == self.options.top_k:
-                break
-            text = index.responses[i]
-            if _normal(text) not in said and text not in picks:
-                picks.append(text)
+        for n in (8 * self.options.top_k + 2 * len(said), len(scores)):
+            order = best_first(scores, n)
+            picks = []
+            for i in order:
+                if len(picks) == self.options.top_k:
+                    break
+                text = index.responses[i]
+                if _normal(text) not in said and text not in picks:
+                    picks.append(text)
+            if len(picks) == self.options.top_k or len(order) < n:
+                break  # enough, or every positive score was read
         if picks:
             return rng.choice(picks)
         # Nothing in common with the corpus (or all used): any response not said before.

@@ -29,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -286,6 +287,12 @@ class LoadResult:
     statuses: dict[int, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     annotators: int = 0
+    # set (from another thread) to end the run before its seconds are up, e.g. once what had to
+    # happen during the load is done
+    stop: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def running(self, stop_at: float) -> bool:
+        return time.monotonic() < stop_at and not self.stop.is_set()
 
     def count(self, status: int) -> None:
         self.statuses[status] = self.statuses.get(status, 0) + 1
@@ -336,7 +343,7 @@ async def one_annotator(
     await request("POST", f"/s/{slug}/consent", data={"csrf": csrf, "agree": "yes"})
     await request("POST", f"/s/{slug}/instructions", data={"csrf": csrf})
     res.annotators += 1
-    while time.monotonic() < stop_at:
+    while res.running(stop_at):
         t0 = time.perf_counter()
         page = await request("GET", f"/s/{slug}/task")
         res.task_ms.append(1000 * (time.perf_counter() - t0))
@@ -353,7 +360,7 @@ async def one_annotator(
         body = {"csrf": csrf, **ANSWER, "position": pos, "request_id": uuid.uuid4().hex, "elapsed_ms": "4000"}
         if think:
             await asyncio.sleep(rng.uniform(*think))
-            if time.monotonic() >= stop_at:
+            if not res.running(stop_at):
                 return
         t0 = time.perf_counter()
         ans = await request("POST", action, data=body, headers={"Accept": "application/json"})
@@ -384,14 +391,14 @@ async def crowd(
         rng = random.Random(seed * 100_003 + i)
         if think:  # people do not all arrive in the same second
             await asyncio.sleep(rng.uniform(0, think[1]))
-        while time.monotonic() < stop_at:
+        while res.running(stop_at):
             # verify=False: plain HTTP, and it spares each client building a TLS context (~40 ms CPU)
             async with httpx.AsyncClient(
                 base_url=base_url, timeout=60, follow_redirects=True, limits=limits, verify=False
             ) as c:
                 before = len(res.acknowledged)
                 await one_annotator(c, slug, res, stop_at, think, rng)
-                if len(res.acknowledged) == before and time.monotonic() < stop_at:
+                if len(res.acknowledged) == before and res.running(stop_at):
                     await asyncio.sleep(0.5)  # nothing left for a new annotator: do not spin
 
     t0 = time.monotonic()
@@ -410,9 +417,7 @@ def run_load(
     res: LoadResult | None = None,
 ) -> LoadResult:
     """Run the crowd (in its own event loop); `during(elapsed)` is polled every 0.25 s from another
-    thread (it may read `res`, which fills while the crowd works)."""
-    import threading
-
+    thread (it may read `res`, which fills while the crowd works, and set `res.stop`)."""
     done = threading.Event()
     if during is not None:
 
@@ -727,7 +732,6 @@ def drive_method(
     chat message waits uniform(think) seconds first (human pace). With `min_judgments`, the run goes
     on past `seconds` until that many judgments were acknowledged (a test on a loaded machine), for
     at most ten times `seconds`."""
-    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from ..corpus import load_corpus
