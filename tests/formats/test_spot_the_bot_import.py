@@ -144,3 +144,34 @@ def test_missing_field_and_unknown_conversation(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(ImportFormatError, match="file not found"):
         read_spot_the_bot(tmp_path, "nothing")
+
+
+def test_one_file_of_the_export_stands_for_its_folder_through_the_cli(shared_data, tmp_path):
+    """A user who points `dialeval import spot-the-bot` at one of the dump's three files (any of them)
+    gets its folder imported; a file of another domain or name is a one-line error saying what to give."""
+    import subprocess
+    import sys
+
+    folder = shared_data("spot-the-bot")
+    dialeval = [sys.executable, "-m", "dialeval.cli", "import", "spot-the-bot"]
+    for kind in ("annotated", "packed"):
+        done = subprocess.run(
+            [*dialeval, str(folder / f"{kind}-dialogues-full-dailydialog.json"), str(tmp_path / kind)]
+            + ["--domain", "dailydialog"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        said = " ".join(done.stdout.split())  # rich folds long lines
+        assert "570 conversations" in said and "2136 judgments" in said, said
+    wrong = subprocess.run(
+        [*dialeval, str(folder / "packed-dialogues-full-dailydialog.json"), str(tmp_path / "wrong")]
+        + ["--domain", "empathetic"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
+    assert "reads a folder" in wrong.stdout + wrong.stderr
+    assert not (tmp_path / "wrong" / "dialeval.db").exists()

@@ -334,7 +334,18 @@ def read_spot_the_bot(
     ``"human"`` is never renamed.
     """
     folder = Path(folder)
-    paths = {kind: folder / f"{kind}-dialogues-full-{domain}.json" for kind in ("sampled", "packed", "annotated")}
+    kinds = ("sampled", "packed", "annotated")
+    if folder.is_file():
+        # one of the export's three files given for its folder (the dump unpacks them side by side)
+        if folder.name in {f"{kind}-dialogues-full-{domain}.json" for kind in kinds}:
+            folder = folder.parent
+        else:
+            raise ImportFormatError(
+                str(folder),
+                f"a Spot The Bot import reads a folder: the one holding sampled-, packed- and "
+                f"annotated-dialogues-full-{domain}.json (data_dump/MongoDump.zip unpacked)",
+            )
+    paths = {kind: folder / f"{kind}-dialogues-full-{domain}.json" for kind in kinds}
     for path in paths.values():
         if not path.exists():
             raise ImportFormatError(
