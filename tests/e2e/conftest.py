@@ -1,4 +1,4 @@
-"""Shared browser-test fixtures: a real server (uvicorn subprocess) for study folders, and Chromium.
+"""Shared browser-test fixtures: a real server (uvicorn, in a thread or a subprocess) for study folders, and Chromium.
 
     def test_x(live_server, browser_page, tmp_path):
         server = live_server([make_study(tmp_path / "s")])     # -> Server(url, admin_tokens, process)
@@ -46,7 +46,7 @@ def free_port() -> int:
 @dataclass
 class Server:
     url: str
-    process: subprocess.Popen
+    process: subprocess.Popen | None  # None: served in a thread of the test process
     folders: list[Path]
     admin_tokens: dict[str, str] = field(default_factory=dict)
 
@@ -107,17 +107,31 @@ def stop_server(server: Server) -> None:
 
 @pytest.fixture
 def live_server():
-    """Call with study folders (and workers=N); every server started is stopped after the test."""
+    """Call with study folders (and workers=N); every server started is stopped after the test.
+
+    One worker: the app (create_app, which prepares the studies) served by uvicorn in a thread of this
+    process (tests.web's LiveServer, with the study's own rate limits). Chromium meets the same app over
+    HTTP, and the server starts without a fresh interpreter importing dialeval (~3 s, far more under
+    load, for each of ~50 tests). Several workers or an env: the `serve`-like subprocess above."""
+    from tests.web.test_live_support import LiveServer
+
     started: list[Server] = []
+    threaded: list[LiveServer] = []
 
     def start(folders: list[Path], workers: int = 1, env: dict | None = None) -> Server:
-        server = start_server(folders, workers=workers, env=env)
-        started.append(server)
-        return server
+        if workers > 1 or env:
+            server = start_server(folders, workers=workers, env=env)
+            started.append(server)
+            return server
+        live = LiveServer(list(folders), fast_limits=False).__enter__()
+        threaded.append(live)
+        return Server(url=live.url, process=None, folders=list(folders))
 
     yield start
     for server in started:
         stop_server(server)
+    for live in threaded:
+        live.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ phone (390x844) and a laptop (issue 21): one endpoint down, one answering in lon
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -223,8 +224,11 @@ def test_long_llm_answers_are_whole_or_visibly_shortened(live_server, new_page, 
 # -- seeded conversations: the seed lines are context -----------------------------------------------------
 
 
-def test_acute_self_chat_seed_lines_are_context(live_server, new_page, tmp_path, device):  # noqa: F811
-    folder = tmp_path / "acute"
+@pytest.fixture(scope="module")
+def seeded_acute(tmp_path_factory) -> tuple[Path, set[str]]:
+    """An ACUTE self-chat study seeded from the corpus, generated once with the CLI (both devices read
+    the same conversations): its folder and the seed lines' texts."""
+    folder = tmp_path_factory.mktemp("seeded") / "acute"
     folder.mkdir()
     (folder / "study.yaml").write_text(
         "name: acute-seeded\nmethod: acute\nseed: 1\n"
@@ -240,6 +244,13 @@ def test_acute_self_chat_seed_lines_are_context(live_server, new_page, tmp_path,
     finally:
         study.close()
     assert seeds
+    return folder, seeds
+
+
+def test_acute_self_chat_seed_lines_are_context(live_server, new_page, tmp_path, device, seeded_acute):  # noqa: F811
+    folder = tmp_path / "acute"  # a copy per device: each server hands out the study's units afresh
+    shutil.copytree(seeded_acute[0], folder)
+    seeds = seeded_acute[1]
     server = live_server([folder])
     page = new_page(device)
     enter(page, f"{server.url}/s/acute-seeded/")
