@@ -78,3 +78,29 @@ def test_scheduling_balances_bots_and_caps_one_conversation_per_bot(tmp_path):
         extra = LiveClient(server)
         extra.enter()
         assert extra.task().url.path.endswith("/done")
+
+
+def test_two_studies_served_together_never_share_a_bot_reply(tmp_path):
+    """Each study folder has its own database, so every study one process serves is study 1 there and
+    its first live chat is "live-1": the key of a bot reply must still differ between the studies,
+    else an annotator of one study joins (and watches) the reply running in the other."""
+    a = make_live_study(tmp_path / "a", "single-model", ["repeat"], protocol={"bot_turns": 2}, name="study a")
+    b = make_live_study(tmp_path / "b", "single-model", ["eliza"], protocol={"bot_turns": 2}, name="study b")
+    with LiveServer([a, b]) as server:
+        keys, replies = [], []
+        for slug, served in server.app.state.studies.items():
+            c = LiveClient(server)
+            c.url = lambda path="", slug=slug: f"/s/{slug}/{path}"
+            c.enter()
+            c.task()
+            assert c.assignment_id == 1 and served.ctx.study_id == 1  # the same ids in both databases
+            r = c.act("reply")
+            assert r.status_code == 200, r.text
+            keys.append(r.json()["generation"])
+            events = c.follow(generation=keys[-1])
+            replies.append("".join(e.get("text", "") for e in events if e.get("event") == "chunk"))
+            stored = served.ctx.store.load_dataset(served.ctx.study_id).conversations[0]
+            assert stored.bots == [served.ctx.config.bots[0].name]
+            c.close()
+        assert keys[0] != keys[1], keys
+        assert all(str(tmp_path) not in k for k in keys)  # the page never sees the folder

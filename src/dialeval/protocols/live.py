@@ -37,12 +37,15 @@ worker message filters when a conversation ends.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, TypeVar, cast
 
 from .. import clock
@@ -481,7 +484,23 @@ class LiveProtocol:
         return idx
 
     def generation_key(self, conversation: Conversation) -> str:
-        return f"{self.study.study_id}:{conversation.id}:{len(conversation.turns)}"
+        return f"{self.generation_scope()}:{conversation.id}:{len(conversation.turns)}"
+
+    @cached_property
+    def _generation_scope(self) -> str:
+        folder = str(Path(self.study.folder).resolve())
+        return f"{hashlib.sha256(folder.encode('utf-8')).hexdigest()[:12]}-{self.study.study_id}"
+
+    def generation_scope(self) -> str:
+        """What keeps the generations of this study apart from every other study's in the process.
+
+        The study's database id is not enough: each study folder has its own SQLite file, so every
+        study served by one process (the demo serves all its methods) is study 1 there, and its first
+        live chat is "live-1" in each: an annotator of one study joined the other's running
+        generation. A digest of the study folder (the same for every worker of a host, and not
+        the path itself, which the page must not see) tells them apart.
+        """
+        return self._generation_scope
 
     # -- actions shared by the live methods --------------------------------------------------------
     async def act_send(
@@ -530,7 +549,7 @@ class LiveProtocol:
         if conv is None:
             return {"events": [], "cursor": 0, "finished": True}
         key = data.get("generation")
-        if not (isinstance(key, str) and key.startswith(f"{self.study.study_id}:{conv.id}:")):
+        if not (isinstance(key, str) and key.startswith(f"{self.generation_scope()}:{conv.id}:")):
             key = self.generation_key(conv)
         gen = find_generation(key)
         if gen is not None:
