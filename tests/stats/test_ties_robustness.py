@@ -143,3 +143,18 @@ def test_audit_on_the_published_arena_votes(shared_data):
     assert flip.votes == 26_919
     assert 50 < flip.dropped < 400, flip.dropped  # 177 when written; a far other count is a change
     assert _refit_flipped(W, T, i, j, flip.by_cell)
+
+
+def test_the_audit_audits_the_board_it_is_given():
+    """Two fits can order two nearly equal systems differently; the audit follows the board the report
+    shows (its `board`), so its "first" is the leaderboard's first."""
+    from dialeval.analysis.ranking import robustness_audit
+
+    names = ["a", "b", "c"]
+    wins = np.array([[0, 10, 12], [10, 0, 12], [3, 3, 0]], dtype=float)  # a and b even
+    ties = np.zeros((3, 3))
+    theta = np.array([0.0, 1e-9, -1.0])  # b a hair above a
+    assert robustness_audit(names, wins, ties, theta)["top"]["first"] == "b"
+    audit = robustness_audit(names, wins, ties, theta, board=["a", "b", "c"])
+    assert audit["top"]["first"] == "a"
+    assert [(p["above"], p["below"]) for p in audit["adjacent"]] == [("a", "b"), ("b", "c")]

@@ -147,10 +147,25 @@ def tie_model_board(
 
 
 def robustness_audit(
-    names: list[str], wins: np.ndarray, ties: np.ndarray, theta: np.ndarray, *, top_k: int = TOP_CHALLENGERS
+    names: list[str],
+    wins: np.ndarray,
+    ties: np.ndarray,
+    theta: np.ndarray,
+    *,
+    top_k: int = TOP_CHALLENGERS,
+    board: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Votes to drop to reverse the top rank and each adjacent pair of the board (ties half)."""
+    """Votes to drop to reverse the top rank and each adjacent pair of the board (ties half).
+
+    `board`: the names in the order the report's leaderboard shows them, when that board comes from
+    another fit than `theta` (two fits may order two nearly equal systems differently: the audit
+    must audit the board the reader sees); by default the order of `theta`.
+    """
     order = [int(k) for k in np.argsort(-theta, kind="stable")]
+    if board is not None:
+        index = {n: k for k, n in enumerate(names)}
+        shown = [index[n] for n in board if n in index]
+        order = shown + [k for k in order if k not in shown]
     adjacent = []
     for upper, lower in zip(order, order[1:]):
         flip = votes_to_reverse(wins, ties, upper, lower, theta=theta)

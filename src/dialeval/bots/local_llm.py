@@ -127,11 +127,14 @@ def _gguf_parsed_once() -> Iterator[None]:
             readers[key] = reader_class(path, *args, **kwargs)
         return readers[key]
 
-    gguf.GGUFReader, gguf.get_tensor_name_map = shared_reader, functools.cache(name_map)
+    # setattr: a class and a function of a module replaced for a while (assignment would be a type error)
+    setattr(gguf, "GGUFReader", shared_reader)  # noqa: B010
+    setattr(gguf, "get_tensor_name_map", functools.cache(name_map))  # noqa: B010
     try:
         yield
     finally:
-        gguf.GGUFReader, gguf.get_tensor_name_map = reader_class, name_map
+        setattr(gguf, "GGUFReader", reader_class)  # noqa: B010
+        setattr(gguf, "get_tensor_name_map", name_map)  # noqa: B010
 
 
 def _load_cached_model(folder: Path) -> Any:

@@ -280,7 +280,9 @@ def _ranking_sections(
     if section is not None:
         out["tie_model"] = section
     if options["robustness"] and len(names) > 1:
-        out["robustness"] = robustness_audit(names, wins, ties, fit_bt(wins, ties))
+        out["robustness"] = robustness_audit(
+            names, wins, ties, fit_bt(wins, ties), board=[row["name"] for row in systems]
+        )
     text = _answer_text(dataset)
     texted = votes[votes["conversation_a"].isin(text.keys()) & votes["conversation_b"].isin(text.keys())]
     names_on_board = {row["name"] for row in systems}
