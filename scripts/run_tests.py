@@ -39,34 +39,34 @@ TOP_LEVEL = "tests/test_*.py"
 # A file listed here is a part of its own (its folder runs without it); a folder or file not listed
 # counts as DEFAULT_SECONDS. Refresh from the table run_tests.py prints at the end of a run.
 EXPECTED_SECONDS: dict[str, float] = {
-    # a local run on 2 cores (2026-11-26, 1,695 s wall; CI took 1,913 s for the same parts)
-    "tests/cli": 400,  # 675 with the three files below, split out to balance the workers
-    "tests/cli/test_cli_prompts.py": 100,
-    "tests/cli/test_cli_never_surprises.py": 70,
-    "tests/cli/test_backup_restore.py": 70,
-    "tests/e2e": 409,
-    "tests/simulate": 323,
-    "tests/judges": 249,
-    "tests/web": 188,
-    "tests/analysis": 169,
-    "tests/report": 168,
-    "tests/e2e/test_pages.py": 150,
-    "tests/cli/test_cli_commands.py": 139,
-    "tests/concurrency": 129,
-    "tests/stats": 123,
-    "tests/cli/test_published_data_cli.py": 115,
-    "tests/cli/test_cli_ranking.py": 110,
-    "tests/methods": 77,
-    "tests/cli/test_cli_annotators.py": 72,
-    TOP_LEVEL: 70,
-    "tests/bots": 65,
-    "tests/formats": 42,
-    "tests/config": 38,
+    # the fresh-clone run of .ci/run on 2 cores (2026-11-26 12:03-12:30, the whole suite 1,485 s)
+    "tests/cli": 441,
+    "tests/e2e": 320,
+    "tests/judges": 280,
+    "tests/simulate": 257,
+    "tests/e2e/test_pages.py": 156,
+    "tests/web": 153,
+    "tests/concurrency": 118,
+    "tests/cli/test_published_data_cli.py": 105,
+    "tests/cli/test_cli_prompts.py": 101,
+    "tests/cli/test_cli_ranking.py": 101,
+    "tests/stats": 89,
+    "tests/cli/test_cli_annotators.py": 70,
+    "tests/methods": 68,
+    "tests/analysis": 67,
+    TOP_LEVEL: 54,
+    "tests/cli/test_backup_restore.py": 52,
+    "tests/report": 50,
+    "tests/cli/test_cli_commands.py": 46,
+    "tests/formats": 45,
+    "tests/cli/test_cli_never_surprises.py": 40,
+    "tests/bots": 33,
+    "tests/config": 32,
+    "src": 17,
     "tests/packaging": 13,
-    "tests/dialogue": 12,
-    "tests/docs": 11,
-    "src": 11,
-    "tests/store": 6,
+    "tests/dialogue": 11,
+    "tests/store": 7,
+    "tests/docs": 6,
     "tests/quality": 2,
 }
 DEFAULT_SECONDS = 60.0
@@ -79,7 +79,12 @@ GATES: dict[str, list[str]] = {
     "scripts/lint.sh": ["bash", "scripts/lint.sh"],
     "scripts/check_wheel.py": [sys.executable, "scripts/check_wheel.py"],
 }
-GATE_SECONDS = {"scripts/lint.sh": 105.0, "scripts/check_wheel.py": 95.0}
+GATE_SECONDS = {"scripts/lint.sh": 132.0, "scripts/check_wheel.py": 98.0}
+
+# Parts that go first whatever their length: tests/judges makes the shared completed demo
+# (tests/conftest.py, ~2 min) that four later parts read; taken first, they find it made instead of
+# waiting on its lock with a core idle (the fresh-clone run above: test_sim_time waited 63 s).
+FIRST = ("tests/judges",)
 
 
 @dataclass
@@ -189,7 +194,7 @@ def main(args: list[str]) -> int:
     if args:  # a chosen part of the suite: plain pytest
         return subprocess.call([*PYTEST, *args], cwd=REPO)
     workers = int(os.environ.get("DIALEVAL_TEST_WORKERS", "2"))
-    queue = sorted(parts() + gates(), key=lambda p: -p.expected)
+    queue = sorted(parts() + gates(), key=lambda p: (p.name not in FIRST, -p.expected))
     started = time.monotonic()
     lock = threading.Lock()
     print_lock = threading.Lock()

@@ -225,6 +225,7 @@ def test_the_parts_of_the_suite_hold_every_test_once():
     assert named == every_file
     for name in module.EXPECTED_SECONDS:
         assert name in names and (name == module.TOP_LEVEL or (REPO / name).exists()), name
+    assert set(module.FIRST) <= set(names)  # the parts put first are real parts
     for part in parts:
         if part.name.endswith(".py") and part.name != module.TOP_LEVEL:
             folder = next(p for p in parts if p.name == str(Path(part.name).parent))
