@@ -421,3 +421,15 @@ def test_one_rule_for_which_annotators_count():
     assert list(status_sets("dialeval.annotator_rules"))  # the check sees the sets where they belong
     wrong = [s for m in MODULES if m != "dialeval.annotator_rules" for s in status_sets(m)]
     assert wrong == []
+
+
+def test_every_public_name_of_the_plugin_api_resolves_from_where_it_is_listed():
+    """dialeval.plugin imports its names on first use (_WHERE); the table and __all__ name the same
+    names, and each resolves to the object of the module the table names."""
+    import importlib
+
+    import dialeval.plugin as api
+
+    assert set(api._WHERE) == set(api.__all__)
+    for name, module in api._WHERE.items():
+        assert getattr(api, name) is getattr(importlib.import_module(module, "dialeval"), name), name
