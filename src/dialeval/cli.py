@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from importlib import resources
 from pathlib import Path
@@ -605,6 +606,12 @@ def simulate(
     adversary_target: str | None = typer.Option(
         None, "--adversary-target", help="the bot the adversaries vote for (default: the weakest)"
     ),
+    strengths: str | None = typer.Option(
+        None,
+        "--strengths",
+        metavar="BOT=S,...",
+        help="each bot's latent strength (logit scale, e.g. a=1.2,b=0,c=-1.2; default: the bots' order, 0.6 apart)",
+    ),
     seed: int = typer.Option(0, "--seed"),
     url: str | None = typer.Option(None, "--url", help="a running server to use instead of an in-process one"),
     report_too: bool = typer.Option(True, "--report/--no-report", help="write the study's report afterwards"),
@@ -625,6 +632,7 @@ def simulate(
     Examples:
       dialeval simulate my-study --annotators 40
       dialeval simulate my-study --copy my-study-simulated
+      dialeval simulate my-study --strengths "bot-a=1.2,bot-b=0,bot-c=-1.2"
     """
     from .simulate.crowd import simulate_study, write_study_report
     from .simulate.where import copy_for_simulation, real_annotators, study_folder
@@ -658,6 +666,7 @@ def simulate(
         spammer_share=spammers,
         adversary_share=adversaries,
         adversary_target=adversary_target,
+        strengths=_parse_strengths(strengths) if strengths is not None else None,
     )
     console.print(result.summary())
     for error in result.errors[:10]:
@@ -665,6 +674,24 @@ def simulate(
     if report_too:
         paths = write_study_report(study)
         console.print(f"wrote the report: {paths}")
+
+
+def _parse_strengths(text: str) -> dict[str, float]:
+    """--strengths "a=1.2,b=0,c=-1.2" as {bot: strength}; a clear message for anything else."""
+    out: dict[str, float] = {}
+    for item in (part.strip() for part in text.split(",")):
+        name, eq, value = item.partition("=")
+        name = name.strip()
+        try:
+            strength = float(value)
+        except ValueError:
+            strength = math.nan
+        if not eq or not name or not math.isfinite(strength):
+            raise DialevalError(f"--strengths: '{item}' is not BOT=NUMBER (e.g. --strengths \"a=1.2,b=0,c=-1.2\")")
+        if name in out:
+            raise DialevalError(f"--strengths names '{name}' twice")
+        out[name] = strength
+    return out
 
 
 # -- plan / bench -----------------------------------------------------------------------------------------

@@ -37,18 +37,28 @@ def test_rigging_voter_is_flagged_and_excluding_it_restores_the_order(tmp_path):
         data["protocol"]["turns"] = 2
         data["annotators"] = {"exclude_flagged": True}
 
+    # Bots 1.5 apart on the simulation's logit scale. At the default 0.6 the honest votes for the
+    # weakest bot against the middle one have a share near 1/3 (the screen's null for three outcome
+    # kinds), so the rigged votes there carry little evidence and the honest votes the rigger casts
+    # in the pair without its favourite cost about as much: the rigger's e-value then spread from 3
+    # to 1e5 around the threshold of 220 from one run to the next (the crowd's threads interleave
+    # differently), and CI saw it unflagged. 1.5 apart it came out 1e10-1e11.
+    strengths = ("--strengths", "retrieval=1.5,eliza=0,repeat=-1.5")
     edit(folder, honest)
-    run("simulate", folder, "--annotators", "10", "--careless", "0", "--seed", "1", "--no-report")
+    run("simulate", folder, "--annotators", "10", "--careless", "0", "--seed", "1", "--no-report", *strengths)
 
     # the rigger stays for long battles (more votes per battle) and votes for the weakest bot
     edit(folder, lambda data: data["protocol"].update(turns=12))
-    run("simulate", folder, "--annotators", "1", "--careless", "0", "--adversaries", "1", "--seed", "2", "--no-report")
+    run(
+        "simulate", folder, "--annotators", "1", "--careless", "0", "--adversaries", "1", "--seed", "2",
+        "--no-report", *strengths,
+    )  # fmt: skip
     run("report", folder)
     roles = json.loads((folder / "simulation" / "annotators.json").read_text())
     riggers = [k for k, r in roles.items() if r["role"] == "adversary"]
     assert len(riggers) == 1 and len(roles) == 11
     truth = json.loads((folder / "simulation" / "truth.json").read_text())["order"]
-    assert roles[riggers[0]]["favourite"] == truth[-1]
+    assert roles[riggers[0]]["favourite"] == truth[-1] == "repeat"
 
     report = json.loads((folder / "report" / "report.json").read_text())
     section = report["annotator_model"]["pairwise"]
@@ -93,6 +103,18 @@ def test_simulate_refuses_shares_that_do_not_add_up(tmp_path):
     assert "add up to more than 1" in done.stderr + done.stdout and "Traceback" not in done.stderr
     done = run("simulate", folder, "--adversaries", "0.2", "--adversary-target", "nobody", ok=False)
     assert "'nobody' is not a bot of this study" in done.stderr + done.stdout and "Traceback" not in done.stderr
+    # simulated strengths: every bot once, each a number
+    for strengths, said in (
+        ("retrieval=1,eliza=0", "missing: repeat"),
+        ("retrieval=1,eliza=0,repeat=-1,gpt=2", "not bots of this study: gpt"),
+        ("retrieval=high,eliza=0,repeat=-1", "'retrieval=high' is not BOT=NUMBER"),
+        ("retrieval=1,eliza=0,repeat=nan", "'repeat=nan' is not BOT=NUMBER"),
+        ("retrieval=1,retrieval=2,eliza=0,repeat=-1", "names 'retrieval' twice"),
+    ):
+        done = run("simulate", folder, "--strengths", strengths, ok=False)
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        assert said in done.stderr + done.stdout, done.stderr + done.stdout
+    assert not (folder / "simulation").exists()  # refused before anybody was simulated
 
 
 def test_imported_battles_with_a_judge_report_label_models(tmp_path):

@@ -147,8 +147,18 @@ def simulate_study(
         config = opened.config
         if get_method(config.method).simulation is None:
             raise DialevalError(f"method '{config.method}' has no simulated annotators (it has no annotation pages)")
+        if strengths is not None:
+            bots = [b.name for b in config.bots if b.type != "degraded"]
+            unknown = sorted(set(strengths) - set(bots))
+            missing = [b for b in bots if b not in strengths]
+            if unknown or missing:
+                raise DialevalError(
+                    "simulated strengths name every bot of the study once"
+                    + (f"; not bots of this study: {', '.join(unknown)}" if unknown else "")
+                    + (f"; missing: {', '.join(missing)}" if missing else "")
+                    + f" (its bots: {', '.join(bots)})"
+                )
         truth = study_truth(config, strengths)
-        truth.save(folder)
         before = len(work.list_annotators(opened.store, opened.id))
         rng = random.Random(f"{seed}:crowd")
         n_careless = round(annotators * careless_share)
@@ -162,6 +172,7 @@ def simulate_study(
             raise DialevalError(
                 f"--adversary-target '{target}' is not a bot of this study ({', '.join(truth.order())})"
             )
+        truth.save(folder)  # once the options are known good: a refused run leaves nothing behind
         profiles = [
             sample_profile(
                 random.Random(f"{seed}:profile:{i}"),
