@@ -306,7 +306,12 @@ def test_adaptive_collection_stops_each_pair_against_the_baseline(tmp_path):
     (tmp_path / "mt.jsonl").write_text("".join(json.dumps(x) + "\n" for x in mt))
     imported = run("import", "answers", "answers.csv", "mt.jsonl", "ad", cwd=tmp_path)
     assert imported.returncode == 0 and "missing" not in imported.stdout, imported.stdout + imported.stderr
-    simulated = run("simulate", "ad", "--annotators", "60", "--careless", "0", "--seed", "1", cwd=tmp_path)
+    # 'middle' 1.2 above the baseline, as far as 'strong' is by default: at the default 0.6 the
+    # middle-weak pair was still undecided when the 60 annotators were done in one CI run of three
+    strengths = "strong=1.8,middle=1.2,weak=0"
+    simulated = run(
+        "simulate", "ad", "--annotators", "60", "--careless", "0", "--seed", "1", "--strengths", strengths, cwd=tmp_path
+    )
     assert simulated.returncode == 0, simulated.stderr
     report = json.loads((folder / "report" / "report.json").read_text())
     stopping = report["stopping"]
