@@ -341,7 +341,12 @@ def infer_schema(value: Any, names: set[str], key: str = "") -> dict:
     }
 
 
-def _loosen(schema: dict) -> dict:
+# Names that are null when what they name did not happen: no system overtakes the first one in the
+# robustness audit however many votes are dropped (a demo run may show either)
+NULLABLE_NAMES = {"overtaken_by"}
+
+
+def _loosen(schema: dict, key: str = "") -> dict:
     """What one demo run cannot know: no `required` (set afterwards for the contract's keys only), a
     statistic may be null where it is undefined, a `null` seen names no type (anything goes)."""
     if schema.get("type") == "null":
@@ -350,12 +355,12 @@ def _loosen(schema: dict) -> dict:
     out.pop("required", None)
     kinds = out.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds] if kinds else []
-    if "number" in kinds and "null" not in kinds:
+    if ("number" in kinds or key in NULLABLE_NAMES) and "null" not in kinds:
         kinds = [*kinds, "null"]
     if kinds:
         out["type"] = kinds[0] if len(kinds) == 1 else kinds
     if "properties" in out:
-        out["properties"] = {k: _loosen(v) for k, v in out["properties"].items()}
+        out["properties"] = {k: _loosen(v, k) for k, v in out["properties"].items()}
     for key in ("items", "additionalProperties"):
         if isinstance(out.get(key), dict):
             out[key] = _loosen(out[key])
