@@ -20,6 +20,7 @@ This module imports nothing from dialeval.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
 
@@ -33,13 +34,23 @@ _A_ALIASES = {"a", "model_a", "left"}
 _B_ALIASES = {"b", "model_b", "right"}
 
 try:  # OpenBLAS threads fighting over many tiny 100x100 solves are slower than one thread
-    from threadpoolctl import threadpool_limits as _threadpool_limits  # installed with scikit-learn
+    from threadpoolctl import ThreadpoolController  # installed with scikit-learn
 except ImportError:  # pragma: no cover
-    _threadpool_limits = None
+    ThreadpoolController = None
+
+# threadpool_limits() scans every shared library of the process on each call (2 ms each once
+# matplotlib and pyarrow are loaded; a small report makes 66 calls). The scan is kept and redone
+# only when modules were imported since, as a new extension may have brought a BLAS of its own.
+_controller: tuple[int, object] | None = None
 
 
 def one_blas_thread():
-    return _threadpool_limits(limits=1, user_api="blas") if _threadpool_limits is not None else nullcontext()
+    global _controller
+    if ThreadpoolController is None:  # pragma: no cover
+        return nullcontext()
+    if _controller is None or _controller[0] != len(sys.modules):
+        _controller = (len(sys.modules), ThreadpoolController())
+    return _controller[1].limit(limits=1, user_api="blas")
 
 
 def aggregate_votes(
