@@ -82,3 +82,25 @@ def test_bootstrap_matches_vote_resampling_spread():
     per_vote = np.array(per_vote)
     assert np.allclose(agg.mean(axis=0), theta, atol=0.02)
     assert np.allclose(agg.std(axis=0), per_vote.std(axis=0), rtol=0.3)
+
+
+def test_one_blas_thread_limits_blas_and_keeps_its_library_scan(monkeypatch):
+    """The fits run with one BLAS thread; the scan of the process's libraries is made once, not per
+    fit (it cost 2 ms a call in a report), and again when modules were imported since."""
+    import sys
+    import types
+
+    from threadpoolctl import threadpool_info
+
+    from dialeval.stats import bradley_terry as bt
+
+    with bt.one_blas_thread():
+        assert {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"} == {1}
+    first = bt._controller
+    with bt.one_blas_thread():
+        pass
+    assert bt._controller is first  # nothing imported in between: the same scan
+    monkeypatch.setitem(sys.modules, "dialeval_test_new_module", types.ModuleType("dialeval_test_new_module"))
+    with bt.one_blas_thread():
+        pass
+    assert bt._controller is not first
