@@ -9,7 +9,9 @@ Beside them, the limits measured in the same run: the interpreter's bare start (
 the CLI's import (`python -c "import dialeval.cli"`), which every command pays before it does
 anything, and the libraries an arena report cannot do without imported and nothing else (pandas,
 scipy.special and scipy.optimize for the tie models, SQLAlchemy for the store, matplotlib's figure
-and its PNG and SVG backends): the floor of the report's start as long as it uses them.
+and its PNG and SVG backends): the floor of the report's start as long as it uses them; and the same
+report with its figures left out (matplotlib never imported, nothing drawn or rendered): what the
+figures cost.
 
 The study: `dialeval init arena` completed by 6 simulated annotators (seed 1), made once in a
 temporary folder (the study is not timed).
@@ -37,6 +39,13 @@ TARGETS = {"report": 1.5, "help": 0.3}  # seconds of wall time, on a quiet machi
 LIBRARIES = (
     "import numpy, pandas, scipy.special, scipy.optimize, sqlalchemy.orm, jinja2, matplotlib.figure, "
     "matplotlib.backends.backend_agg, matplotlib.backends.backend_svg"
+)
+
+
+# The report command with `figures` (report/build.py) replaced by one that draws nothing.
+WITHOUT_FIGURES = (
+    "import sys, dialeval.report.build as build; build.figures = lambda report: {}; "
+    "from dialeval.cli import app; app(['report', sys.argv[1]])"
 )
 
 
@@ -109,6 +118,7 @@ def main() -> None:
             "report's libraries": timed([sys.executable, "-c", LIBRARIES], args.runs),
             "help": timed([DIALEVAL, "--help"], args.runs),
             "report": timed([DIALEVAL, "report", study], args.runs),
+            "report without figures": timed([sys.executable, "-c", WITHOUT_FIGURES, study], args.runs),
         }
     out = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
