@@ -34,6 +34,7 @@ SECTIONS = (
     "turn_curve",
     "by_category",
     "style_control",  # from the texts of the battles that have them
+    "people",  # several people on one item (question_ids shared), their length preference
 )
 
 
@@ -56,7 +57,10 @@ def _battles(n: int = 90, seed: int = 3) -> list[dict]:
         }
         if k % 3 == 0:  # a third of the battles carry their text
             record["conversation_a"] = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": f"A{k}"}]
-            record["conversation_b"] = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": f"B{k}"}]
+            record["conversation_b"] = [
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": f"B{k}" + "!" * (k % 4)},
+            ]
         out.append(record)
     return out
 
@@ -73,7 +77,7 @@ def _run(*args) -> subprocess.CompletedProcess:
 
 
 def test_streamed_import_and_column_report_give_the_whole_read_values(tmp_path):
-    records = _battles()
+    records = [{**r, "question_id": f"q{r['num'] % 30}"} for r in _battles()]  # items of several votes
     data = _write(tmp_path / "battles.jsonl", [*records, records[5]])  # a repeated line: read once
     study = tmp_path / "s"
     done = _run("import", "arena", data, study)
@@ -92,6 +96,7 @@ def test_streamed_import_and_column_report_give_the_whole_read_values(tmp_path):
     expected = json.loads(json.dumps(build_report(whole, {"method": "arena"})))
     for key in SECTIONS:
         assert got.get(key) == expected.get(key), key
+    assert got["people"]["items_judged_more_than_once"] and got["people"]["longer_answer_share"]["n"]
     assert got["study"]["collected"]["judgments"] == 90 and got["study"]["collected"]["conversations"] == 60
 
     # the store gives the same judgments as columns (what the report read) and as objects
@@ -223,3 +228,112 @@ def test_streamed_import_into_postgresql_goes_by_copy_and_reads_back_the_same(tm
     lite = judgments(tmp_path / "lite")
     monkeypatch.setenv("DIALEVAL_DATABASE_URL", pg_url)
     assert judgments(tmp_path / "pg") == lite and len(lite) == 60
+
+
+def _as_columns(dataset, value_keys: dict[str, str], meta_keys: list[str]):
+    """The dataset with its judgments as records.JudgmentColumns, the frame store._judgment_columns
+    builds (an integer column with a missing value is float, as pyarrow gives it to pandas)."""
+    from dataclasses import replace
+
+    rows = []
+    for k, j in enumerate(dataset.judgments):
+        row = {
+            "judgment_id": k + 1,
+            "annotator": j.annotator_id,
+            "unit": j.unit_id,
+            "conversation": j.conversation_id,
+            "elapsed_s": j.elapsed_s,
+            "assignment_id": None,
+            "question": j.question,
+            "excluded": None,
+        }
+        row.update({f"value.{key}": j.value.get(key) for key in value_keys})
+        row.update({f"meta.{key}": j.meta.get(key) for key in meta_keys})
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    for key, kind in value_keys.items():
+        if kind == "integer" and frame[f"value.{key}"].notna().all():
+            frame[f"value.{key}"] = frame[f"value.{key}"].astype("int64")
+    return replace(dataset, judgments=JudgmentColumns(frame, list(value_keys), meta_keys))
+
+
+def _people_battles(live_turns_complete: bool):
+    """Battles that reach every branch of arena_labels: items judged by several people in either side
+    order, texts on both conversations, an item's lengths known from another battle of it, live
+    per-turn battles with their candidates, ties, both bad, a self-battle, a vote of no item."""
+    from dialeval.records import Conversation, Dataset, Judgment, Turn
+
+    rng = random.Random(11)
+    models = ["alpha", "beta", "gamma"]
+    convs = [
+        Conversation(f"c{k}", [m], [Turn("human", "Hi"), Turn("bot", "x" * rng.randrange(1, 30), bot=m)])
+        for k, m in enumerate(models * 4)
+    ]
+    live = Conversation(
+        "live",
+        ["alpha", "beta"],
+        [
+            Turn("human", "Hello"),
+            Turn(
+                "bot",
+                "a1",
+                bot="alpha",
+                candidates=[{"bot": "alpha", "text": "a1"}, {"bot": "beta", "text": "bb1"}],
+                meta={"turn": 1},
+            ),
+            Turn("human", "More"),
+            Turn(
+                "bot",
+                "b2",
+                bot="beta",
+                candidates=[{"bot": "alpha", "text": "aaa2"}, {"bot": "beta", "text": "b2"}],
+                meta={"turn": 2},
+            ),
+        ],
+        source="live",
+    )
+    judgments = []
+    for k in range(160):
+        a, b = rng.sample(models, 2) if k % 17 else ("gamma", "gamma")
+        winner = rng.choice(["model_a", "model_b", "model_b", "tie", "tie (bothbad)"])
+        value = {"model_a": a, "model_b": b, "winner": winner, "turn": 1 + k % 2}
+        meta = {"battle": f"b{k}"}
+        if k % 9:
+            meta["item"] = f"i{k % 23}"
+        if k % 4 == 0:  # both texts
+            ca = rng.choice([c for c in convs if c.bots == [a]])
+            cb = rng.choice([c for c in convs if c.bots == [b] and c is not ca])
+            value.update(conversation_a=ca.id, conversation_b=cb.id)
+        elif k % 4 == 1:  # only one side's text: the item's lengths may come from another battle
+            value["conversation_a"] = rng.choice([c for c in convs if c.bots == [a]]).id
+        conversation = None
+        if k % 10 == 3:
+            conversation, value["model_a"], value["model_b"] = "live", "alpha", "beta"
+            value.pop("conversation_a", None), value.pop("conversation_b", None)
+            if not live_turns_complete and k == 13:
+                value.pop("turn")
+        judgments.append(Judgment(f"p{k % 6}", None, "battle", value, conversation_id=conversation, meta=meta))
+    return Dataset("arena", conversations=[*convs, live], judgments=judgments)
+
+
+@pytest.mark.parametrize("live_turns_complete", [True, False])
+def test_the_people_section_from_columns_is_the_one_from_label_objects(live_turns_complete):
+    # a million battles' people section counts on columns (JudgeAdapter.label_frame), not on a
+    # million Label objects: the same labels, the same section
+    from dataclasses import replace
+
+    from dialeval.judges.audit import people_section
+    from dialeval.methods.arena.judge import arena, arena_label_frame, arena_labels
+    from dialeval.registry import get
+
+    columns = get("arena").report_columns
+    dataset = _as_columns(_people_battles(live_turns_complete), columns["value"], list(columns["meta"]))
+    frame = arena_label_frame(dataset)
+    fields = ["item", "question", "annotator", "label", "decisive", "score", "chose_longer"]
+    objects = arena_labels(dataset)  # iterating the columns gives Judgment objects
+    assert frame[fields].to_dict(orient="records") == [{f: getattr(lab, f) for f in fields} for lab in objects]
+    assert {True, False, None} <= set(frame["chose_longer"])  # every branch reached
+    people = {f"p{k}" for k in range(5)}
+    fast = people_section(dataset, people, n_boot=200)
+    assert fast == people_section(dataset, people, adapter=replace(arena, label_frame=None), n_boot=200)
+    assert fast["items_judged_more_than_once"] > 10 and fast["longer_answer_share"]["n"] > 20

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..records import Dataset, Judgment, is_judge_annotator
+from ..records import Dataset, Judgment, JudgmentColumns, is_judge_annotator
 from ..stats.rater_agreement import agreement, share_test, two_shares_test
 from .run import FAILURE_QUESTION, adapter_for, judge_meta
 from .tasks import JudgeAdapter, Label
@@ -186,6 +186,8 @@ def people_section(
     ways: Fleiss' kappa for pairs) and the share of decisive answers that chose the longer option
     (exact binomial test against 1/2), when answers' texts are there. None when neither applies."""
     adapter = adapter or adapter_for(dataset.method)
+    if adapter.label_frame is not None and isinstance(dataset.judgments, JudgmentColumns):
+        return _people_of_frame(adapter.label_frame(dataset), people, adapter.paired, n_boot, seed)
     labels = [lab for lab in adapter.labels(dataset) if lab.annotator in people]
     by_item = _latest(labels)
     out: dict[str, Any] = {}
@@ -201,6 +203,48 @@ def people_section(
         longer = [lab.chose_longer for lab in labels if lab.chose_longer is not None]
         if longer:
             out["longer_answer_share"] = share_test(sum(longer), len(longer))
+            out["longer_answer_note"] = "Share of decisive answers choosing the longer answer; 0.5 means none."
+    return out or None
+
+
+def _people_of_frame(frame: Any, people: set[str], paired: bool, n_boot: int, seed: int) -> dict[str, Any] | None:
+    """people_section on labels held as a DataFrame (JudgeAdapter.label_frame): the same numbers.
+    Only the items more than one person judged become Label objects (agreement compares those);
+    the length preference is counted on the columns."""
+    labels = frame[frame["annotator"].isin(people)]
+    out: dict[str, Any] = {}
+    people_per_item = labels.groupby(["question", "item"], sort=False)["annotator"].transform("nunique")
+    shared = labels[(people_per_item > 1).to_numpy()]
+    if len(shared):
+        fields = ("item", "question", "annotator", "label", "decisive", "chose_longer", "score")
+        by_item = _latest(
+            [
+                Label(
+                    str(item),
+                    str(question),
+                    annotator,
+                    label,
+                    decisive=bool(decisive),
+                    chose_longer=longer,
+                    score=score,
+                )
+                for item, question, annotator, label, decisive, longer, score in zip(
+                    *(shared[f].tolist() for f in fields)
+                )
+            ]
+        )
+        out["items_judged_more_than_once"] = len(by_item)
+        # every question of the people's labels, as people_section (one with no shared item has none)
+        for question in sorted(set(labels["question"].tolist())):
+            out.setdefault("agreement", {})[question] = agreement(
+                _pairs(by_item, question, None, people, False), symmetric=True, n_boot=n_boot, seed=seed
+            )
+        out["kappa"] = "Fleiss' kappa over pairs of people on the same item (Scott's pi for two)"
+    if paired:
+        longer = labels["chose_longer"]
+        known = longer.notna()
+        if known.any():
+            out["longer_answer_share"] = share_test(int((longer[known] == True).sum()), int(known.sum()))  # noqa: E712
             out["longer_answer_note"] = "Share of decisive answers choosing the longer answer; 0.5 means none."
     return out or None
 

@@ -74,6 +74,10 @@ class JudgeAdapter:
     labels: Callable[[Dataset], list[Label]]
     paired: bool = False  # answers choose between two options (position and length bias apply)
     agreement_scale: str = "the answer"  # how labels are compared, said in the report
+    # the labels of judgments held as columns (records.JudgmentColumns) as a DataFrame, one row per
+    # label with its fields item, question, annotator, label, decisive, score, chose_longer: what the
+    # people's section reads on a million battles without a million objects (None: Label objects)
+    label_frame: Callable[[Dataset], Any] | None = None
 
     def __call__(self, dataset: Dataset, config: dict[str, Any]) -> list[JudgeTask]:
         return self.tasks(dataset, config)

@@ -129,7 +129,128 @@ def arena_labels(dataset: Dataset) -> list[Label]:
     return out
 
 
+def arena_label_frame(dataset: Dataset) -> Any:
+    """arena_labels of judgments read as columns (records.JudgmentColumns: a report on a million
+    battles), as a pandas DataFrame instead of a million Label objects: one row per label, in the
+    same order, with the columns item, question, annotator, label, decisive, score and chose_longer
+    (True, False or None), each the value arena_labels gives on that dataset. Not carried: bots and
+    chose_first (the columns hold no shown order)."""
+    import numpy as np
+    import pandas as pd
+
+    from ...records import JudgmentColumns
+
+    judgments = dataset.judgments
+    if not isinstance(judgments, JudgmentColumns):
+        raise TypeError("arena_label_frame reads judgments held as columns (records.JudgmentColumns)")
+    frame = judgments.frame
+
+    def column(name: str) -> pd.Series:
+        """A value as Judgment.value/meta would hold it: None where missing (None or NaN)."""
+        values = frame[name] if name in frame else pd.Series(None, index=frame.index, dtype=object)
+        return values.astype(object).where(values.notna(), None)
+
+    def named(values: pd.Series) -> pd.Series:  # str(v.get(key)): a missing key reads "None"
+        return values.map(str)
+
+    winner = column("value.winner")
+    kept = (frame["question"] == "battle") & winner.isin(["model_a", "model_b", "tie", "tie (bothbad)"])
+    rows = np.flatnonzero(kept.to_numpy())
+    winner = winner.iloc[rows].reset_index(drop=True)
+    model_a = named(column("value.model_a").iloc[rows].reset_index(drop=True))
+    model_b = named(column("value.model_b").iloc[rows].reset_index(drop=True))
+    item = column("meta.item").iloc[rows].reset_index(drop=True)
+    battle = column("meta.battle").iloc[rows].reset_index(drop=True)
+    has_item = item.notna().to_numpy()
+    decisive = winner.isin(["model_a", "model_b"]).to_numpy()
+    a, b = model_a.to_numpy(dtype=object), model_b.to_numpy(dtype=object)
+    chosen = np.where(winner.to_numpy(dtype=object) == "model_a", a, b)
+    # bots: the item's two models sorted (either side order compares equal), else (model_a, model_b)
+    first_bot = np.where(has_item, np.where(b < a, b, a), a)
+    won = np.where(first_bot == chosen, 0, 1)  # bots.index(the chosen model)
+    out = pd.DataFrame(
+        {
+            "item": np.where(has_item, named(item).to_numpy(dtype=object), named(battle).to_numpy(dtype=object)),
+            "question": "battle",
+            "annotator": frame["annotator"].iloc[rows].to_numpy(dtype=object),
+            "label": np.where(decisive, np.where(won == 0, "model_a", "model_b"), "tie").astype(object),
+            "decisive": decisive,
+            "score": np.where(decisive, 1.0 - won, 0.5),
+        }
+    )
+    out["chose_longer"] = _longer_of_columns(dataset, frame, rows, winner, model_a, model_b, item)
+    return out
+
+
+def _longer_of_columns(dataset, frame, rows, winner, model_a, model_b, item) -> list[bool | None]:
+    """arena_labels' chose_longer for the kept rows of a column load: the texts of the battle's two
+    conversations, else the item's answers' lengths from any battle of it, else a live battle's
+    candidates of the voted turn. None everywhere when the study holds no conversation."""
+    from ...records import _plain
+    from .analysis import answer_texts
+
+    if not dataset.conversations:  # no text anywhere (answer_texts reads conversations too)
+        return [None] * len(rows)
+    lengths_of = {c.id: len(_assistant_text(c)) for c in dataset.conversations}
+    lengths = _answer_lengths_of_columns(frame, lengths_of)
+    _, per_turn = answer_texts(dataset)
+
+    def text_column(name: str) -> list[Any]:
+        if name not in frame:
+            return [None] * len(rows)
+        values = frame[name].iloc[rows]
+        return [_plain(x) if x is not None and x == x else None for x in values.tolist()]
+
+    conv_a, conv_b = text_column("value.conversation_a"), text_column("value.conversation_b")
+    turns, conversations = text_column("value.turn"), text_column("conversation")
+    side = {"model_a": 0, "model_b": 1}
+    out: list[bool | None] = []
+    for k, (won, a, b, it) in enumerate(zip(winner.tolist(), model_a.tolist(), model_b.tolist(), item.tolist())):
+        chosen = side.get(won)
+        len_a, len_b = lengths_of.get(str(conv_a[k])), lengths_of.get(str(conv_b[k]))
+        longer = None
+        if len_a is not None and len_b is not None:
+            longer = longer_chosen(len_a, len_b, chosen)
+        elif it is not None and (str(it), a) in lengths and (str(it), b) in lengths:
+            longer = longer_chosen(lengths[(str(it), a)], lengths[(str(it), b)], chosen)
+        elif conversations[k] and isinstance(turns[k], int):
+            live = [per_turn.get((conversations[k], turns[k], m)) for m in (a, b)]
+            if None not in live:
+                longer = longer_chosen(len(live[0] or ""), len(live[1] or ""), chosen)
+        out.append(longer)
+    return out
+
+
+def _answer_lengths_of_columns(frame, lengths_of: dict[str, int]) -> dict[tuple[str, str], int]:
+    """_answer_lengths over every judgment of a column load (the first battle of an item that has
+    a model's answer gives its length)."""
+    from ...records import _plain
+
+    def values(name: str) -> list[Any]:
+        if name not in frame:
+            return [None] * len(frame)
+        return [_plain(x) if x is not None and x == x else None for x in frame[name].tolist()]
+
+    out: dict[tuple[str, str], int] = {}
+    items = values("meta.item")
+    sides = [(values(f"value.conversation_{side}"), values(f"value.model_{side}")) for side in "ab"]
+    for k, it in enumerate(items):
+        if it is None:
+            continue
+        for convs, models in sides:
+            length = lengths_of.get(str(convs[k]))
+            if length is not None:
+                out.setdefault((str(it), str(models[k])), length)
+    return out
+
+
 # -- PW-Turn: two candidate replies per bot turn ---------------------------------------------------
 
 
-arena = JudgeAdapter(arena_tasks, arena_labels, paired=True, agreement_scale="model_a, model_b or tie")
+arena = JudgeAdapter(
+    arena_tasks,
+    arena_labels,
+    paired=True,
+    agreement_scale="model_a, model_b or tie",
+    label_frame=arena_label_frame,
+)
