@@ -7,10 +7,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from scipy.stats import spearmanr
 
 from dialeval.analysis.annotators import cap_prompts, prompt_clusters
-from dialeval.stats.annotators import crowd_bt, dawid_skene, mace, majority_vote, screen_votes, voter_eprocess
+from dialeval.stats.annotators import (
+    crowd_bt,
+    dawid_skene,
+    mace,
+    majority_vote,
+    pair_sums,
+    screen_votes,
+    voter_eprocess,
+)
 
 
 def labelled(seed: int, accuracy: np.ndarray, n_items: int = 300, per_item: int = 5, classes: int = 3):
@@ -81,6 +90,56 @@ def test_eprocess_by_hand():
     For voter 0: p(0) = (0 + 1) / (1 + 2) = 1/3 each time, factor 3/2, product 9/4."""
     e = voter_eprocess([0, 0, 0], [0, 0, 1], [0, 0, 1], 2, n_outcomes=2)
     assert math.isclose(e[0], 9 / 4) and math.isclose(e[1], 2.0)
+
+
+def _eprocess_one_vote_at_a_time(pairs, outcomes, voters, n_voters, n_outcomes):
+    """The e-process as first written, a vote at a time: the reference the column-wise one meets."""
+    K = n_outcomes
+    totals = np.zeros((max(pairs) + 1, K))
+    np.add.at(totals, (pairs, outcomes), 1.0)
+    own: dict = {}
+    for p_, o_, v_ in zip(pairs, outcomes, voters):
+        own.setdefault((int(v_), int(p_)), np.zeros(K))[o_] += 1.0
+    log_e, best = np.zeros(n_voters), np.zeros(n_voters)
+    for p_, o_, v_ in zip(pairs, outcomes, voters):
+        others = totals[p_] - own[(int(v_), int(p_))]
+        share = (others[o_] + 1.0) / (others.sum() + K)
+        log_e[v_] -= np.log(K * share)
+        best[v_] = max(best[v_], log_e[v_])
+    return np.exp(best)
+
+
+@pytest.mark.parametrize("kinds", [2, 3])
+def test_eprocess_by_columns_is_the_vote_at_a_time_one_bit_for_bit(kinds):
+    rng = np.random.default_rng(kinds)
+    n = 20_000
+    pairs, outcomes = rng.integers(0, 40, n), rng.integers(0, kinds, n)
+    voters = np.minimum(rng.geometric(0.01, n), 700) - 1  # some voters with one vote, some with hundreds
+    voters[voters == 5] = 6  # and a voter without votes
+    got = voter_eprocess(pairs, outcomes, voters, 700, n_outcomes=kinds)
+    assert np.array_equal(got, _eprocess_one_vote_at_a_time(pairs, outcomes, voters, 700, kinds))
+    assert got[5] == 1.0 and (got > 1).any()
+
+
+def test_pair_sums_are_the_sums_of_add_at_bit_for_bit():
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(0, 30, 50_000), rng.integers(0, 30, 50_000)
+    to_a = rng.random(50_000)
+    expected = np.zeros((30, 30))
+    np.add.at(expected, (a, b), to_a)
+    np.add.at(expected, (b, a), 1.0 - to_a)
+    assert np.array_equal(pair_sums(a * 30 + b, b * 30 + a, to_a, 30), expected)
+
+
+def test_screen_codes_names_as_their_sorted_order():
+    rng = np.random.default_rng(2)
+    names = np.array(["zeta", "alpha", "Mu", "beta-2", "beta-10"])
+    a, b = names[rng.integers(0, 5, 3000)], names[rng.integers(0, 5, 3000)]
+    score, voters = rng.choice([0.0, 0.5, 1.0], 3000), rng.integers(0, 50, 3000)
+    by_name = screen_votes(a, b, score, voters, alpha=0.05)
+    order = {name: k for k, name in enumerate(sorted(names))}
+    by_code = screen_votes(np.vectorize(order.get)(a), np.vectorize(order.get)(b), score, voters, alpha=0.05)
+    assert np.array_equal(by_name[0], by_code[0]) and by_name[1:] == by_code[1:]
 
 
 def test_screen_flags_a_rigger_and_not_honest_voters():

@@ -33,6 +33,7 @@ from dialeval.stats.annotators import (
     dawid_skene,
     mace,
     majority_vote,
+    pair_sums,
     screen_votes,
 )
 from dialeval.stats.bradley_terry import bootstrap_bt, ci_rank, fit_bt, to_elo
@@ -222,8 +223,10 @@ def screen_voters(votes: pd.DataFrame, alpha: float, per: str = "study") -> dict
     """The per-voter e-process (stats.annotators.screen_votes) on vote_frame rows: {alpha, per,
     threshold, flagged, voters (the 20 highest e-values)}."""
     people, who = _codes(votes["annotator"]) if not votes.empty else ([], np.zeros(0, int))
+    # the systems coded in their names' sorted order (what screen_votes would do, by hash not sort)
+    systems, _ = pd.factorize(pd.concat([votes["a"], votes["b"]], ignore_index=True).astype(str), sort=True)
     e, threshold, kinds = screen_votes(
-        votes["a"].to_numpy(str), votes["b"].to_numpy(str), votes["score"].to_numpy(float), who, alpha=alpha, per=per
+        systems[: len(votes)], systems[len(votes) :], votes["score"].to_numpy(float), who, alpha=alpha, per=per
     )
     n = np.bincount(who, minlength=len(people))
     hit = e >= threshold
@@ -280,9 +283,7 @@ def pairwise_section(
     a = crowd["a"].map(idx).to_numpy()
     b = crowd["b"].map(idx).to_numpy()
     s = crowd["score"].to_numpy(dtype=float)
-    plain = np.zeros((len(names), len(names)))
-    np.add.at(plain, (a, b), s)
-    np.add.at(plain, (b, a), 1 - s)
+    plain = pair_sums(a * len(names) + b, b * len(names) + a, s, len(names))
     boots = min(n_boot, 200)
     unweighted = _board(names, plain, boots, ci, seed)
     fit = crowd_bt(a, b, s, who, len(names), len(people))
