@@ -337,3 +337,31 @@ def test_the_people_section_from_columns_is_the_one_from_label_objects(live_turn
     fast = people_section(dataset, people, n_boot=200)
     assert fast == people_section(dataset, people, adapter=replace(arena, label_frame=None), n_boot=200)
     assert fast["items_judged_more_than_once"] > 10 and fast["longer_answer_share"]["n"] > 20
+
+
+def test_columns_read_in_batches_where_a_field_starts_late_are_the_one_batch_read(tmp_path, monkeypatch):
+    # a million battles are read 100,000 rows at a time: a field none of one batch's rows has (the
+    # category, the texts of later battles) is a column of nulls there and of strings in the next
+    from dialeval.registry import get
+    from dialeval.store import store
+    from dialeval.study import open_study
+
+    records = _battles(30)
+    for k, record in enumerate(records):
+        if k < 20:
+            record.pop("category")
+        if k < 25:
+            record.pop("conversation_a", None), record.pop("conversation_b", None)
+    data = _write(tmp_path / "late.jsonl", records)
+    assert _run("import", "arena", data, tmp_path / "s").returncode == 0
+    opened = open_study(tmp_path / "s")
+    try:
+        whole = opened.store.load_dataset(opened.id, columns=get("arena").report_columns)
+        monkeypatch.setattr(store, "_COLUMN_BATCH", 7)
+        batched = opened.store.load_dataset(opened.id, columns=get("arena").report_columns)
+        objects = opened.store.load_dataset(opened.id)
+    finally:
+        opened.close()
+    pd.testing.assert_frame_equal(batched.judgments.frame, whole.judgments.frame)
+    pd.testing.assert_frame_equal(battle_frame(batched), battle_frame(objects))
+    assert battle_frame(batched)["category"].notna().sum() == 10
