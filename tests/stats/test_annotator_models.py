@@ -16,6 +16,7 @@ from dialeval.stats.annotators import (
     dawid_skene,
     mace,
     majority_vote,
+    pair_cells,
     pair_sums,
     screen_votes,
     voter_eprocess,
@@ -128,7 +129,50 @@ def test_pair_sums_are_the_sums_of_add_at_bit_for_bit():
     expected = np.zeros((30, 30))
     np.add.at(expected, (a, b), to_a)
     np.add.at(expected, (b, a), 1.0 - to_a)
-    assert np.array_equal(pair_sums(a * 30 + b, b * 30 + a, to_a, 30), expected)
+    assert np.array_equal(pair_sums(pair_cells(a, b, 30), to_a, 30), expected)
+
+
+def _crowd_bt_as_first_written(a, b, s, v, n_systems, n_voters, prior=(9.0, 1.0), tol=1e-4):
+    """Crowd-BT's EM as first written (np.add.at, P(a beats b) per vote): the reference."""
+    from dialeval.stats.annotators import EPS
+    from dialeval.stats.bradley_terry import fit_bt
+
+    eta = np.full(n_voters, prior[0] / (prior[0] + prior[1]))
+    W = np.zeros((n_systems, n_systems))
+    np.add.at(W, (a, b), s)
+    np.add.at(W, (b, a), 1.0 - s)
+    theta = fit_bt(W)
+    for it in range(1, 201):  # noqa: B007 (the count is returned)
+        p = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b])))
+        e = eta[v]
+        follow_a = e * p / (e * p + (1 - e) * (1 - p) + EPS)
+        follow_b = e * (1 - p) / (e * (1 - p) + (1 - e) * p + EPS)
+        to_a = s * follow_a + (1 - s) * (1 - follow_b)
+        W = np.zeros((n_systems, n_systems))
+        np.add.at(W, (a, b), to_a)
+        np.add.at(W, (b, a), 1.0 - to_a)
+        agree = np.bincount(v, weights=s * follow_a + (1 - s) * follow_b, minlength=n_voters)
+        n_v = np.bincount(v, minlength=n_voters)
+        new_eta = (agree + prior[0] - 1 + 1e-3) / (n_v + prior[0] + prior[1] - 2 + 2e-3)
+        new_theta = fit_bt(W)
+        done = np.abs(new_theta - theta).max() < tol and np.abs(new_eta - eta).max() < 1e-3
+        eta, theta = new_eta, new_theta
+        if done:
+            break
+    return theta, eta, W, it
+
+
+def test_crowd_bt_is_the_em_as_first_written_bit_for_bit():
+    rng = np.random.default_rng(3)
+    n, k, voters = 60_000, 25, 900
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    s = rng.choice([0.0, 1.0, 0.5], n, p=[0.45, 0.45, 0.1])
+    v = rng.integers(0, voters, n)
+    fit = crowd_bt(a, b, s, v, k, voters)
+    theta, eta, wins, iterations = _crowd_bt_as_first_written(a, b, s, v, k, voters)
+    assert np.array_equal(fit.theta, theta) and np.array_equal(fit.eta, eta) and np.array_equal(fit.wins, wins)
+    assert fit.iterations == iterations > 3
 
 
 def test_screen_codes_names_as_their_sorted_order():

@@ -33,6 +33,7 @@ from dialeval.stats.annotators import (
     dawid_skene,
     mace,
     majority_vote,
+    pair_cells,
     pair_sums,
     screen_votes,
 )
@@ -283,7 +284,7 @@ def pairwise_section(
     a = crowd["a"].map(idx).to_numpy()
     b = crowd["b"].map(idx).to_numpy()
     s = crowd["score"].to_numpy(dtype=float)
-    plain = pair_sums(a * len(names) + b, b * len(names) + a, s, len(names))
+    plain = pair_sums(pair_cells(a, b, len(names)), s, len(names))
     boots = min(n_boot, 200)
     unweighted = _board(names, plain, boots, ci, seed)
     fit = crowd_bt(a, b, s, who, len(names), len(people))

@@ -36,6 +36,7 @@ __all__ = [
     "LabelModelFit",
     "bootstrap_reliability",
     "crowd_bt",
+    "pair_cells",
     "pair_sums",
     "dawid_skene",
     "mace",
@@ -239,13 +240,19 @@ class CrowdBTFit:
     iterations: int
 
 
-def pair_sums(forward: np.ndarray, backward: np.ndarray, to_first: np.ndarray, n: int) -> np.ndarray:
-    """The (n, n) soft win counts of votes `forward` = a * n + b with `to_first` won by a: W[a, b]
-    gets to_first and W[b, a] 1 - to_first. One np.bincount over both passes, in the order of
+def pair_cells(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """The cells of an (n, n) table that votes a vs b add to, for pair_sums: W[a, b] then W[b, a]."""
+    return np.concatenate([np.asarray(a) * n + b, np.asarray(b) * n + a])
+
+
+def pair_sums(cells: np.ndarray, to_first: np.ndarray, n: int) -> np.ndarray:
+    """The (n, n) soft win counts of votes a vs b (cells: pair_cells) with `to_first` won by a:
+    W[a, b] gets to_first and W[b, a] 1 - to_first. One np.bincount over both passes, in the order of
     np.add.at(W, (a, b), to_first) then np.add.at(W, (b, a), 1 - to_first): the same sums, bit for
     bit (each cell adds its terms one after the other in that order), at a fraction of the time."""
-    cells = np.concatenate([forward, backward])
-    weights = np.concatenate([to_first, 1.0 - to_first])
+    weights = np.empty(2 * len(to_first))
+    weights[: len(to_first)] = to_first
+    np.subtract(1.0, to_first, out=weights[len(to_first) :])
     return np.bincount(cells, weights=weights, minlength=n * n).reshape(n, n)
 
 
@@ -269,21 +276,25 @@ def crowd_bt(
     a, b, v = (np.asarray(x, dtype=int) for x in (a, b, voters))
     s = np.asarray(score, dtype=float)
     eta = np.full(n_voters, prior[0] / (prior[0] + prior[1]))
-    forward, backward = a * n_systems + b, b * n_systems + a
-    wins0 = pair_sums(forward, backward, s, n_systems)
+    cells = pair_cells(a, b, n_systems)
+    wins0 = pair_sums(cells, s, n_systems)
     theta = fit_bt(wins0)
     it = 0
     W = wins0
+    # a million votes: what does not change between steps is computed once, P(a beats b) once
+    # per pair of systems (the same numbers as per vote, term by term)
+    n_v = np.bincount(v, minlength=n_voters)
+    pair, not_s = cells[: len(a)], 1 - s
     for it in range(1, max_iter + 1):  # noqa: B007 (the count is reported)
-        p = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b])))  # P(a beats b) under BT
-        e = eta[v]
-        follow_a = e * p / (e * p + (1 - e) * (1 - p) + EPS)  # a vote for a followed the preference
-        follow_b = e * (1 - p) / (e * (1 - p) + (1 - e) * p + EPS)
+        p = (1.0 / (1.0 + np.exp(-(theta[:, None] - theta[None, :])))).ravel()[pair]  # P(a beats b) under BT
+        q, e = 1 - p, eta[v]
+        e_p, e_q, reverse = e * p, e * q, 1 - e
+        follow_a = e_p / (e_p + reverse * q + EPS)  # a vote for a followed the preference
+        follow_b = e_q / (e_q + reverse * p + EPS)
         # soft counts: a vote for a that was a reversal is evidence b is better, and vice versa
-        to_a = s * follow_a + (1 - s) * (1 - follow_b)
-        W = pair_sums(forward, backward, to_a, n_systems)
-        agree = np.bincount(v, weights=s * follow_a + (1 - s) * follow_b, minlength=n_voters)
-        n_v = np.bincount(v, minlength=n_voters)
+        to_a = s * follow_a + not_s * (1 - follow_b)
+        W = pair_sums(cells, to_a, n_systems)
+        agree = np.bincount(v, weights=s * follow_a + not_s * follow_b, minlength=n_voters)
         new_eta = (agree + prior[0] - 1 + 1e-3) / (n_v + prior[0] + prior[1] - 2 + 2e-3)
         new_theta = fit_bt(W)
         # the strengths settle long before the etas of near-perfect voters creep to their limit
