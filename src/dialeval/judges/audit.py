@@ -211,7 +211,8 @@ def _people_of_frame(frame: Any, people: set[str], paired: bool, n_boot: int, se
     """people_section on labels held as a DataFrame (JudgeAdapter.label_frame): the same numbers.
     Only the items more than one person judged become Label objects (agreement compares those);
     the length preference is counted on the columns."""
-    labels = frame[frame["annotator"].isin(people)]
+    keep = frame["annotator"].isin(people)
+    labels = frame if bool(keep.all()) else frame[keep]  # no copy of a million labels for nothing
     out: dict[str, Any] = {}
     people_per_item = labels.groupby(["question", "item"], sort=False)["annotator"].transform("nunique")
     shared = labels[(people_per_item > 1).to_numpy()]

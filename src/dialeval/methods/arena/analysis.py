@@ -155,6 +155,11 @@ def battle_frame(dataset: Dataset, annotators: set[str] | None = None) -> pd.Dat
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def _rows(frame: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
+    """frame[keep], without copying a million votes when every row is kept (the usual case)."""
+    return frame if bool(keep.all()) else frame[keep]
+
+
 def _battle_columns(
     frame: pd.DataFrame,
     annotators: set[str] | None,
@@ -165,7 +170,7 @@ def _battle_columns(
     """battle_frame of judgments read as columns (records.JudgmentColumns): the same rows, built
     column by column with pandas instead of a dict per vote."""
     if annotators is not None:
-        frame = frame[frame["annotator"].isin(annotators)]
+        frame = _rows(frame, frame["annotator"].isin(annotators))
     anonymous = frame["value.anonymous"]
     out = pd.DataFrame(
         {
@@ -202,7 +207,7 @@ def _battle_columns(
 
 def turn_curve(votes: pd.DataFrame) -> dict[str, dict[str, dict[str, float | int]]]:
     """Each model's win rate at each turn (ties half a win): {model: {turn: {"win_rate", "n"}}}."""
-    v = votes.dropna(subset=["turn"])
+    v = votes[["model_a", "model_b", "winner", "turn"]].dropna(subset=["turn"])  # the columns read, not all
     if v.empty:
         return {}
     turn = v["turn"].astype(int).to_numpy()
@@ -317,8 +322,9 @@ def analyze_arena(
         crowd_ids |= {j.annotator_id for j in dataset.judgments if j.annotator_id not in known}
     votes = battle_frame(dataset, crowd_ids)
     report: dict[str, Any] = {"method": "arena", "ties": TIES_NOTE, "systems": []}
-    named = votes[~votes["anonymous"].astype(bool)]
-    votes = votes[votes["anonymous"].astype(bool)]
+    anonymous = votes["anonymous"].astype(bool)
+    named = votes[~anonymous]
+    votes = _rows(votes, anonymous)
     if len(named):
         report["non_anonymous"] = {
             "votes": int(len(named)),

@@ -151,7 +151,7 @@ def arena_label_frame(dataset: Dataset) -> Any:
         return values.astype(object).where(values.notna(), None)
 
     def named(values: pd.Series) -> pd.Series:  # str(v.get(key)): a missing key reads "None"
-        return values.map(str)
+        return values if pd.api.types.infer_dtype(values, skipna=False) == "string" else values.map(str)
 
     winner = column("value.winner")
     kept = (frame["question"] == "battle") & winner.isin(["model_a", "model_b", "tie", "tie (bothbad)"])
