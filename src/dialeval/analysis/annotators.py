@@ -209,7 +209,8 @@ def _score(winner: Any, a: Any, b: Any) -> float:
 
 def vote_frame(votes: pd.DataFrame, a: str = "a", b: str = "b", winner: str = "winner") -> pd.DataFrame:
     """annotator, a, b, score (1: a won, 0: b won, 0.5: tie), self-battles dropped, order kept."""
-    v = votes[votes[a] != votes[b]]
+    different = votes[a] != votes[b]
+    v = votes if bool(different.all()) else votes[different]  # no copy of a million votes for nothing
     return pd.DataFrame(
         {
             "annotator": v["annotator"].astype(str).to_numpy(),
