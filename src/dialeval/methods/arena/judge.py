@@ -182,7 +182,9 @@ def arena_label_frame(dataset: Dataset) -> Any:
     return out
 
 
-def _longer_of_columns(dataset, frame, rows, winner, model_a, model_b, item) -> list[bool | None]:
+def _longer_of_columns(
+    dataset: Dataset, frame: Any, rows: Any, winner: Any, model_a: Any, model_b: Any, item: Any
+) -> list[bool | None]:
     """arena_labels' chose_longer for the kept rows of a column load: the texts of the battle's two
     conversations, else the item's answers' lengths from any battle of it, else a live battle's
     candidates of the voted turn. None everywhere when the study holds no conversation."""
@@ -221,7 +223,7 @@ def _longer_of_columns(dataset, frame, rows, winner, model_a, model_b, item) -> 
     return out
 
 
-def _answer_lengths_of_columns(frame, lengths_of: dict[str, int]) -> dict[tuple[str, str], int]:
+def _answer_lengths_of_columns(frame: Any, lengths_of: dict[str, int]) -> dict[tuple[str, str], int]:
     """_answer_lengths over every judgment of a column load (the first battle of an item that has
     a model's answer gives its length)."""
     from ...records import _plain
