@@ -161,9 +161,9 @@ class JudgmentColumns(Sequence[Judgment]):
         def present(x: Any) -> bool:
             return x is not None and x == x  # NaN: missing
 
-        value = {k: _plain(row[f"value.{k}"]) for k in self.value_keys if present(row[f"value.{k}"])}
-        meta = {k: _plain(row[f"meta.{k}"]) for k in self.meta_keys if present(row[f"meta.{k}"])}
-        meta.update(judgment_id=int(row["judgment_id"]), assignment_id=_plain(row["assignment_id"]))
+        value = {k: plain_value(row[f"value.{k}"]) for k in self.value_keys if present(row[f"value.{k}"])}
+        meta = {k: plain_value(row[f"meta.{k}"]) for k in self.meta_keys if present(row[f"meta.{k}"])}
+        meta.update(judgment_id=int(row["judgment_id"]), assignment_id=plain_value(row["assignment_id"]))
         if present(row["excluded"]):
             meta["excluded"] = row["excluded"]
         elapsed = row["elapsed_s"]
@@ -178,7 +178,7 @@ class JudgmentColumns(Sequence[Judgment]):
         )
 
 
-def _plain(x: Any) -> Any:
+def plain_value(x: Any) -> Any:
     """A numpy scalar as the Python value; NaN as None."""
     if x is None or (isinstance(x, float) and x != x):
         return None

@@ -188,7 +188,7 @@ def _longer_of_columns(
     """arena_labels' chose_longer for the kept rows of a column load: the texts of the battle's two
     conversations, else the item's answers' lengths from any battle of it, else a live battle's
     candidates of the voted turn. None everywhere when the study holds no conversation."""
-    from ...records import _plain
+    from ...records import plain_value
     from .analysis import answer_texts
 
     if not dataset.conversations:  # no text anywhere (answer_texts reads conversations too)
@@ -201,7 +201,7 @@ def _longer_of_columns(
         if name not in frame:
             return [None] * len(rows)
         values = frame[name].iloc[rows]
-        return [_plain(x) if x is not None and x == x else None for x in values.tolist()]
+        return [plain_value(x) if x is not None and x == x else None for x in values.tolist()]
 
     conv_a, conv_b = text_column("value.conversation_a"), text_column("value.conversation_b")
     turns, conversations = text_column("value.turn"), text_column("conversation")
@@ -226,12 +226,12 @@ def _longer_of_columns(
 def _answer_lengths_of_columns(frame: Any, lengths_of: dict[str, int]) -> dict[tuple[str, str], int]:
     """_answer_lengths over every judgment of a column load (the first battle of an item that has
     a model's answer gives its length)."""
-    from ...records import _plain
+    from ...records import plain_value
 
     def values(name: str) -> list[Any]:
         if name not in frame:
             return [None] * len(frame)
-        return [_plain(x) if x is not None and x == x else None for x in frame[name].tolist()]
+        return [plain_value(x) if x is not None and x == x else None for x in frame[name].tolist()]
 
     out: dict[tuple[str, str], int] = {}
     items = values("meta.item")
