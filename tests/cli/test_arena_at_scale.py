@@ -365,3 +365,62 @@ def test_columns_read_in_batches_where_a_field_starts_late_are_the_one_batch_rea
     pd.testing.assert_frame_equal(batched.judgments.frame, whole.judgments.frame)
     pd.testing.assert_frame_equal(battle_frame(batched), battle_frame(objects))
     assert battle_frame(batched)["category"].notna().sum() == 10
+
+
+def test_columns_parsed_from_json_text_are_the_database_extracted_ones(tmp_path, monkeypatch):
+    # on SQLite the judgments' value and meta are read as JSON text and parsed column-wise by
+    # pyarrow; a batch with a value that reader would not give as JSON_EXTRACT does (an object in a
+    # string field, 1 for true, a key twice, a document that is not an object) is extracted by the
+    # database: every batch is the one JSON_EXTRACT reads
+    import sqlite3
+
+    pytest.importorskip("pyarrow")
+    from dialeval.registry import get
+    from dialeval.store import store
+    from dialeval.study import open_study
+
+    data = _write(tmp_path / "b.jsonl", _battles(60))
+    assert _run("import", "arena", data, tmp_path / "s").returncode == 0
+    db = sqlite3.connect(tmp_path / "s" / "dialeval.db")
+    ids = [i for (i,) in db.execute("SELECT id FROM judgments ORDER BY id")]
+    edits = {  # judgment (by position) -> (column, key, JSON text of its new value)
+        1: ("meta", "category", '"caf\\u00e9 \\ud83d\\ude00 \\"q\\" \\\\ \\/ \\n\\t\\b\\f\\r"'),
+        2: ("meta", "category", "null"),
+        3: ("value", "winner", '"tie (bothbad)"'),
+        12: ("meta", "category", '{"b": [1, 2.5, "x"], "a": null}'),  # a nested value: its JSON text
+        22: ("value", "anonymous", "1"),
+        36: ("value", "anonymous", "false"),
+    }
+    for position, (column, key, text) in edits.items():
+        db.execute(
+            f"UPDATE judgments SET {column} = json_set({column}, '$.\"{key}\"', json(?)) WHERE id = ?",
+            (text, ids[position]),
+        )
+    twice = '{"winner": "model_b", "model_a": "x", "model_b": "y", "turn": 1, "winner": "model_a"}'
+    db.execute("UPDATE judgments SET value = ? WHERE id = ?", (twice, ids[42]))  # JSON_EXTRACT takes the first
+    db.execute("UPDATE judgments SET value = 'null' WHERE id = ?", (ids[47],))  # not an object
+    db.execute("UPDATE judgments SET meta = '{}' WHERE id = ?", (ids[52],))
+    db.commit()
+    db.close()
+    opened = open_study(tmp_path / "s")
+    columns = get("arena").report_columns
+    parsed = []
+    real = store._json_field_arrays
+
+    def counted(*args, **kwargs):
+        out = real(*args, **kwargs)
+        parsed.append(out is not None)
+        return out
+
+    try:
+        monkeypatch.setattr(store, "_COLUMN_BATCH", 5)
+        monkeypatch.setattr(store, "_json_field_arrays", counted)
+        read = opened.store.load_dataset(opened.id, columns=columns).judgments.frame
+        monkeypatch.setattr(store, "_json_reader", lambda: None)  # the database extracts every field
+        extracted = opened.store.load_dataset(opened.id, columns=columns).judgments.frame
+    finally:
+        opened.close()
+    pd.testing.assert_frame_equal(read, extracted)
+    assert read["meta.category"][1] == 'café 😀 "q" \\ / \n\t\b\f\r'
+    assert read["meta.category"][12] == '{"b":[1,2.5,"x"],"a":null}'
+    assert parsed.count(True) >= 10 and parsed.count(False) == 4  # both ways were taken

@@ -863,11 +863,14 @@ def _row_batches(connection: Any, stmt: Any, size: int) -> Any:
 
 
 def _judgment_columns(s, study_id, columns, ann_ext, unit_ext, conv_ext, excluded) -> Any:
-    """The judgments as records.JudgmentColumns, reading only the wanted JSON fields: the database
-    extracts them (SQLAlchemy's JSON index: JSON_EXTRACT on SQLite, ->> on PostgreSQL) and each
-    batch of rows becomes pyarrow arrays, then one pandas DataFrame (kept libraries, no engine of
-    ours). None when some judgment is of another question (the analysis then takes objects).
-    Without pyarrow (the base install has it only with the extra 'parquet') pandas builds the frame."""
+    """The judgments as records.JudgmentColumns, reading only the wanted JSON fields, each batch of
+    rows as pyarrow arrays, then one pandas DataFrame (kept libraries, no engine of ours). On SQLite
+    with pyarrow each row's value and meta come as their JSON text and pyarrow's JSON reader parses
+    a batch of them column-wise (_json_field_arrays); elsewhere, and for a batch that reader does not
+    take exactly, the database extracts the fields (SQLAlchemy's JSON index: JSON_EXTRACT on SQLite,
+    ->> on PostgreSQL). None when some judgment is of another question (the analysis then takes
+    objects). Without pyarrow (the base install has it only with the extra 'parquet') pandas builds
+    the frame from the extracted fields."""
     import pandas as pd
 
     try:
@@ -883,7 +886,7 @@ def _judgment_columns(s, study_id, columns, ann_ext, unit_ext, conv_ext, exclude
     if other:
         return None
     value_keys, meta_keys = list(columns.get("value", {})), list(columns.get("meta", {}))
-    fields: list[Any] = [
+    plain: list[Any] = [
         J.id.label("judgment_id"),
         J.annotator_id.label("annotator"),
         J.unit_id.label("unit"),
@@ -891,19 +894,32 @@ def _judgment_columns(s, study_id, columns, ann_ext, unit_ext, conv_ext, exclude
         J.elapsed_s.label("elapsed_s"),
         J.assignment_id.label("assignment_id"),
     ]
+    extracted: list[Any] = []
     for name, kind in columns.get("value", {}).items():
-        fields.append(getattr(J.value[name], f"as_{kind}")().label(f"value.{name}"))
+        extracted.append(getattr(J.value[name], f"as_{kind}")().label(f"value.{name}"))
     for name, kind in columns.get("meta", {}).items():
-        fields.append(getattr(J.meta[name], f"as_{kind}")().label(f"meta.{name}"))
-    names = [str(f.name) for f in fields]
-    stmt = select(*fields).where(J.study_id == study_id).order_by(J.id)
+        extracted.append(getattr(J.meta[name], f"as_{kind}")().label(f"meta.{name}"))
+    names = [str(f.name) for f in plain + extracted]
+    extract_stmt = select(*plain, *extracted).where(J.study_id == study_id).order_by(J.id)
+    connection = s.connection()
+    parse_json = pa is not None and connection.dialect.name == "sqlite" and _json_reader() is not None
+    stmt = select(*plain, J.value, J.meta).where(J.study_id == study_id).order_by(J.id) if parse_json else extract_stmt
     batches = []
-    for part in _row_batches(s.connection(), stmt, _COLUMN_BATCH):
-        if pa is not None:
-            cols = list(zip(*part))
-            batches.append(pa.record_batch([pa.array(c) for c in cols], names=names))
-        else:
+    for part in _row_batches(connection, stmt, _COLUMN_BATCH):
+        if pa is None:
             batches.append(pd.DataFrame.from_records([tuple(r) for r in part], columns=names))
+            continue
+        cols = list(zip(*part))
+        if parse_json:
+            fields = _json_field_arrays(cols[-2], columns.get("value", {}))
+            if fields is not None:
+                fields = _json_field_arrays(cols[-1], columns.get("meta", {}), fields)
+            if fields is None:  # the database's own extraction, for these rows (ids ascend in a batch)
+                between = extract_stmt.where(J.id.between(part[0][0], part[-1][0]))
+                cols = list(zip(*(row for rows in _row_batches(connection, between, _COLUMN_BATCH) for row in rows)))
+            else:
+                cols = cols[:-2] + fields
+        batches.append(pa.record_batch([c if isinstance(c, pa.Array) else pa.array(c) for c in cols], names=names))
     if batches and pa is not None:
         # a field missing from every row of one batch is a null column there, a string or number
         # column in another: the batches' types are unified (null -> the other's), as one batch reads
@@ -922,6 +938,59 @@ def _judgment_columns(s, study_id, columns, ann_ext, unit_ext, conv_ext, exclude
         if kind == "boolean":  # SQLite gives 0/1
             frame[f"value.{name}"] = frame[f"value.{name}"].map({0: False, 1: True})  # (True == 1, False == 0)
     return JudgmentColumns(frame, value_keys, meta_keys)
+
+
+def _json_reader() -> Any:
+    try:
+        import pyarrow.json as pa_json
+    except ImportError:
+        return None
+    return pa_json
+
+
+def _json_field_arrays(texts: Any, kinds: dict[str, str], into: list[Any] | None = None) -> list[Any] | None:
+    """The fields `kinds` ({key: "string" | "integer" | "boolean"}) of JSON objects `texts`, as one
+    pyarrow array each, the arrays JSON_EXTRACT's values would make (appended to `into`), or None
+    when some value is not what its kind's type holds exactly. SQLite 3.40 parses a document once
+    per JSON_EXTRACT call, ten times a row; pyarrow's reader parses each once, into columns. Its
+    typed columns take only JSON strings, integers in int64, or true/false: a number in a string
+    field, a float or string in an integer one, a nested value, a key given twice, all raise, and
+    the caller has the database extract those rows (its values: 1/0 for true/false, a nested
+    value's JSON text, mixed types). A line that is not an object is never given to the reader
+    (pyarrow 22 crashes on a first line `null`)."""
+    import io
+
+    import pyarrow as pa
+
+    pa_json = _json_reader()
+    types = {"string": pa.string(), "integer": pa.int64(), "boolean": pa.bool_()}
+    if not kinds:
+        return list(into or [])
+    if any(kind not in types for kind in kinds.values()):
+        return None
+    try:
+        lines = "\n".join(texts)
+    except TypeError:  # not text
+        return None
+    if not lines.startswith("{") or lines.count("\n") != lines.count("\n{"):  # some line not an object
+        return None
+    schema = pa.schema([(key, types[kind]) for key, kind in kinds.items()])
+    options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    try:
+        table = pa_json.read_json(io.BytesIO(lines.encode()), parse_options=options)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != len(texts):  # a document over several lines, or several on one
+        return None
+    arrays = list(into or [])
+    for key, kind in kinds.items():
+        array = table.column(key).combine_chunks()
+        if array.null_count == len(array):  # as pa.array of Nones: the null type
+            array = pa.nulls(len(array))
+        elif kind == "boolean":  # as SQLite's 1/0
+            array = array.cast(pa.int64())
+        arrays.append(array)
+    return arrays
 
 
 def _judge_guided(s, study_id: int) -> dict[str, Any]:
