@@ -115,7 +115,12 @@ CASES = [
         )
         for variant in ("acute-v0-speaker", "acute-v1-dialogue-ids", "current")
     ],
-    Case("parlai mturk example chat log", ["parlai/mturk-example/chat_log.jsonl"], ["parlai"], {"conversations": 100}),
+    Case(
+        "parlai mturk example chat log",
+        ["parlai/mturk-example/chat_log.jsonl"],
+        ["parlai"],
+        counts={"conversations": 100},
+    ),
     Case(
         "parlai model_chat results",
         ["parlai/model_chat/final_chat_data.json"],
