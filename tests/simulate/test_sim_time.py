@@ -9,8 +9,9 @@ the documented time per step
 from __future__ import annotations
 
 import json
+import random
 import shutil
-from math import sqrt
+from math import exp, sqrt
 from pathlib import Path
 from statistics import mean, stdev
 
@@ -18,7 +19,7 @@ import pytest
 
 from dialeval import METHODS, registry
 from dialeval.records import Judgment
-from dialeval.simulate.model import seconds_table
+from dialeval.simulate.model import seconds, seconds_table
 from dialeval.store import Store
 
 
@@ -74,6 +75,36 @@ def clustered_standard_error(samples: list[tuple[str, float]]) -> float:
     return sqrt(sum(r * r for r in residuals.values())) / len(samples)
 
 
+def model_standard_error(samples: list[tuple[str, float]], documented: float) -> float:
+    """The standard error of the mean of `(annotator, seconds)` samples under the simulation's own time
+    model (simulate/model.py: each time lognormal with sigma 0.5 around the documented mean, times one
+    speed per annotator, lognormal with mean 1 and sigma 0.25): for n_a judgments of annotator a, N in
+    all, Var = D^2 / N^2 * sum_a [n_a^2 (e^(0.25^2) - 1) + n_a e^(0.25^2) (e^(0.5^2) - 1)]. The
+    clustered estimate shrinks when the few annotators of a small sample happen to work at one pace
+    (CI: 28 Direct Assessment ratings by a handful of annotators, a clustered 4 SE of 5.6 s around a
+    mean 26% under the documented 45 s); this one does not."""
+    per_annotator: dict[str, int] = {}
+    for annotator, _ in samples:
+        per_annotator[annotator] = per_annotator.get(annotator, 0) + 1
+    between, within = exp(0.25**2), exp(0.5**2) - 1
+    total = sum(n * n * (between - 1) + n * between * within for n in per_annotator.values())
+    return documented * sqrt(total) / len(samples)
+
+
+def test_the_model_standard_error_is_the_spread_of_simulated_means():
+    """The formula against the model itself: the means of many simulated samples of 6 annotators
+    with 5 judgments each spread as model_standard_error says (within 10%)."""
+    rng = random.Random(7)
+    shape = [(str(a), 0.0) for a in range(6) for _ in range(5)]
+    means = []
+    for _ in range(4000):
+        speeds = [exp(rng.gauss(-(0.25**2) / 2, 0.25)) for _ in range(6)]
+        means.append(mean(seconds("direct-assessment", rng, speed=speeds[int(a)]) for a, _ in shape))
+    documented = seconds_table()["direct-assessment"]
+    assert mean(means) == pytest.approx(documented, rel=0.02)
+    assert stdev(means) == pytest.approx(model_standard_error(shape, documented), rel=0.1)
+
+
 def test_the_clustered_standard_error_grows_with_the_share_of_one_annotator():
     independent = [(str(i), float(i % 2)) for i in range(100)]
     clustered = [(str(i % 2), float(i % 2)) for i in range(100)]
@@ -104,9 +135,10 @@ def test_simulated_seconds_per_judgment_match_the_documented_ones(demo_copy, met
         # (sigma 0.25), so judgments of one annotator are not independent: with 10 annotators the
         # speeds alone move the mean by ~8% (one standard error), and an i.i.d. standard error
         # (CI: 170 SM-Turn ratings, 7.2 s against 6.0 s) understates it. The standard error here is
-        # clustered by annotator. Which annotator rates which conversation depends on thread
-        # timing, so the seed does not fix the sample.
-        noise = 4 * clustered_standard_error(by_step[step])
+        # clustered by annotator, and never below what the time model itself implies for a sample
+        # of this shape. Which annotator rates which conversation depends on thread timing, so the
+        # seed does not fix the sample.
+        noise = 4 * max(clustered_standard_error(by_step[step]), model_standard_error(by_step[step], documented))
         assert abs(seconds - documented) <= max(0.2 * documented, noise), (
             f"{method} {step}: mean {seconds:.1f} s over {len(times)} judgments, documented {documented} s"
         )
