@@ -74,3 +74,20 @@ def test_small_imported_arena(tmp_path):
     assert "x is rated above " in " ".join(report["answer"]["summary"])
     assert not any("no difference between it and the others" in s for s in report["answer"]["summary"])
     assert f"1 annotator gave {len(votes)} judgments of 3 systems (x, y, z)." in report["study"]["methods"]
+
+
+def test_filtered_annotators_sentence_in_singular_and_plural():
+    """The quality-control sentence counts its annotators in the right number (it said "1 annotators")."""
+    from dialeval.report.answer import answer
+
+    def sentence(filtered: int) -> str:
+        report = {
+            "method": "no-such-method",
+            "systems": [{"name": "a"}, {"name": "b"}],
+            "filtered_annotators": [{"id": f"w{k}", "reason": "failed the check"} for k in range(filtered)],
+        }
+        (found,) = [s for s in answer(report)["summary"] if "filtered out" in s]
+        return found
+
+    assert sentence(1).startswith("1 annotator was filtered out by quality control")
+    assert sentence(3).startswith("3 annotators were filtered out by quality control")

@@ -190,8 +190,9 @@ def answer(report: dict[str, Any]) -> dict[str, Any]:
         summary.append(f"{len(undecided) - MAX_LISTED_UNDECIDED} more pairs are undecided (see the tables below).")
     summary.extend(_fragility_sentences(report))
     if report.get("filtered_annotators"):
+        n = len(report["filtered_annotators"])
         summary.append(
-            f"{len(report['filtered_annotators'])} annotators were filtered out by quality control "
+            f"{n} {'annotator was' if n == 1 else 'annotators were'} filtered out by quality control "
             "and are not counted above."
         )
     summary.extend(_reopened_sentences(report))
