@@ -172,12 +172,17 @@ def fmt(v) -> str:
 
 
 def pg_counters(url: str) -> tuple[int, int]:
-    """(commits of the whole database, rows inserted + updated in the run's schema) so far."""
+    """(the server's transaction id counter, rows inserted + updated in the run's schema) so far.
+
+    PostgreSQL gives a transaction an id only when it writes, so the counter's rise over a run is
+    the number of write transactions (plus 1, this call's own); pg_stat_database's xact_commit also
+    counts the read-only ones (every page view), which is not what one commit per judgment means.
+    The counter is the whole server's: run on a server nothing else writes to."""
     import psycopg
 
     plain = url.replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(plain, autocommit=True) as conn:
-        commits = conn.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").fetchone()
+        commits = conn.execute("SELECT pg_current_xact_id()::text::bigint").fetchone()
         rows = conn.execute(
             "SELECT coalesce(sum(n_tup_ins + n_tup_upd), 0) FROM pg_stat_user_tables "
             "WHERE schemaname = current_schema()"
@@ -282,7 +287,7 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
             "limit: cores": 1000 * cores / (server_ms + client_ms) if n else None,
             "limit: commit/s": ceiling,
             "limit: annotators/cycle": (1000 * annotators / cycle) if cycle and not think else None,
-            "db commits/judgment": (pg_after[0] - pg_before[0]) / max(1, n) if db_url else None,
+            "db write commits/judgment": (pg_after[0] - pg_before[0] - 1) / max(1, n) if db_url else None,
             "rows written/judgment": (pg_after[1] - pg_before[1]) / max(1, n) if db_url else None,
             "5xx": sum(v for k, v in res.statuses.items() if k >= 500),
             "statuses": dict(sorted(res.statuses.items())),
@@ -315,7 +320,7 @@ METHOD_COLUMNS = [
     "first word p50",
     "server CPU ms/judgment",
     "client CPU ms/judgment",
-    "db commits/judgment",
+    "db write commits/judgment",
     "5xx",
     "checks",
     "load",
