@@ -1397,12 +1397,16 @@ def report(
         help="count simulated annotators (dialeval simulate) beside real ones; a study of only simulated "
         "annotators is always reported, saying so",
     ),
+    png: bool = typer.Option(
+        False, "--png", help="also write each figure as PNG (report/plots/NAME.png, 110 dpi) beside its SVG"
+    ),
 ) -> None:
-    """Analyse a study: report/index.html (self-contained), report/report.json and plots.
+    """Analyse a study: report/index.html (self-contained), report/report.json and plots (SVG).
 
     Examples:
       dialeval report my-study
       dialeval report my-study --json out.json --html out.html
+      dialeval report my-study --png            # the figures as PNG too, for slides
     """
     from .report import study_report, write_report
 
@@ -1414,7 +1418,7 @@ def report(
             f"{study} holds no judgments yet, so there is nothing to report; collect some "
             f"(dialeval serve {study}, or dialeval simulate {study}) or import a data set"
         )
-    paths = write_report(result, study / "report", json_path=json_path, html_path=html_path)
+    paths = write_report(result, study / "report", json_path=json_path, html_path=html_path, png=png)
     table = _table("system", "n", "score", title=f"{result['method']}: systems, best first")
     for s in result.get("systems", []):
         score = s.get("score")

@@ -324,7 +324,7 @@ def test_ten_systems_report_without_warnings(tmp_path, make):
     page = read_page(folder / "report" / "index.html")
     text = "".join(page.text)
     assert "{" not in text and "[" not in text
-    plots = sorted((folder / "report" / "plots").glob("*.png"))
+    plots = sorted((folder / "report" / "plots").glob("*.svg"))
     assert plots
 
 
