@@ -9,9 +9,9 @@ Beside them, the limits measured in the same run: the interpreter's bare start (
 the CLI's import (`python -c "import dialeval.cli"`), which every command pays before it does
 anything, and the libraries an arena report cannot do without imported and nothing else (pandas,
 scipy.special and scipy.optimize for the tie models, SQLAlchemy for the store, matplotlib's figure
-and its PNG and SVG backends): the floor of the report's start as long as it uses them; and the same
-report with its figures left out (matplotlib never imported, nothing drawn or rendered): what the
-figures cost.
+and its SVG backend; PNGs only with `report --png`): the floor of the report's start as long as it
+uses them; and the same report with its figures left out (matplotlib never imported, nothing drawn
+or rendered): what the figures cost.
 
 The study: `dialeval init arena` completed by 6 simulated annotators (seed 1), made once in a
 temporary folder (the study is not timed).
@@ -38,7 +38,7 @@ DIALEVAL = str(Path(sys.executable).with_name("dialeval"))
 TARGETS = {"report": 1.5, "help": 0.3}  # seconds of wall time, on a quiet machine
 LIBRARIES = (
     "import numpy, pandas, scipy.special, scipy.optimize, sqlalchemy.orm, jinja2, matplotlib.figure, "
-    "matplotlib.backends.backend_agg, matplotlib.backends.backend_svg"
+    "matplotlib.backends.backend_svg"
 )
 
 
