@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -97,6 +98,14 @@ def test_simulate_and_report_a_study(tmp_path):
     assert report["method"] == "acute" and len(report["systems"]) == 3
     assert sum(m["wins_a"] + m["wins_b"] for m in report["matchups"]) > 0
     assert (folder / "report" / "index.html").read_text().count("<img") >= 2
+    # `report` pauses the cyclic garbage collector only while it runs, also when it refuses
+    assert invoke("report", folder, "--png").exit_code == 0 and gc.isenabled()
+    plots = {p.name for p in (folder / "report" / "plots").iterdir()}
+    assert "leaderboard.svg" in plots and "leaderboard.png" in plots
+    empty = tmp_path / "empty"
+    assert invoke("init", "acute", empty).exit_code == 0
+    refused = runner.invoke(app, ["report", str(empty)])
+    assert refused.exit_code == 2 and "nothing to report" in refused.output and gc.isenabled()
 
 
 def test_serve_prints_links_and_answers(tmp_path):
