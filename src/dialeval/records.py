@@ -186,6 +186,22 @@ def plain_value(x: Any) -> Any:
 
 
 @dataclass
+class RecordBatch:
+    """Records of an import read a batch at a time, in file order (Store.save_batches): a Dataset's,
+    but each conversation's turns come as plain (speaker, text, bot) tuples in `turns` (one list per
+    conversation, in the same order; the other Turn fields at their defaults) and its own `turns` is
+    empty: a hundred thousand rated dialogues hold millions of turns, too many to build as objects.
+    `annotators` are those first seen in the batch; the reader may add to their meta until the
+    file is read (what is stored is their meta then)."""
+
+    conversations: list[Conversation] = field(default_factory=list)
+    turns: list[list[tuple[str, str, str | None]]] = field(default_factory=list)
+    annotators: list[Annotator] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
+    judgments: list[Judgment] = field(default_factory=list)
+
+
+@dataclass
 class Dataset:
     """Everything one import or one generation run produces, ready for the store or for analysis."""
 

@@ -28,14 +28,16 @@ Every run of the public release reads (free topic runs 1 and 2, ice-breaker). Th
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from dialeval.errors import ImportFormatError
 from dialeval.formats.reading import MAX_DURATION_S, Record, UniqueIds, csv_rows, parse_json, type_name
-from dialeval.records import DA_CRITERIA, Annotator, Conversation, Dataset, Judgment, Turn, Unit
+from dialeval.records import DA_CRITERIA, Annotator, Conversation, Dataset, Judgment, RecordBatch, Turn, Unit
 from dialeval.textclean import clean_imported
 
 METHOD = "direct-assessment"
@@ -94,17 +96,22 @@ def parse_scores(text: Any) -> list[float]:
 
 def parse_dialogue(text: Any, bot: str) -> list[Turn]:
     """ "u: hi###b: hello###" -> Turns (u = human, b = bot); ValueError on an unknown prefix."""
+    return [Turn(speaker=speaker, text=said, bot=by) for speaker, said, by in dialogue_turns(text, bot)]
+
+
+def dialogue_turns(text: Any, bot: str) -> list[tuple[str, str, str | None]]:
+    """parse_dialogue's turns as plain (speaker, text, bot) tuples (RecordBatch.turns)."""
     if not isinstance(text, str):
         raise TypeError(f"expected a string 'u: ...###b: ...###', got {type(text).__name__}")
     pieces = text.split("###")
     if pieces and pieces[-1] == "":
         pieces = pieces[:-1]
-    turns = []
+    turns: list[tuple[str, str, str | None]] = []
     for k, piece in enumerate(pieces):
         if piece.startswith("u:"):
-            turns.append(Turn(speaker="human", text=piece[2:].strip()))
+            turns.append(("human", piece[2:].strip(), None))
         elif piece.startswith("b:"):
-            turns.append(Turn(speaker="bot", text=piece[2:].strip(), bot=bot))
+            turns.append(("bot", piece[2:].strip(), bot))
         else:
             raise ValueError(f"message {k + 1} starts with neither 'u:' nor 'b:': {piece[:40]!r}")
     return turns
@@ -147,43 +154,83 @@ def read_dialogue_eval_csv(
     no per-conversation times; `meta["elapsed_estimated"]` says so).
     Raises ImportFormatError (with line and field) on a malformed row.
     """
-    p = Path(path)
-    spath = str(p)
-    ds = Dataset(method=METHOD, meta={"source": "dialogue-eval", "path": spath, "study_label": study_label or p.stem})
-    annotators: dict[str, Annotator] = {}
-    seen = UniqueIds(spath, "assignment", "AssignmentId")
-    empty: list[str] = []
-    rows = 0
-    try:
-        records = list(csv_rows(p, REQUIRED_COLUMNS))
-    except ImportFormatError as e:
-        if e.field in REQUIRED_COLUMNS:  # say what file was expected
-            message = f"missing column '{e.field}' (is this a Dialogue-Eval MTurk batch file?)"
-            raise ImportFormatError(spath, message, 1, e.field) from None
-        raise
-    for record in records:
-        rows += 1
-        _read_row(record, spath, record.line or 0, ds, annotators, seen, empty, persona_seed_max)
-    if rows == 0:
-        raise ImportFormatError(spath, "no data rows")
-    seen.finish()
-    ds.annotators = list(annotators.values())
-    ds.meta.update({"rows": rows, "empty_submissions": empty, "persona_seed_max": persona_seed_max})
-    ds.meta["partial_submissions"] = sorted(
-        {u.id for u in ds.units if u.payload.get("unanswered_slots") and not u.payload.get("empty_submission")}
-    )
+    stream = DialogueEvalStream(path, study_label, persona_seed_max)
+    ds = Dataset(method=METHOD)
+    for batch in stream:
+        for conv, turns in zip(batch.conversations, batch.turns):
+            conv.turns = [Turn(speaker=speaker, text=said, bot=by) for speaker, said, by in turns]
+        ds.conversations += batch.conversations
+        ds.units += batch.units
+        ds.judgments += batch.judgments
+    ds.annotators = list(stream.annotators.values())
+    ds.meta = stream.meta()
     return ds
 
 
+BATCH_ROWS = 1000  # CSV rows per RecordBatch: about 6,000 conversations and 120,000 turns
+
+
+class DialogueEvalStream:
+    """The records of a Dialogue-Eval MTurk batch CSV a RecordBatch at a time (iterate it once), as
+    read_dialogue_eval_csv reads them: what `dialeval import dialogue-eval` stores as it reads, so
+    that memory does not grow with the file (but for the ids kept to find repeats and the workers).
+    Once iterated: `annotators` (their meta complete only then), `meta()` (the Dataset's)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        study_label: str | None = None,
+        persona_seed_max: int = PERSONA_SEED_MAX,
+        batch_rows: int = BATCH_ROWS,
+    ):
+        self.path = Path(path)
+        self.study_label = study_label or self.path.stem
+        self.persona_seed_max = persona_seed_max
+        self.batch_rows = batch_rows
+        self.annotators: dict[str, Annotator] = {}
+        self.empty: list[str] = []
+        self.partial: set[str] = set()
+        self.rows = 0
+
+    def __iter__(self) -> Iterator[RecordBatch]:
+        spath = str(self.path)
+        seen = UniqueIds(spath, "assignment", "AssignmentId")
+        records = csv_rows(self.path, REQUIRED_COLUMNS)
+        try:
+            first = next(records, None)
+        except ImportFormatError as e:
+            if e.field in REQUIRED_COLUMNS:  # say what file was expected
+                message = f"missing column '{e.field}' (is this a Dialogue-Eval MTurk batch file?)"
+                raise ImportFormatError(spath, message, 1, e.field) from None
+            raise
+        if first is None:
+            raise ImportFormatError(spath, "no data rows")
+        batch, rows = RecordBatch(), 0
+        for record in itertools.chain((first,), records):
+            rows += 1
+            _read_row(record, spath, record.line or 0, batch, self, seen)
+            if rows % self.batch_rows == 0:
+                yield batch
+                batch = RecordBatch()
+        seen.finish()
+        self.rows = rows
+        yield batch
+
+    def meta(self) -> dict[str, Any]:
+        """The meta of read_dialogue_eval_csv's Dataset."""
+        return {
+            "source": "dialogue-eval",
+            "path": str(self.path),
+            "study_label": self.study_label,
+            "rows": self.rows,
+            "empty_submissions": self.empty,
+            "persona_seed_max": self.persona_seed_max,
+            "partial_submissions": sorted(self.partial),
+        }
+
+
 def _read_row(
-    row: Record,
-    path: str,
-    line: int,
-    ds: Dataset,
-    annotators: dict[str, Annotator],
-    seen: UniqueIds,
-    empty: list[str],
-    persona_seed_max: int,
+    row: Record, path: str, line: int, batch: RecordBatch, stream: DialogueEvalStream, seen: UniqueIds
 ) -> None:
     for col in ("HITId", "AssignmentId", "WorkerId"):
         if not (row.get(col) or "").strip():
@@ -194,9 +241,10 @@ def _read_row(
     work_time = _work_time(row.get("WorkTimeInSeconds"), path, line)
     answers = _answers(row["Answer.taskAnswers"] or "", path, line)
 
-    ann = annotators.get(worker)
+    ann = stream.annotators.get(worker)
     if ann is None:
-        ann = annotators[worker] = Annotator(id=worker, platform="mturk", meta={"assignments": []})
+        ann = stream.annotators[worker] = Annotator(id=worker, platform="mturk", meta={"assignments": []})
+        batch.annotators.append(ann)
     ann.meta["assignments"].append(assignment)
 
     base_meta = {"hit": hit, "assignment": assignment, "worker": worker, "work_time_s": work_time}
@@ -225,16 +273,17 @@ def _read_row(
 
     if not any(answered):
         # An empty submission: nothing was rated; keep who and what was assigned.
-        empty.append(assignment)
+        stream.empty.append(assignment)
         ann.meta["empty_submission"] = True
         ann.meta.setdefault("empty_assignments", []).append(assignment)
         unit_payload["empty_submission"] = True
         unit_payload["unanswered_slots"] = list(range(SLOTS))
         for i in range(SLOTS):
-            ds.conversations.append(
+            batch.conversations.append(
                 unanswered(i, "empty submission: the worker submitted no conversation", "empty_submission")
             )
-        ds.units.append(Unit(id=assignment, kind="da-hit", conversation_ids=conv_ids, payload=unit_payload))
+            batch.turns.append([])
+        batch.units.append(Unit(id=assignment, kind="da-hit", conversation_ids=conv_ids, payload=unit_payload))
         return
 
     elapsed = work_time / SLOTS if work_time is not None else None
@@ -243,7 +292,8 @@ def _read_row(
         if not answered[i]:
             unit_payload.setdefault("unanswered_slots", []).append(i)
             systems.append(inputs[i])
-            ds.conversations.append(unanswered(i, "partial submission: this slot was not answered", "unanswered"))
+            batch.conversations.append(unanswered(i, "partial submission: this slot was not answered", "unanswered"))
+            batch.turns.append([])
             continue
         task = answers.get(f"task{i}")
         if not isinstance(task, str) or not task.strip():
@@ -258,7 +308,7 @@ def _read_row(
             raise ImportFormatError(
                 path, f"seed is not an integer: {seed_raw!r}", line=line, field=f"Answer.taskAnswers.seed{i}"
             ) from None
-        persona = seed <= persona_seed_max
+        persona = seed <= stream.persona_seed_max
         name = system_name(task, persona)
         systems.append(name)
         scores = None
@@ -268,7 +318,7 @@ def _read_row(
             except (TypeError, ValueError) as e:
                 raise ImportFormatError(path, str(e), line=line, field=f"Answer.taskAnswers.score{i}") from None
         try:
-            turns = parse_dialogue(answers.get(f"dialogue{i}", ""), name)
+            turns = dialogue_turns(answers.get(f"dialogue{i}", ""), name)
         except (TypeError, ValueError) as e:
             raise ImportFormatError(path, str(e), line=line, field=f"Answer.taskAnswers.dialogue{i}") from None
         marked = {}
@@ -296,10 +346,11 @@ def _read_row(
         if scores is None:
             meta["unrated"] = True
             unit_payload.setdefault("unrated_slots", []).append(i)
-        ds.conversations.append(Conversation(id=conv_ids[i], bots=[name], turns=turns, source="live", meta=meta))
+        batch.conversations.append(Conversation(id=conv_ids[i], bots=[name], turns=[], source="live", meta=meta))
+        batch.turns.append(turns)
         if scores is None:
             continue
-        ds.judgments.append(
+        batch.judgments.append(
             Judgment(
                 annotator_id=worker,
                 unit_id=assignment,
@@ -311,4 +362,6 @@ def _read_row(
             )
         )
     unit_payload["systems"] = systems
-    ds.units.append(Unit(id=assignment, kind="da-hit", conversation_ids=conv_ids, payload=unit_payload))
+    if unit_payload.get("unanswered_slots"):
+        stream.partial.add(assignment)
+    batch.units.append(Unit(id=assignment, kind="da-hit", conversation_ids=conv_ids, payload=unit_payload))

@@ -36,6 +36,7 @@ import contextlib
 import csv
 import hashlib
 import io
+import itertools
 import json
 import math
 from collections.abc import Iterator, Mapping
@@ -197,6 +198,21 @@ def lines(path: str | Path) -> Iterator[tuple[int, str]]:
     Files in an encoding where a newline is the byte 0x0A and nothing else (UTF-8, ASCII, Latin-1,
     cp1252: nearly every export) are read a block at a time, so memory does not grow with the file;
     the others (UTF-16/32) are decoded whole. Same lines and same decoding errors either way."""
+    number = 0
+    for text, last in text_blocks(path):
+        pieces = text.split("\n")
+        if not last:
+            pieces.pop()  # the block ends with a newline: nothing after it yet
+        for line in pieces:
+            number += 1
+            _at(path, number)
+            yield number, line.rstrip("\r")
+
+
+def text_blocks(path: str | Path) -> Iterator[tuple[str, bool]]:
+    """The decoded text of a file in blocks, each but the last ending with a newline, and whether
+    it is the last: read_text's text and decoding errors (byte offset and line counted from the
+    start of the file), a block at a time in the encodings where a newline is one byte (see lines)."""
     head = read_bytes_head(path)
     chosen = _current().encoding
     for mark, codec in _BOMS:
@@ -205,10 +221,7 @@ def lines(path: str | Path) -> Iterator[tuple[int, str]]:
             break
     chosen = chosen or DEFAULT_ENCODING
     if codecs.lookup(chosen).name not in _LINE_CODECS:
-        text = read_text(path)
-        for number, line in enumerate(text.split("\n"), start=1):
-            _at(path, number)
-            yield number, line.rstrip("\r")
+        yield read_text(path), True
         return
     number, offset, tail = 0, 0, b""
     with open(path, "rb") as handle:
@@ -222,13 +235,8 @@ def lines(path: str | Path) -> Iterator[tuple[int, str]]:
             tail = block[end:] if block else b""
             text = _decode_block(data, path, chosen, offset, number, first=offset == 0)
             offset += len(data)
-            pieces = text.split("\n")
-            if block:
-                pieces.pop()  # the block ends with a newline: nothing after it yet
-            for line in pieces:
-                number += 1
-                _at(path, number)
-                yield number, line.rstrip("\r")
+            number += data.count(b"\n")
+            yield text, not block
             if not block:
                 return
 
@@ -370,11 +378,13 @@ def csv_rows(path: str | Path, required: tuple[str, ...] = ()) -> Iterator[Recor
     """A Record of strings per data row of a CSV file with a header; its line is where the row
     starts (a quoted cell may span lines). Missing `required` columns, rows with more cells than
     the header, fields over CSV_FIELD_LIMIT and other malformations raise ImportFormatError."""
-    text = read_text(path)
+    # the file a block at a time (memory flat in its size); each block but the last ends with a
+    # newline, so its lines are those of the whole text (CRLF and lone CR ends included)
+    source = itertools.chain.from_iterable(io.StringIO(text, newline="") for text, _ in text_blocks(path))
     previous = csv.field_size_limit()
     csv.field_size_limit(CSV_FIELD_LIMIT)
     try:
-        reader = csv.reader(io.StringIO(text, newline=""))
+        reader = csv.reader(source)
         try:
             header = next(reader, None)
         except csv.Error as exc:
