@@ -1078,7 +1078,8 @@ def _import_unguarded(fmt, paths, study, domain, rename, method, paper_names, ju
     from .formats import importers
 
     entry = importers().get(fmt)
-    if entry is not None and entry.stream and path.is_file() and not (judges or renames or domain or method):
+    streamed = entry is not None and (entry.stream or entry.batches)
+    if streamed and path.is_file() and not (judges or renames or domain or method):
         with import_text_limit_of(max_text_chars):
             if _stream_import(fmt, path, study, append, waiting):
                 return
@@ -1138,7 +1139,18 @@ def _stream_import(fmt: str, path: Path, study: Path, append: bool, waiting) -> 
     import shutil
 
     from .config import STUDY_FILE, load_study
-    from .formats import check_annotator, check_conversation, check_id, check_question, format_method, streamer
+    from .errors import ImportFormatError
+    from .formats import (
+        LABEL_CHARS,
+        batch_reader,
+        check_annotator,
+        check_conversation,
+        check_id,
+        check_question,
+        format_method,
+        importers,
+        streamer,
+    )
     from .formats.names import HUMAN, is_valid_name
     from .import_sources import (
         RecordsDigest,
@@ -1148,11 +1160,13 @@ def _stream_import(fmt: str, path: Path, study: Path, append: bool, waiting) -> 
         source_record,
         study_lock,
     )
-    from .records import Annotator
-    from .study import open_study
+    from .records import Annotator, Conversation, Turn
+    from .store.store import Store
+    from .study import open_study, study_uid
     from .textclean import clean_text
 
     where, method = str(path), format_method(fmt)
+    batched = bool(importers()[fmt].batches)
     folder_existed = study.exists()
     with study_lock(study, waiting):
         # looked at under the lock: an import that held it may have made the study meanwhile
@@ -1196,6 +1210,7 @@ def _stream_import(fmt: str, path: Path, study: Path, append: bool, waiting) -> 
                 systems[kind].append(name)
 
         judged, add_judgment = seen_systems["judgments"], records.adder("judgments")
+        judged_or_shown = seen_systems["conversations"]
 
         def items():
             for annotator, judgment, conversations in streamer(fmt)(path):
@@ -1222,6 +1237,50 @@ def _stream_import(fmt: str, path: Path, study: Path, append: bool, waiting) -> 
                 add_judgment(judgment)
                 yield annotator, judgment, conversations
 
+        summary: dict = {}
+
+        def batches():
+            # the checks of check_records, a batch at a time; a batch reader's texts are cleaned
+            # already (ImportFormat.batches)
+            stream = batch_reader(fmt)(path)
+            ids: dict[str, set[str]] = {"conversation": set(), "unit": set()}
+            add_conversation, add_unit = records.conversation_adder(), records.adder("units")
+            for batch in stream:
+                for conv, turns in zip(batch.conversations, batch.turns, strict=True):
+                    check_id("conversation", conv.id, where)
+                    if conv.id in ids["conversation"]:
+                        raise ImportFormatError(where, f"conversation id {conv.id!r} appears twice; ids must be unique")
+                    ids["conversation"].add(conv.id)
+                    if len(conv.source) > LABEL_CHARS or any(len(t[0]) > LABEL_CHARS for t in turns):
+                        check_conversation(
+                            Conversation(conv.id, conv.bots, [Turn(*t) for t in turns], conv.source), where
+                        )
+                    for name in conv.bots:
+                        if name not in judged_or_shown and isinstance(name, str) and name and name != HUMAN:
+                            system(name, "conversations")
+                    add_conversation(conv, turns)
+                for unit in batch.units:
+                    check_id("unit", unit.id, where)
+                    if unit.id in ids["unit"]:
+                        raise ImportFormatError(where, f"unit id {unit.id!r} appears twice; ids must be unique")
+                    ids["unit"].add(unit.id)
+                    add_unit(unit)
+                for annotator in batch.annotators:
+                    check_annotator(annotator.id, where, annotators)
+                    annotators[annotator.id] = annotator
+                for judgment in batch.judgments:
+                    if judgment.question not in questions:
+                        check_question(judgment.question, where)
+                        questions.add(judgment.question)
+                    value = judgment.value if isinstance(judgment.value, dict) else {}
+                    for key in ("model_a", "model_b"):
+                        name = value.get(key)
+                        if name not in judged and isinstance(name, str) and name and name != HUMAN:
+                            system(name, "judgments")
+                    add_judgment(judgment)
+                yield batch
+            summary.update(stream.meta())
+
         def finish(counts: dict[str, int]) -> dict | None:
             for annotator in annotators.values():
                 records.add("annotators", annotator)
@@ -1242,11 +1301,22 @@ def _stream_import(fmt: str, path: Path, study: Path, append: bool, waiting) -> 
         try:
             if not existed:  # rewritten with the systems once the battles are in
                 _write_imported_study(study, fmt, path, None, {}, [], method, [], {})
-            opened = open_study(study)
-            try:
-                counts = opened.store.save_stream(opened.id, items(), finish)
-            finally:
-                opened.close()
+            if batched:
+                # the study's bots are registered once they are known (after the data, as
+                # open_study does; the whole-file import's rows): not the placeholder
+                config = load_study(study)
+                store = Store.for_study_dir(study, config.database)
+                try:
+                    row = store.ensure_study(config.name, method, config.model_dump(mode="json"), uid=study_uid(study))
+                    counts = store.save_batches(row.id, batches(), finish)
+                finally:
+                    store.close()
+            else:
+                opened = open_study(study)
+                try:
+                    counts = opened.store.save_stream(opened.id, items(), finish)
+                finally:
+                    opened.close()
         except BaseException as exc:
             if not existed:  # nothing of a failed import stays behind
                 for entry in set(study.iterdir()) - before:
@@ -1263,7 +1333,10 @@ def _stream_import(fmt: str, path: Path, study: Path, append: bool, waiting) -> 
             _add_imported_bots(study, names, {})
         else:
             _write_imported_study(study, fmt, path, None, {}, [], method, names, {})
+        if batched:  # the study row's config and its bots as study.yaml now says
+            open_study(study).close()
     console.print(f"imported into {study}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    _say_submissions(summary)
     return True
 
 
@@ -1315,11 +1388,15 @@ def _store_import(fmt, path, study, domain, renames, judges, append, dataset, or
     for new, old in originals.items():
         console.print(f"renamed system {old!r} to {new!r} (a name the store can take)", highlight=False)
     console.print(f"imported into {study}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    _say_submissions(dataset.meta)
+
+
+def _say_submissions(meta: dict) -> None:
+    """The MTurk submissions an import kept without ratings (a Dataset's meta, e.g. Dialogue-Eval's)."""
     for key, what in (("empty_submissions", "empty"), ("partial_submissions", "partial")):
-        if dataset.meta.get(key):
+        if meta.get(key):
             console.print(
-                f"{len(dataset.meta[key])} {what} submissions kept without their missing ratings: "
-                + ", ".join(dataset.meta[key]),
+                f"{len(meta[key])} {what} submissions kept without their missing ratings: " + ", ".join(meta[key]),
                 highlight=False,
             )
 

@@ -75,8 +75,28 @@ class RecordsDigest:
 
         return add
 
+    def conversation_adder(self) -> Callable[[Any, list[tuple[str, str, str | None]]], None]:
+        """`add("conversations", c)` for a conversation whose turns come apart as plain (speaker,
+        text, bot) tuples (RecordBatch): the text of its repr with those Turns in it, without
+        building them (millions of turns)."""
+        update = self.parts["conversations"].update
+
+        def add(conversation: Any, turns: list[tuple[str, str, str | None]]) -> None:
+            c = conversation
+            shown = ", ".join([_PLAIN_TURN % turn for turn in turns])
+            text = _CONVERSATION % (c.id, c.bots, shown, c.source, c.meta, c.error)
+            update(text.encode("utf-8", "surrogatepass") + b"\n")
+
+        return add
+
     def hexdigest(self) -> str:
         return hashlib.sha256("".join(self.parts[k].hexdigest() for k in self.KINDS).encode()).hexdigest()
+
+
+# repr of records.Conversation and of a records.Turn with its defaults past `bot` (a test holds
+# them to the dataclasses' own repr)
+_CONVERSATION = "Conversation(id=%r, bots=%r, turns=[%s], source=%r, meta=%r, error=%r)"
+_PLAIN_TURN = "Turn(speaker=%r, text=%r, bot=%r, is_seed=False, candidates=None, chosen=None, meta={})"
 
 
 def records_digest(dataset: Any) -> str:

@@ -39,12 +39,19 @@ class ImportFormat:
     # raising ImportFormatError when there is nothing; `dialeval import` then stores records as they
     # are read (cli._stream_import) when no option asks for the whole file ("" = never streamed)
     stream: str = ""
+    # "module:function": path -> an iterable of RecordBatch (records of every kind, a batch at a
+    # time, texts cleaned as clean_dataset would) with a meta() of the Dataset once iterated;
+    # `dialeval import` stores each batch as it is read (Store.save_batches), like `stream`
+    batches: str = ""
     help: str = ""  # set: the format's options are its own (what they are for, in the error for other formats)
 
 
 # Format names are the names of the data sets' projects (the Spot The Bot and Chatbot Arena releases).
 IMPORTERS: dict[str, ImportFormat] = {
-    "dialogue-eval": ImportFormat("dialeval.formats.dialogue_eval:read_dialogue_eval_csv"),
+    "dialogue-eval": ImportFormat(
+        "dialeval.formats.dialogue_eval:read_dialogue_eval_csv",
+        batches="dialeval.formats.dialogue_eval:DialogueEvalStream",
+    ),
     "spot-the-bot": ImportFormat(
         "dialeval.formats.spot_the_bot:read_spot_the_bot",
         options={"domain": "", "renames": "rename", "paper_names": "use_paper_names"},
@@ -112,6 +119,11 @@ def streamer(name: str) -> Callable[..., Any]:
     return _resolve("streamed input", {n: e.stream for n, e in importers().items() if e.stream}, name)
 
 
+def batch_reader(name: str) -> Callable[..., Any]:
+    """The batch reader of format `name` (ImportFormat.batches)."""
+    return _resolve("batched input", {n: e.batches for n, e in importers().items() if e.batches}, name)
+
+
 def writer(name: str) -> Callable[..., Any]:
     """The writer function of format `name` (imported on demand). Unknown names raise DialevalError."""
     return _resolve("output", WRITERS, name)
@@ -159,7 +171,7 @@ def import_dataset(name: str, path: str | Path, method: str | None = None, **opt
 
 
 # column widths of the store (store/schema.py): longer values would fail mid-transaction on PostgreSQL
-_ID_CHARS, _LABEL_CHARS = 200, 40
+_ID_CHARS, LABEL_CHARS = 200, 40
 
 
 def check_records(dataset: Dataset, path: str | Path) -> None:
@@ -191,8 +203,8 @@ def check_id(kind: str, ident: Any, where: str) -> None:
 
 
 def check_conversation(c: Conversation, where: str) -> None:
-    if len(c.source) > _LABEL_CHARS or any(len(t.speaker) > _LABEL_CHARS for t in c.turns):
-        too_long = f"a source or speaker longer than {_LABEL_CHARS} characters"
+    if len(c.source) > LABEL_CHARS or any(len(t.speaker) > LABEL_CHARS for t in c.turns):
+        too_long = f"a source or speaker longer than {LABEL_CHARS} characters"
         raise ImportFormatError(where, f"conversation {c.id!r}: {too_long}")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import gc
+import itertools
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -12,13 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import JSON, Engine, Table, func, insert, select, text
+from sqlalchemy import JSON, Engine, Table, bindparam, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .. import __version__, clock
 from ..errors import StoreBusy, StoreError
-from ..records import Annotator, Conversation, Dataset, Judgment, Turn, Unit, is_judge_annotator
+from ..records import Annotator, Conversation, Dataset, Judgment, RecordBatch, Turn, Unit, is_judge_annotator
 from . import migrations
 from .engine import READ_ONLY, check_connection, database_url, make_engine
 from .schema import (
@@ -691,6 +692,114 @@ class Store:
         s.add(EventRow(study_id=study_id, kind=IMPORT_EVENT, payload=source))
         return counts
 
+    def save_batches(
+        self, study_id: int, batches: Iterable[RecordBatch], finish: Callable[[dict[str, int]], dict | None]
+    ) -> dict[str, int] | None:
+        """save_dataset of records read a batch at a time (RecordBatch), in one transaction: all of
+        it or nothing, the same rows. Memory stays flat in the number of records: each batch goes
+        in as plain rows through _BulkInsert (never ORM objects) and is dropped. Records whose
+        external id is already in the study are kept as they are; judgments are always added. The
+        annotators this import adds are stored with their meta as it is once every batch is read.
+        `finish(counts)` returns the import's source record, written in the same transaction, or
+        None to roll everything back (the records were imported before)."""
+        counts = {"conversations": 0, "annotators": 0, "units": 0, "judgments": 0}
+        try:
+            with self.session() as s, _bulk_cache(s.connection()):
+                self._save_batches(s, study_id, batches, counts)
+                source = finish(dict(counts))
+                if source is None:
+                    raise _Undo
+                s.add(EventRow(study_id=study_id, kind=IMPORT_EVENT, payload=source))
+                return counts
+        except _Undo:
+            return None
+
+    def _save_batches(self, s: Session, study_id: int, batches: Iterable[RecordBatch], counts: dict) -> None:
+        C, A, U, J = ConversationRow, AnnotatorRow, UnitRow, JudgmentRow
+
+        def held(model) -> dict[str, int]:
+            return dict(s.execute(select(model.external_id, model.id).where(model.study_id == study_id)).all())
+
+        conv_ids, ann_ids, unit_ids = held(C), held(A), held(U)
+        # the study id and the creation time (the same for a batch) go last: converted once a batch
+        conversations = _BulkInsert(
+            s, C.__table__, ("external_id", "source", "bots", "meta", "error", "study_id", "created_at")
+        )
+        annotators = _BulkInsert(
+            s, A.__table__, ("external_id", "platform", "status", "qc", "meta", "study_id", "created_at")
+        )
+        units = _BulkInsert(
+            s, U.__table__, ("external_id", "kind", "conversation_ids", "payload", "study_id", "created_at")
+        )
+        judgment_columns = (
+            "annotator_id", "unit_id", "conversation_id", "question", "value", "justification", "elapsed_s",
+            "shown_order", "meta", "created_at", "study_id",
+        )  # fmt: skip
+        judgments = _BulkInsert(s, J.__table__, judgment_columns)
+        turns = _TurnInsert(s, plain=True)
+        added: dict[str, tuple[int, Annotator, str]] = {}  # the annotators added: row id, record, its repr then
+
+        def insert_new(bulk: _BulkInsert, model: Any, rows: list[tuple], ids: dict[str, int], now: Any) -> None:
+            # the new rows' ids: those of the study above the highest id before (ids only grow)
+            before = s.scalar(select(func.max(model.id))) or 0
+            bulk.run(rows, study_id, now)
+            ids.update(
+                s.execute(
+                    select(model.external_id, model.id).where(model.study_id == study_id, model.id > before)
+                ).all()
+            )
+
+        for batch in batches:
+            now = clock.now()
+            new = [(c, t) for c, t in zip(batch.conversations, batch.turns) if c.id not in conv_ids]
+            if new:
+                rows = [(c.id, c.source, list(c.bots), c.meta, c.error) for c, _ in new]
+                insert_new(conversations, C, rows, conv_ids, now)
+                for c, t in new:
+                    turns.add_plain(conv_ids[c.id], t)
+                turns.flush()
+                counts["conversations"] += len(new)
+            new_anns = [a for a in batch.annotators if a.id not in ann_ids]
+            if new_anns:
+                rows = [
+                    (a.id, a.platform, a.meta.get("status", "active"), a.meta.get("qc", {}), a.meta) for a in new_anns
+                ]
+                insert_new(annotators, A, rows, ann_ids, now)
+                added.update((a.id, (ann_ids[a.id], a, repr(a))) for a in new_anns)
+                counts["annotators"] += len(new_anns)
+            new_units = [u for u in batch.units if u.id not in unit_ids]
+            if new_units:
+                rows = [(u.id, u.kind, u.conversation_ids, u.payload) for u in new_units]
+                insert_new(units, U, rows, unit_ids, now)
+                counts["units"] += len(new_units)
+            if batch.judgments:
+                rows = []
+                for j in batch.judgments:
+                    if j.annotator_id not in ann_ids:
+                        raise StoreError(f"judgment by unknown annotator '{j.annotator_id}'")
+                    unit = unit_ids.get(j.unit_id) if j.unit_id else None
+                    conv = conv_ids.get(j.conversation_id) if j.conversation_id else None
+                    rows.append(
+                        (ann_ids[j.annotator_id], unit, conv, j.question, j.value, j.justification, j.elapsed_s,
+                         j.shown_order, j.meta, j.created_at or now)
+                    )  # fmt: skip
+                judgments.run(rows, study_id)
+                counts["judgments"] += len(rows)
+        # what the reader added to an annotator after storing it (a worker's later assignments)
+        changed = [
+            {"row": row, "p": a.platform, "s": a.meta.get("status", "active"), "q": a.meta.get("qc", {}), "m": a.meta}
+            for row, a, then in added.values()
+            if repr(a) != then
+        ]
+        if changed:
+            T = A.__table__
+            s.execute(
+                update(T)
+                .where(T.c.id == bindparam("row"))
+                .values(platform=bindparam("p"), status=bindparam("s"), qc=bindparam("q"), meta=bindparam("m")),
+                changed,
+            )
+
     def imported_sources(self, study_id: int) -> list[dict]:
         """The sources imported into a study (as given to save_dataset), oldest first."""
         with self.read() as s:
@@ -1062,10 +1171,16 @@ class _BulkInsert:
                 _json_dumps if isinstance(table.c[c].type, JSON) else p for c, p in zip(columns, self.processors)
             ]
 
-    def run(self, rows: list[tuple]) -> None:
+    def run(self, rows: list[tuple], *same: Any) -> None:
+        """Insert `rows` (not empty); `same` gives the last columns one value for every row, so
+        that `rows` hold only the others (a value converted once, not once a row)."""
         # column by column: each converter mapped over its column, rows rebuilt by zip (C loops,
         # not a Python call per value)
-        converted = [column if p is None else list(map(p, column)) for p, column in zip(self.processors, zip(*rows))]
+        k = len(self.columns) - len(same)
+        converted: list[Any] = [
+            column if p is None else list(map(p, column)) for p, column in zip(self.processors[:k], zip(*rows))
+        ]
+        converted += [itertools.repeat(v if p is None else p(v), len(rows)) for p, v in zip(self.processors[k:], same)]
         if self.copy_sql is not None:
             raw: Any = self.connection.connection.dbapi_connection  # psycopg's, in the session's transaction
             with raw.cursor() as cursor, cursor.copy(self.copy_sql) as copy:
@@ -1174,22 +1289,31 @@ class _TurnInsert:
     )
     BATCH = 20_000
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, plain: bool = False):
+        # plain: turns given as RecordBatch's (speaker, text, bot), the other fields at their defaults
         self.bulk = _BulkInsert(session, TurnRow.__table__, self.COLUMNS)
+        self.plain = plain
         self.rows: list[tuple] = []
 
     def add(self, conversation_id: int, turns: list[Turn], start: int = 0) -> None:
         self.rows += [
-            (conversation_id, start + i, t.speaker, t.text, t.bot, t.is_seed, t.candidates, t.chosen, t.meta, None)
+            (conversation_id, start + i, t.speaker, t.text, t.bot, t.is_seed, t.candidates, t.chosen, t.meta)
             for i, t in enumerate(turns)
         ]
         if len(self.rows) >= self.BATCH:
             self.flush()
 
+    def add_plain(self, conversation_id: int, turns: list[tuple[str, str, str | None]]) -> None:
+        self.rows += [(conversation_id, i, *turn) for i, turn in enumerate(turns)]
+        if len(self.rows) >= self.BATCH:
+            self.flush()
+
     def flush(self) -> None:
         if self.rows:
-            now = clock.now()
-            self.bulk.run([(*row[:-1], now) for row in self.rows])
+            if self.plain:  # is_seed, candidates, chosen, meta as Turn's defaults
+                self.bulk.run(self.rows, False, None, None, {}, clock.now())
+            else:
+                self.bulk.run(self.rows, clock.now())
             self.rows = []
 
 
