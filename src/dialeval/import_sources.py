@@ -80,11 +80,17 @@ class RecordsDigest:
         text, bot) tuples (RecordBatch): the text of its repr with those Turns in it, without
         building them (millions of turns)."""
         update = self.parts["conversations"].update
+        around: dict[tuple[str, str | None], tuple[str, str]] = {}  # a turn's repr before and after its text
 
         def add(conversation: Any, turns: list[tuple[str, str, str | None]]) -> None:
+            shown = []
+            for speaker, said, bot in turns:
+                pair = around.get((speaker, bot))
+                if pair is None:
+                    pair = around[speaker, bot] = (_TURN_HEAD % (speaker,), _TURN_TAIL % (bot,))
+                shown.append(pair[0] + repr(said) + pair[1])
             c = conversation
-            shown = ", ".join([_PLAIN_TURN % turn for turn in turns])
-            text = _CONVERSATION % (c.id, c.bots, shown, c.source, c.meta, c.error)
+            text = _CONVERSATION % (c.id, c.bots, ", ".join(shown), c.source, c.meta, c.error)
             update(text.encode("utf-8", "surrogatepass") + b"\n")
 
         return add
@@ -96,7 +102,7 @@ class RecordsDigest:
 # repr of records.Conversation and of a records.Turn with its defaults past `bot` (a test holds
 # them to the dataclasses' own repr)
 _CONVERSATION = "Conversation(id=%r, bots=%r, turns=[%s], source=%r, meta=%r, error=%r)"
-_PLAIN_TURN = "Turn(speaker=%r, text=%r, bot=%r, is_seed=False, candidates=None, chosen=None, meta={})"
+_TURN_HEAD, _TURN_TAIL = "Turn(speaker=%r, text=", ", bot=%r, is_seed=False, candidates=None, chosen=None, meta={})"
 
 
 def records_digest(dataset: Any) -> str:

@@ -106,15 +106,10 @@ def dialogue_turns(text: Any, bot: str) -> list[tuple[str, str, str | None]]:
     pieces = text.split("###")
     if pieces and pieces[-1] == "":
         pieces = pieces[:-1]
-    turns: list[tuple[str, str, str | None]] = []
-    for k, piece in enumerate(pieces):
-        if piece.startswith("u:"):
-            turns.append(("human", piece[2:].strip(), None))
-        elif piece.startswith("b:"):
-            turns.append(("bot", piece[2:].strip(), bot))
-        else:
-            raise ValueError(f"message {k + 1} starts with neither 'u:' nor 'b:': {piece[:40]!r}")
-    return turns
+    if not {piece[:2] for piece in pieces} <= {"u:", "b:"}:
+        k, piece = next((k, p) for k, p in enumerate(pieces) if p[:2] not in ("u:", "b:"))
+        raise ValueError(f"message {k + 1} starts with neither 'u:' nor 'b:': {piece[:40]!r}")
+    return [("human", p[2:].strip(), None) if p[0] == "u" else ("bot", p[2:].strip(), bot) for p in pieces]
 
 
 def _answers(raw: str, path: str, line: int) -> dict[str, Any]:
@@ -181,12 +176,12 @@ class DialogueEvalStream:
         path: str | Path,
         study_label: str | None = None,
         persona_seed_max: int = PERSONA_SEED_MAX,
-        batch_rows: int = BATCH_ROWS,
+        batch_rows: int | None = None,
     ):
         self.path = Path(path)
         self.study_label = study_label or self.path.stem
         self.persona_seed_max = persona_seed_max
-        self.batch_rows = batch_rows
+        self.batch_rows = batch_rows or BATCH_ROWS
         self.annotators: dict[str, Annotator] = {}
         self.empty: list[str] = []
         self.partial: set[str] = set()

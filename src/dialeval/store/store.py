@@ -704,7 +704,11 @@ class Store:
         None to roll everything back (the records were imported before)."""
         counts = {"conversations": 0, "annotators": 0, "units": 0, "judgments": 0}
         try:
-            with self.session() as s, _bulk_cache(s.connection()):
+            with (
+                self.session() as s,
+                _bulk_cache(s.connection()),
+                _indexes_at_the_end(s.connection(), TurnRow.__tablename__),
+            ):
                 self._save_batches(s, study_id, batches, counts)
                 source = finish(dict(counts))
                 if source is None:
@@ -1164,6 +1168,8 @@ class _BulkInsert:
             quote = dialect.identifier_preparer
             names = ", ".join(quote.quote(c) for c in columns)
             self.copy_sql = f"COPY {quote.format_table(table)} ({names}) FROM STDIN"
+        # positional parameters in the columns' order: rows can go to the driver as they are
+        self.in_order = self.copy_sql is None and self.positions == list(range(len(columns)))
         if dialect.name == "sqlite" and getattr(dialect, "_json_serializer", None) is None:
             # JSON on SQLite: the processor is json.dumps with default settings; the same text from
             # one C encoder made once (json.dumps makes one per call, half its time on small dicts)
@@ -1177,6 +1183,10 @@ class _BulkInsert:
         # column by column: each converter mapped over its column, rows rebuilt by zip (C loops,
         # not a Python call per value)
         k = len(self.columns) - len(same)
+        if self.in_order and not any(self.processors[:k]):  # rows as they are (e.g. turns on SQLite)
+            tail = tuple(v if p is None else p(v) for p, v in zip(self.processors[k:], same))
+            self.connection.exec_driver_sql(self.sql, [row + tail for row in rows] if tail else rows)
+            return
         converted: list[Any] = [
             column if p is None else list(map(p, column)) for p, column in zip(self.processors[:k], zip(*rows))
         ]
