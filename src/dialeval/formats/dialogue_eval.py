@@ -65,10 +65,7 @@ def parse_marked(text: str | None) -> list[dict[str, Any]]:
     if not isinstance(text, str):
         raise TypeError(f"expected a '#<turn>@<value>' string, got {type_name(text)}")
     parts = _MARK.split(text)
-    out = []
-    for k in range(1, len(parts) - 1, 2):
-        out.append({"turn": int(parts[k]), "value": parts[k + 1]})
-    return out
+    return [{"turn": int(parts[k]), "value": parts[k + 1]} for k in range(1, len(parts) - 1, 2)]
 
 
 def parse_scores(text: Any) -> list[float]:
