@@ -101,9 +101,42 @@ def test_bad_row_in_a_later_batch_is_named_and_nothing_is_stored(tmp_path, small
 
 def test_plain_turns_hash_as_their_records():
     conv = Conversation(id="A/0", bots=["kvmemnn"], turns=[], source="live", meta={"topics": [{"turn": 0}]})
-    turns = [("human", "it's \"quoted\"\nnewline \u00e9", None), ("bot", "ok", "kvmemnn"), ("bot", "", "kvmemnn")]
+    turns = [("human", 'it\'s "quoted"\nnewline \u00e9', None), ("bot", "ok", "kvmemnn"), ("bot", "", "kvmemnn")]
     plain, objects = RecordsDigest(), RecordsDigest()
     plain.conversation_adder()(conv, turns)
-    full = Conversation(conv.id, conv.bots, [Turn(speaker=s, text=t, bot=b) for s, t, b in turns], conv.source, conv.meta)
+    full = Conversation(
+        conv.id, conv.bots, [Turn(speaker=s, text=t, bot=b) for s, t, b in turns], conv.source, conv.meta
+    )
     objects.add("conversations", full)
     assert plain.hexdigest() == objects.hexdigest()
+
+
+def test_streamed_import_on_postgresql_stores_the_whole_file_import_rows(tmp_path, small_batches, monkeypatch):
+    from sqlalchemy import text
+
+    from tests.conftest import fresh_schema
+
+    def rows(url: str) -> dict[str, list]:
+        store = Store(url)
+        try:
+            with store.engine.connect() as c:
+                return {
+                    table: [
+                        {k: v for k, v in row._mapping.items() if k != "created_at"}
+                        for row in c.execute(text(f"select * from {table} order by id"))
+                    ]
+                    for table in ("conversations", "turns", "annotators", "units", "judgments")
+                }
+        finally:
+            store.close()
+
+    path = write_csv(tmp_path, mixed_rows())
+    with fresh_schema() as streamed_url, fresh_schema() as whole_url:
+        monkeypatch.setenv("DIALEVAL_DATABASE_URL", streamed_url)
+        result = invoke("import", "dialogue-eval", path, tmp_path / "streamed")
+        assert result.exit_code == 0, result.output
+        whole = Store(whole_url)
+        study = whole.ensure_study("streamed", "direct-assessment", {})
+        whole.save_dataset(study.id, read_dialogue_eval_csv(path))
+        whole.close()
+        assert rows(streamed_url) == rows(whole_url)
