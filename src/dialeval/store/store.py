@@ -722,7 +722,8 @@ class Store:
         C, A, U, J = ConversationRow, AnnotatorRow, UnitRow, JudgmentRow
 
         def held(model) -> dict[str, int]:
-            return dict(s.execute(select(model.external_id, model.id).where(model.study_id == study_id)).all())
+            query = select(model.external_id, model.id).where(model.study_id == study_id)
+            return {external: ident for external, ident in s.execute(query)}
 
         conv_ids, ann_ids, unit_ids = held(C), held(A), held(U)
         # the study id and the creation time (the same for a batch) go last: converted once a batch
@@ -749,8 +750,9 @@ class Store:
             before = connection.execute(select(func.max(model.id))).scalar() or 0
             bulk.run(rows, study_id, now)
             query = select(model.external_id, model.id).where(model.study_id == study_id, model.id > before)
-            ids.update(connection.execute(query).all())
+            ids.update((external, ident) for external, ident in connection.execute(query))
 
+        rows: list[tuple]
         for batch in batches:
             now = clock.now()
             new = [(c, t) for c, t in zip(batch.conversations, batch.turns) if c.id not in conv_ids]
@@ -797,7 +799,7 @@ class Store:
             if repr(a) != then
         ]
         if changed:
-            T = A.__table__
+            T = cast(Table, A.__table__)
             s.execute(
                 update(T)
                 .where(T.c.id == bindparam("row"))
