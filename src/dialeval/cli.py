@@ -1210,7 +1210,7 @@ def _stream_import(fmt: str, path: Path, study: Path, append: bool, waiting) -> 
                 systems[kind].append(name)
 
         judged, add_judgment = seen_systems["judgments"], records.adder("judgments")
-        judged_or_shown = seen_systems["conversations"]
+        shown = seen_systems["conversations"]
 
         def items():
             for annotator, judgment, conversations in streamer(fmt)(path):
@@ -1256,7 +1256,7 @@ def _stream_import(fmt: str, path: Path, study: Path, append: bool, waiting) -> 
                             Conversation(conv.id, conv.bots, [Turn(*t) for t in turns], conv.source), where
                         )
                     for name in conv.bots:
-                        if name not in judged_or_shown and isinstance(name, str) and name and name != HUMAN:
+                        if name not in shown and isinstance(name, str) and name and name != HUMAN:
                             system(name, "conversations")
                     add_conversation(conv, turns)
                 for unit in batch.units:
