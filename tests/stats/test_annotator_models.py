@@ -222,3 +222,89 @@ def test_prompt_duplicates_exact_and_near():
     keep, summary = cap_prompts(prompts, cap=2, threshold=0.5)
     assert list(keep) == [True, True, False, True, True, False]
     assert summary["exact_duplicates"] == 2 and summary["near_duplicates"] == 1 and summary["dropped_by_cap"] == 2
+
+
+def _dawid_skene_as_first_written(i, a, y, n_items, n_annotators, n_classes, max_iter=100, tol=1e-6):
+    """Dawid-Skene's EM with np.add.at and per-label reads: the reference of the fast one."""
+    T = majority_vote(i, y, n_items, n_classes)
+    for it in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
+        prior = (T.sum(axis=0) + 0.01) / (n_items + 0.01 * n_classes)
+        conf = np.full((n_annotators, n_classes, n_classes), 0.01)
+        for t in range(n_classes):
+            np.add.at(conf[:, t, :], (a, y), T[i, t])
+        conf /= conf.sum(axis=2, keepdims=True)
+        log_t = np.tile(np.log(prior), (n_items, 1))
+        np.add.at(log_t, i, np.log(conf)[a, :, y])
+        log_t -= log_t.max(axis=1, keepdims=True)
+        new = np.exp(log_t)
+        new /= new.sum(axis=1, keepdims=True)
+        done = np.abs(new - T).max() < tol
+        T = new
+        if done:
+            break
+    return T, np.einsum("t,att->a", prior, conf), conf, it
+
+
+def _mace_as_first_written(i, a, y, n_items, n_annotators, n_classes, max_iter=200, tol=1e-6, restarts=5, seed=0):
+    """MACE's EM with np.add.at and per-label reads: the reference of the fast one."""
+    from dialeval.stats.annotators import EPS
+
+    rng = np.random.default_rng(seed)
+    best = None
+    same = np.eye(n_classes)[None, :, :]
+    for r in range(max(1, restarts)):
+        theta = np.full(n_annotators, 0.8) if r == 0 else rng.uniform(0.5, 0.95, n_annotators)
+        xi = (
+            np.full((n_annotators, n_classes), 1.0 / n_classes)
+            if r == 0
+            else rng.dirichlet(np.ones(n_classes), n_annotators)
+        )
+        it, ll = 0, -np.inf
+        for it in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
+            th = theta[:, None, None]
+            like_table = th * same + (1.0 - th) * xi[:, :, None]
+            log_t = np.zeros((n_items, n_classes))
+            np.add.at(log_t, i, np.log(like_table + EPS)[a, y])
+            m = log_t.max(axis=1, keepdims=True)
+            new_ll = float(np.sum(m[:, 0] + np.log(np.exp(log_t - m).sum(axis=1))))
+            T = np.exp(log_t - m)
+            T /= T.sum(axis=1, keepdims=True)
+            knew = T[i, y] * theta[a] / (like_table[a, y, y] + EPS)
+            n_a = np.bincount(a, minlength=n_annotators).astype(float)
+            k_a = np.bincount(a, weights=knew, minlength=n_annotators)
+            theta = (k_a + 0.5) / (n_a + 1.0)
+            spam = np.full((n_annotators, n_classes), 0.5)
+            np.add.at(spam, (a, y), 1.0 - knew)
+            xi = spam / spam.sum(axis=1, keepdims=True)
+            if abs(new_ll - ll) < tol * max(1.0, abs(new_ll)):
+                ll = new_ll
+                break
+            ll = new_ll
+        if best is None or ll > best[0]:
+            best = (ll, T, theta, xi, it)
+    return best[1:]
+
+
+@pytest.mark.parametrize("seed, classes", [(0, 2), (1, 3), (2, 4), (3, 9)])
+def test_label_models_are_the_em_as_first_written_bit_for_bit(seed, classes):
+    rng = np.random.default_rng(seed)
+    n_items, n_annotators = 3_000, 120
+    accuracy = rng.uniform(0.3, 0.95, n_annotators)
+    truth = rng.integers(0, classes, n_items)
+    i = rng.integers(0, n_items - 40, 12_000)  # the last 40 items have no label
+    a = rng.integers(0, n_annotators, len(i))
+    y = np.where(rng.random(len(i)) < accuracy[a], truth[i], rng.integers(0, classes, len(i)))
+    ds = dawid_skene(i, a, y, n_items, n_annotators, classes)
+    T, reliability, conf, iterations = _dawid_skene_as_first_written(i, a, y, n_items, n_annotators, classes)
+    assert np.array_equal(ds.posteriors, T) and np.array_equal(ds.reliability, reliability)
+    assert np.array_equal(ds.confusion, conf) and ds.iterations == iterations
+    ds = dawid_skene(i, a, y, n_items, n_annotators, classes, max_iter=30, tol=1e-4)
+    T, *_ = _dawid_skene_as_first_written(i, a, y, n_items, n_annotators, classes, max_iter=30, tol=1e-4)
+    assert np.array_equal(ds.posteriors, T)
+    for restarts in (1, 5):
+        mc = mace(i, a, y, n_items, n_annotators, classes, restarts=restarts, seed=seed)
+        T, theta, xi, iterations = _mace_as_first_written(
+            i, a, y, n_items, n_annotators, classes, restarts=restarts, seed=seed
+        )
+        assert np.array_equal(mc.posteriors, T) and np.array_equal(mc.reliability, theta)
+        assert np.array_equal(mc.spam_labels, xi) and mc.iterations == iterations

@@ -67,29 +67,21 @@ def _check(items: np.ndarray, annotators: np.ndarray, labels: np.ndarray) -> tup
     return i, a, y
 
 
-def _add_at(target: np.ndarray, cells: tuple[np.ndarray, np.ndarray], values) -> None:
-    """np.add.at(target, (rows, columns), values) on a 2-D float array, bit for bit the same sums
-    (np.bincount adds each cell's own value, then its values in the same order) and 3-5 times faster
-    on the few cells of the annotators' tables (_add_rows does whole rows)."""
-    rows, cols = target.shape
-    flat = np.asarray(cells[0]) * cols + np.asarray(cells[1])
-    size = rows * cols
-    sums = np.bincount(
-        np.concatenate([np.arange(size), flat]),
-        weights=np.concatenate([target.ravel(), np.broadcast_to(values, flat.shape)]),
-        minlength=size,
-    )
-    target[...] = sums.reshape(rows, cols)
+def _bincount_onto(index: np.ndarray, start: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``start`` plus ``values`` summed into the cells ``index[len(start):]``, for ``index`` =
+    concatenate([arange(len(start)), cells]) built once: np.add.at(start.copy(), cells, values) bit
+    for bit (np.bincount adds each cell's own value first, then its values in their order), 3-5
+    times faster, and np.add.at's row path took most of a Spot The Bot report."""
+    return np.bincount(index, weights=np.concatenate([start, values]), minlength=len(start))
 
 
-def _add_rows(target: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
-    """np.add.at(target, rows, values) for whole rows of a 2-D float array: column by column with
-    np.bincount, which (like np.add.at) adds each row's values in order onto the starting value, so
-    the sums are bit for bit the same; np.add.at's row path took most of a Spot The Bot report."""
-    n = target.shape[0]
-    index = np.concatenate([np.arange(n), np.asarray(rows)])
-    for k in range(target.shape[1]):
-        target[:, k] = np.bincount(index, weights=np.concatenate([target[:, k], values[:, k]]), minlength=n)
+def _row_max(x: np.ndarray) -> np.ndarray:
+    """x.max(axis=1) of a 2-D array with few columns, column by column: the same values (a maximum
+    is exact), without the slow reduction over a short inner axis."""
+    out = x[:, 0].copy()
+    for k in range(1, x.shape[1]):
+        np.maximum(out, x[:, k], out=out)
+    return out
 
 
 def majority_vote(items, labels, n_items: int, n_classes: int) -> np.ndarray:
@@ -115,16 +107,27 @@ def dawid_skene(
     """Dawid–Skene by EM from the majority vote; confusion rows smoothed by 0.01 pseudo-counts."""
     i, a, y = _check(items, annotators, labels)
     T = majority_vote(i, y, n_items, n_classes)
+    K = n_classes
+    # what does not change between steps, computed once: the cell of each label in an annotator's
+    # (given) row, and the bincount indexes of the tables' sums (each cell's own value first)
+    ay = a * K + y
+    conf_index = np.concatenate([np.arange(n_annotators * K), ay])
+    item_index = np.concatenate([np.arange(n_items), i])
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 (the count is reported)
         prior = (T.sum(axis=0) + 0.01) / (n_items + 0.01 * n_classes)
         conf = np.full((n_annotators, n_classes, n_classes), 0.01)
         for t in range(n_classes):  # conf[a, t, y] += P(item's true label = t)
-            _add_at(conf[:, t, :], (a, y), T[i, t])
+            column = T[:, t].take(i)
+            conf[:, t, :] = _bincount_onto(conf_index, conf[:, t, :].ravel(), column).reshape(n_annotators, K)
         conf /= conf.sum(axis=2, keepdims=True)
-        log_t = np.tile(np.log(prior), (n_items, 1))
-        _add_rows(log_t, i, np.log(conf)[a, :, y])  # the log of the small table, then one row per label
-        log_t -= log_t.max(axis=1, keepdims=True)
+        log_conf = np.log(conf)
+        log_prior = np.log(prior)
+        log_t = np.empty((n_items, n_classes))
+        for t in range(n_classes):  # log prior, then one term per label, in the labels' order
+            start = np.full(n_items, log_prior[t])
+            log_t[:, t] = _bincount_onto(item_index, start, log_conf[:, t, :].ravel().take(ay))
+        log_t -= _row_max(log_t)[:, None]
         new = np.exp(log_t)
         new /= new.sum(axis=1, keepdims=True)
         done = np.abs(new - T).max() < tol
@@ -155,9 +158,16 @@ def mace(
     i, a, y = _check(items, annotators, labels)
     rng = np.random.default_rng(seed)
     best: tuple[float, LabelModelFit] | None = None
+    K = n_classes
     # P(label | T = t) depends on the label's annotator and value only: computed per (annotator,
     # given, true) and read per label, the same numbers as computed per label, for a fraction
     same = np.eye(n_classes)[None, :, :]  # (1, given, true)
+    # what does not change between steps, computed once: where each label reads the tables
+    ay = a * K + y  # its (annotator, given) row
+    ayy = ay * K + y  # its (annotator, given, true = given) cell
+    iy = i * K + y  # its (item, given) cell of the posteriors
+    spam_index = np.concatenate([np.arange(n_annotators * K), ay])
+    n_a = np.bincount(a, minlength=n_annotators).astype(float)
     for r in range(max(1, restarts)):
         theta = np.full(n_annotators, 0.8) if r == 0 else rng.uniform(0.5, 0.95, n_annotators)
         xi = (
@@ -170,21 +180,22 @@ def mace(
             # E: P(T = t | labels) per item; per label, P(knew it | T = t)
             th = theta[:, None, None]
             like_table = th * same + (1.0 - th) * xi[:, :, None]  # (annotators, given, true)
-            log_t = np.zeros((n_items, n_classes))
-            _add_rows(log_t, i, np.log(like_table + EPS)[a, y])
-            m = log_t.max(axis=1, keepdims=True)
-            new_ll = float(np.sum(m[:, 0] + np.log(np.exp(log_t - m).sum(axis=1))))
+            log_like = np.log(like_table + EPS).reshape(n_annotators * K, K)
+            log_t = np.empty((n_items, n_classes))
+            for t in range(n_classes):  # a sum from 0 per item, in the labels' order
+                log_t[:, t] = np.bincount(i, weights=log_like[:, t].take(ay), minlength=n_items)
+            m = _row_max(log_t)[:, None]
             T = np.exp(log_t - m)
-            T /= T.sum(axis=1, keepdims=True)
+            total = T.sum(axis=1)
+            new_ll = float(np.sum(m[:, 0] + np.log(total)))
+            T /= total[:, None]
             # P(knew it | labels), per label: only the true label equal to the given one can be known,
             # so this is the sum over true labels of T * theta * [same] / (like + EPS), bit for bit
-            knew = T[i, y] * theta[a] / (like_table[a, y, y] + EPS)
+            knew = T.ravel().take(iy) * theta.take(a) / (like_table.ravel().take(ayy) + EPS)
             # M
-            n_a = np.bincount(a, minlength=n_annotators).astype(float)
             k_a = np.bincount(a, weights=knew, minlength=n_annotators)
             theta = (k_a + 0.5) / (n_a + 1.0)
-            spam = np.full((n_annotators, n_classes), 0.5)
-            _add_at(spam, (a, y), 1.0 - knew)
+            spam = _bincount_onto(spam_index, np.full(n_annotators * K, 0.5), 1.0 - knew).reshape(n_annotators, K)
             xi = spam / spam.sum(axis=1, keepdims=True)
             if abs(new_ll - ll) < tol * max(1.0, abs(new_ll)):
                 ll = new_ll
