@@ -134,3 +134,41 @@ def test_multinomial_bootstrap_has_the_distribution_of_drawing_matches():
         f = np.bincount(fast[:, j], minlength=5)[1:] / 4000
         s = np.bincount(slow[:, j], minlength=5)[1:] / 4000
         assert np.abs(f - s).max() < 0.045  # 4 sd of a difference of two shares of 4000 (sd <= 0.0112)
+
+
+def test_coding_and_kinds_are_the_lookup_and_unique_ones():
+    # _encode by hashing gives the codes of a dict lookup in sorted-name order, and the multinomial
+    # bootstrap draws the same ranks as with its kinds found by np.unique's columns
+    rng = np.random.default_rng(4)
+    names = np.array([f"sys-{k}" for k in rng.permutation(30)], dtype=object)
+    a, b = names[rng.integers(0, 30, 5_000)], names[rng.integers(0, 30, 5_000)]
+    outcome = rng.integers(-1, 2, 5_000)
+    systems, ia, ib, out = ranking._encode(a, b, outcome, None)
+    index = {s: i for i, s in enumerate(sorted(set(a) | set(b)))}
+    assert systems == sorted(index)
+    assert ia.tolist() == [index[x] for x in a] and ib.tolist() == [index[x] for x in b]
+    given = list(reversed(systems))
+    _, ja, _, _ = ranking._encode(list(a), list(b), list(outcome), given)
+    assert ja.tolist() == [given.index(x) for x in a]
+    with pytest.raises(ValueError, match="not in systems"):
+        ranking._encode(["x", "y"], ["y", "z"], [1, 0], ["x", "y"])
+    with pytest.raises(ValueError, match="outcome"):
+        ranking._encode(["x"], ["y"], [2], None)
+    for statistic in ("win_share", "mean_win_rate"):
+        got = ranking._bootstrap_kinds(ia, ib, out, len(systems), 300, 2_000, 9, statistic, 250)
+        assert np.array_equal(
+            got, _bootstrap_kinds_by_unique_columns(ia, ib, out, len(systems), 300, 2_000, 9, statistic)
+        )
+
+
+def _bootstrap_kinds_by_unique_columns(ia, ib, outcome, n_systems, n_bootstrap, n_samples, seed, statistic):
+    """The multinomial bootstrap with the kinds found by np.unique along an axis: the reference."""
+    kinds, inverse = np.unique(np.stack([ia, ib, outcome]), axis=1, return_inverse=True)
+    weight = np.bincount(np.ravel(inverse), minlength=kinds.shape[1]) / len(ia)
+    rng = np.random.default_rng(seed)
+    out = []
+    for start in range(0, n_bootstrap, 250):
+        counts = rng.multinomial(n_samples, weight, size=min(250, n_bootstrap - start)).astype(float)
+        scores = ranking._statistic(counts, kinds[0], kinds[1], kinds[2], n_systems, statistic)
+        out.append(ranking.ranks_from_scores(scores))
+    return np.vstack(out)
