@@ -162,3 +162,51 @@ def test_leave_one_out():
     assert [x["left_out"] for x in loo] == ["A", "B", "C"]
     assert all(x["same"] for x in loo)
     assert loo[0]["ranking"] == ["B", "C"]
+
+
+def _random_annotations(seed: int, n: int = 4_000) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    systems = np.array(["ba", "bb", "bc", "bd", "be"])
+    conv = rng.integers(0, 600, n)
+    first, shift = rng.integers(0, 5, 600), rng.integers(1, 5, 600)
+    return pd.DataFrame(
+        {
+            "conversation_id": [f"c{c}" for c in conv],
+            "system0": systems[first[conv]],
+            "system1": systems[(first[conv] + shift[conv]) % 5],
+            "label0": rng.choice(stb.LABELS, n),
+            "label1": rng.choice(stb.LABELS, n),
+        }
+    )
+
+
+def _pair_subsample_as_first_written(frame, k, rng):
+    conv = frame[["conversation_id", "system0", "system1"]].drop_duplicates("conversation_id")
+    pairs = [tuple(sorted(p)) for p in zip(conv["system0"], conv["system1"])]
+    conv = conv[["conversation_id"]].assign(pair=pairs)
+    keep: list[str] = []
+    for _, g in conv.groupby("pair"):
+        ids = g["conversation_id"].to_numpy()
+        keep.extend(rng.choice(ids, size=min(k, len(ids)), replace=False).tolist())
+    return frame[frame["conversation_id"].isin(set(keep))]
+
+
+def test_pair_subsample_draws_as_first_written():
+    # the pools found once draw the same conversations from the same generator as the ids did
+    f = _random_annotations(0)
+    for k in (1, 3, 30, 10_000):
+        fast, slow = np.random.default_rng(k), np.random.default_rng(k)
+        for _ in range(4):
+            assert stb.pair_subsample(f, k, fast).equals(_pair_subsample_as_first_written(f, k, slow))
+        assert fast.random() == slow.random()
+
+
+def test_win_outcomes_are_the_label_scores_mapped():
+    f = _random_annotations(1)
+    s0 = f["label0"].map(stb.LABEL_SCORE).to_numpy(int)
+    s1 = f["label1"].map(stb.LABEL_SCORE).to_numpy(int)
+    assert np.array_equal(stb.win_outcomes(f["label0"], f["label1"]), np.sign(s0 - s1))
+    assert stb.win_outcomes(list(f["label0"]), tuple(f["label1"])).tolist() == np.sign(s0 - s1).tolist()
+    for bad in (None, float("nan"), "robot"):
+        with pytest.raises(ValueError, match="labels must be one of"):
+            stb.win_outcomes(["human", bad], ["bot", "bot"])

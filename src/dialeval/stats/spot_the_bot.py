@@ -42,11 +42,22 @@ def win_outcome(label0: str, label1: str) -> int:
 
 def win_outcomes(label0: Iterable[str], label1: Iterable[str]) -> np.ndarray:
     """Vectorised :func:`win_outcome`: an int array of +1 / -1 / 0."""
-    s0 = pd.Series(list(label0), dtype=object).map(LABEL_SCORE)
-    s1 = pd.Series(list(label1), dtype=object).map(LABEL_SCORE)
-    if s0.isna().any() or s1.isna().any():
+    s0, s1 = _label_scores(label0), _label_scores(label1)
+    return np.sign(s0 - s1).astype(int)
+
+
+_SCORES = pd.Index(list(LABEL_SCORE))
+_SCORE_OF = np.array(list(LABEL_SCORE.values()))
+
+
+def _label_scores(labels: Iterable[str]) -> np.ndarray:
+    """LABEL_SCORE of each label by one hash lookup of the column (a Series.map per call was most of
+    the time of a ranking, redone for every bootstrap seed and subsample)."""
+    values = labels.to_numpy(dtype=object) if isinstance(labels, pd.Series) else np.asarray(list(labels), dtype=object)
+    codes = _SCORES.get_indexer(values)
+    if (codes < 0).any():
         raise ValueError(f"labels must be one of {LABELS}")
-    return np.sign(s0.to_numpy(int) - s1.to_numpy(int)).astype(int)
+    return _SCORE_OF[codes]
 
 
 def feature_outcomes(winners: Iterable[object]) -> np.ndarray:
@@ -287,15 +298,32 @@ def _jsonable(ranking: Sequence) -> list:
 
 def pair_subsample(frame: pd.DataFrame, k: int, rng: np.random.Generator) -> pd.DataFrame:
     """Keep ``k`` random conversations per (unordered) system pair, all their annotations."""
-    # one row per conversation first: the pair is a property of the conversation
-    conv = frame[["conversation_id", "system0", "system1"]].drop_duplicates("conversation_id")
-    pairs = [tuple(sorted(p)) for p in zip(conv["system0"], conv["system1"])]
-    conv = conv[["conversation_id"]].assign(pair=pairs)
-    keep: list[str] = []
-    for _, g in conv.groupby("pair"):
-        ids = g["conversation_id"].to_numpy()
-        keep.extend(rng.choice(ids, size=min(k, len(ids)), replace=False).tolist())
-    return frame[frame["conversation_id"].isin(set(keep))]
+    return frame[_PairPools(frame).draw(k, rng)]
+
+
+class _PairPools:
+    """The conversations of each system pair of a frame, found once for many draws of
+    :func:`pair_subsample`: conversations coded as integers, the pairs in sorted order, each pair's
+    conversations in the order they first appear. A draw picks k positions of each pool by
+    ``rng.choice`` (the positions do not depend on what the pool holds), so the same generator
+    picks the same conversations as drawing from their ids."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        codes, uniques = pd.factorize(frame["conversation_id"], use_na_sentinel=False)
+        self.row_codes = codes
+        self.n_codes = len(uniques)
+        # one row per conversation first: the pair is a property of the conversation
+        conv = frame[["system0", "system1"]].assign(code=codes).drop_duplicates("code")
+        pairs = [tuple(sorted(p)) for p in zip(conv["system0"], conv["system1"])]
+        conv = conv[["code"]].assign(pair=pairs)
+        self.pools = [g["code"].to_numpy() for _, g in conv.groupby("pair")]
+
+    def draw(self, k: int, rng: np.random.Generator) -> np.ndarray:
+        """A mask of the frame's rows: those of ``k`` random conversations per pair."""
+        chosen = np.zeros(self.n_codes, dtype=bool)
+        for ids in self.pools:
+            chosen[rng.choice(ids, size=min(k, len(ids)), replace=False)] = True
+        return chosen[self.row_codes]
 
 
 def subsample_stability(
@@ -313,11 +341,12 @@ def subsample_stability(
     reproduce it is added as ``reference_share``, and ``n_rankings`` counts the distinct rankings."""
     rng = np.random.default_rng(seed)
     ref_key = repr(_normal(reference)) if reference is not None else None
+    pools = _PairPools(frame)  # the same for every draw
     rows = []
     for k in sizes:
         counts: dict[str, int] = {}
         for _ in range(n_repeats):
-            key = repr(_normal(rank_fn(pair_subsample(frame, k, rng))))
+            key = repr(_normal(rank_fn(frame[pools.draw(k, rng)])))
             counts[key] = counts.get(key, 0) + 1
         modal, n = max(counts.items(), key=lambda kv: kv[1])
         row = {"k": int(k), "modal_share": n / n_repeats, "modal": modal, "n_rankings": len(counts)}

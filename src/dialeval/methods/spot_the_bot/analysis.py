@@ -190,6 +190,31 @@ def ranking_matches(frame: pd.DataFrame, matches: str = "annotation") -> pd.Data
     raise ValueError(f"matches must be one of {MATCHES}, got {matches!r}")
 
 
+def row_outcomes(bots: pd.DataFrame, matches: str = "annotation") -> pd.Series | None:
+    """The win outcome of each row of ``bots`` (stats.spot_the_bot.win_outcomes), by its index label:
+    what the per-annotation matches of ``bots`` and of any frame of its rows read, so the bootstrap
+    seeds, left-out systems and subsamples do not recompute it. None for per-conversation matches."""
+    if matches not in ("annotation", "annotation-blocks") or not bots.index.is_unique:
+        return None
+    return pd.Series(stb.win_outcomes(bots["label0"], bots["label1"]), index=bots.index)
+
+
+def _matches_of(frame: pd.DataFrame, matches: str, outcomes: pd.Series | None) -> pd.DataFrame:
+    """ranking_matches(frame, matches), the outcomes read from ``outcomes`` (row_outcomes of a frame
+    whose rows ``frame`` holds) when given and the matches are per annotation."""
+    if outcomes is None or matches not in ("annotation", "annotation-blocks"):
+        return ranking_matches(frame, matches)
+    m = pd.DataFrame(
+        {
+            "a": frame["system0"].to_numpy(),
+            "b": frame["system1"].to_numpy(),
+            "outcome": outcomes.loc[frame.index].to_numpy(),
+        }
+    )
+    group = frame["conversation_id"].to_numpy() if matches == "annotation-blocks" else None
+    return m.assign(group=group)
+
+
 def _ranking_of(
     frame: pd.DataFrame,
     n_bootstrap: int,
@@ -198,8 +223,9 @@ def _ranking_of(
     n_samples: int | None,
     matches: str,
     rank_range: ranking.RankRangeRule = "released",
+    outcomes: pd.Series | None = None,
 ) -> pd.DataFrame:
-    m = ranking_matches(frame, matches)
+    m = _matches_of(frame, matches, outcomes)
     groups = m["group"] if matches == "annotation-blocks" else None
     return ranking.bootstrap_clusters(
         m["a"],
@@ -221,9 +247,12 @@ def _cluster_fn(
     n_samples: int | None,
     matches: str,
     rank_range: ranking.RankRangeRule = "released",
+    outcomes: pd.Series | None = None,
 ) -> Callable[[pd.DataFrame], list[list[str]]]:
+    """The clustering of a frame; with ``outcomes`` (row_outcomes), of frames of those rows only."""
+
     def rank_fn(frame: pd.DataFrame) -> list[list[str]]:
-        table = _ranking_of(frame, n_bootstrap, seed, statistic, n_samples, matches, rank_range)
+        table = _ranking_of(frame, n_bootstrap, seed, statistic, n_samples, matches, rank_range, outcomes)
         return ranking.cluster_list(dict(zip(table["system"], table["cluster"])))
 
     return rank_fn
@@ -238,17 +267,21 @@ def seed_stability(
     n_samples: int | None = RELEASED_N_SAMPLES,
     matches: str = RELEASED_MATCHES,
     rank_range: ranking.RankRangeRule = RELEASED_RANK_RANGE,
+    outcomes: pd.Series | None = None,
 ) -> dict[str, Any]:
     """How firm the reported clusters are: the clustering redone with each bootstrap seed of ``seeds``
     (default 0..19) on the same data and settings.
 
     ``{"seeds": n, "share": share of seeds giving exactly ``reported``, "clusterings": [{"clusters",
     "share"}] (most frequent first), "cluster_share": {system: share of seeds in which that
-    system's reported cluster (the same members) is a cluster}}``.
+    system's reported cluster (the same members) is a cluster}}``. ``outcomes``: row_outcomes(bots)
+    when already computed.
     """
+    if outcomes is None:
+        outcomes = row_outcomes(bots, matches)
 
     def rank_fn_of(seed: int) -> Callable[[pd.DataFrame], list[list[str]]]:
-        return _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches, rank_range)
+        return _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches, rank_range, outcomes)
 
     seen: dict[str, int] = {}
     found: dict[str, list[list[str]]] = {}
@@ -429,9 +462,10 @@ def analyze_spot_the_bot(
         for r in wr.to_dict("records")
     ]
     systems_out: list[dict[str, Any]] = []
+    outcomes = row_outcomes(bots, matches)  # read by every ranking of bot-bot rows below
     if len(bots):
-        table = _ranking_of(bots, n_bootstrap, seed, statistic, n_samples, matches, rank_range)
-        m = ranking_matches(bots, matches)
+        table = _ranking_of(bots, n_bootstrap, seed, statistic, n_samples, matches, rank_range, outcomes)
+        m = _matches_of(bots, matches, outcomes)
         ts = ranking.trueskill_ratings(m["a"], m["b"], m["outcome"], n_shuffles=trueskill_shuffles, seed=seed)
         ts_mu = dict(zip(ts["system"], ts["mu"]))
         played = pd.concat([bots["system0"], bots["system1"]]).value_counts()
@@ -464,6 +498,7 @@ def analyze_spot_the_bot(
             n_samples,
             matches,
             rank_range,
+            outcomes,
         )
         for entry in systems_out:
             entry["cluster_seed_share"] = report["seed_stability"]["cluster_share"].get(entry["name"])
@@ -484,7 +519,9 @@ def analyze_spot_the_bot(
     report["feature_alpha"] = {k: to_jsonable(v) for k, v in stb.feature_alpha(bots).items()}
     report["time"] = {k: to_jsonable(v) for k, v in stb.time_summary(frame["elapsed_s"]).items()}
     if stability and len(bots):
-        loo = stb.leave_one_out(bots, _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches, rank_range))
+        loo = stb.leave_one_out(
+            bots, _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches, rank_range, outcomes)
+        )
         report["stability"] = {
             "leave_one_out": loo,
             "all_same": all(x["same"] for x in loo),
@@ -499,6 +536,7 @@ def analyze_spot_the_bot(
                 matches,
                 reference=report["clusters"],
                 rank_range=rank_range,
+                outcomes=outcomes,
             ),
         }
     else:
@@ -558,12 +596,16 @@ def subsample_stability_report(
     matches: str = RELEASED_MATCHES,
     reference: list[list[str]] | None = None,
     rank_range: ranking.RankRangeRule = "released",
+    outcomes: pd.Series | None = None,
 ) -> dict[str, Any]:
     """Subsampling stability of the clustering of the bot–bot frame ``bots`` (see
     :func:`analyze_spot_the_bot`): ``{"reference": full-data clusters, "conversations_per_pair":
     {min, max}, "subsample": [{k, reference_share, modal_share, n_rankings, modal}]}``.
-    ``reference``: the full-data clustering already computed (the report's), else computed here."""
-    rank_fn = _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches, rank_range)
+    ``reference``: the full-data clustering already computed (the report's), else computed here;
+    ``outcomes``: row_outcomes(bots) when already computed."""
+    if outcomes is None:
+        outcomes = row_outcomes(bots, matches)
+    rank_fn = _cluster_fn(n_bootstrap, seed, statistic, n_samples, matches, rank_range, outcomes)
     if reference is None:
         reference = rank_fn(bots)
     pairs = [tuple(sorted(p)) for p in zip(bots["system0"], bots["system1"])]
