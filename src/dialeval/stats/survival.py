@@ -110,7 +110,13 @@ class _Turnbull:
         if lo.size == 0:
             raise ValueError("no observations")
         self.lower, self.upper = lo, hi
-        lkey, rkey = _keys(lo, hi)
+        # unique observations with counts
+        obs = pd.DataFrame({"lo": lo, "hi": hi}).value_counts(sort=False).reset_index(name="w")
+        self.ulo = obs["lo"].to_numpy(float)
+        self.uhi = obs["hi"].to_numpy(float)
+        self.w = obs["w"].to_numpy(float)
+        # the endpoint keys of the distinct observations: the same set as of all of them
+        lkey, rkey = _keys(self.ulo, self.uhi)
         # all endpoint keys, sorted; innermost intervals = a left key directly followed by a right key
         vals = np.concatenate([lkey[0], rkey[0]])
         codes = np.concatenate([lkey[1], rkey[1]])
@@ -124,11 +130,6 @@ class _Turnbull:
         self.q = np.array(ql, dtype=float)  # left ends of innermost intervals
         self.qcode = np.array(qc, dtype=int)
         self.p = np.array(pr, dtype=float)  # right ends
-        # unique observations with counts
-        obs = pd.DataFrame({"lo": lo, "hi": hi}).value_counts(sort=False).reset_index(name="w")
-        self.ulo = obs["lo"].to_numpy(float)
-        self.uhi = obs["hi"].to_numpy(float)
-        self.w = obs["w"].to_numpy(float)
         self.A = self.incidence(self.ulo, self.uhi)
         self.mass = _npmle(self.A, self.w)
 
@@ -367,7 +368,11 @@ def _zhao_sun(lo, hi, codes, k, M, seed):
     covariance (k x k); see ``generalized_logrank``."""
     tb = _Turnbull(lo, hi)
     f = tb.mass
-    alpha = tb.incidence(lo, hi)  # n x m
+    # an observation's row of the incidence matrix depends on its interval alone: computed per
+    # distinct interval and read per observation (the same 0/1 values, for a fraction)
+    pattern = pd.DataFrame({"lo": lo, "hi": hi}).groupby(["lo", "hi"], sort=False).ngroup().to_numpy()
+    first = np.unique(pattern, return_index=True)[1]
+    alpha = tb.incidence(lo[first], hi[first])[pattern]  # n x m
     right = np.isinf(hi)
     m = f.size
 
@@ -398,10 +403,20 @@ def _zhao_sun(lo, hi, codes, k, M, seed):
     grid = np.unique(np.concatenate([tb.p, lo[right]]))
     slot = np.searchsorted(grid, lo)
     p_slot = np.searchsorted(grid, tb.p)
+    # a draw counts the entries of the row of cum below a uniform; the rows of one interval are the
+    # same numbers, so each is counted by a binary search in its sorted row (the same counts)
+    imp_pattern = pattern[imp_idx]
+    groups = []
+    for p in np.unique(imp_pattern):
+        members = np.flatnonzero(imp_pattern == p)
+        groups.append((members, np.sort(cum[members[0]])))
     us = np.zeros((M, k))
     vsum = np.zeros((k, k))
     for b in range(M):
-        draw = (rng.random(imp_idx.size)[:, None] > cum).sum(axis=1)
+        uniform = rng.random(imp_idx.size)
+        draw = np.empty(imp_idx.size, dtype=int)
+        for members, row in groups:
+            draw[members] = np.searchsorted(row, uniform[members], side="left")
         draw = np.minimum(draw, m - 1)
         slot[imp_idx] = p_slot[draw]
         ub, vb = _logrank_uv_grid(slot, event, codes, k, grid.size)
