@@ -6,6 +6,8 @@ import json
 import math
 from functools import cache
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from dialeval.formats.spot_the_bot import read_spot_the_bot
@@ -251,3 +253,31 @@ def test_survival_and_stability_sections(shared_data):
     assert [x["k"] for x in rep["stability"]["subsample"]] == [5, 44]
     assert rep["stability"]["reference"] == rep["clusters"]
     json.dumps(rep, allow_nan=False)
+
+
+def test_survival_frame_by_columns_is_the_row_by_row_one():
+    from dialeval.methods.spot_the_bot import analysis as stb_analysis
+
+    rng = np.random.default_rng(0)
+    n = 500
+    systems = np.array(["human", "b1", "b2", "b3"], dtype=object)
+    winners = np.array([0, 1, "tie", None, float("nan"), True, 1.0, 0.0, 2, False], dtype=object)
+    frame = pd.DataFrame(
+        {
+            "annotator": [f"w{k}" for k in rng.integers(0, 40, n)],
+            "conversation_id": [f"c{k}" for k in rng.integers(0, 90, n)],
+            "exchanges": rng.integers(1, 6, n),
+            "system0": systems[rng.integers(0, 4, n)],
+            "system1": systems[rng.integers(0, 4, n)],
+            "label0": rng.choice(["human", "unsure", "bot"], n),
+            "label1": rng.choice(["human", "unsure", "bot"], n),
+            "fluency": winners[rng.integers(0, 10, n)],
+            "sensibleness": rng.choice([0.0, 1.0, np.nan], n),
+            "specificity": rng.integers(0, 2, n),
+        }
+    )
+    columns = list(survival_frame(frame.head(0)).columns)
+    for include_human in (False, True):
+        fast = survival_frame(frame, include_human=include_human)
+        slow = stb_analysis._survival_frame_by_rows(frame, include_human, columns)
+        assert fast.equals(slow) and (fast.dtypes == slow.dtypes).all()

@@ -113,6 +113,64 @@ def survival_frame(dataset: Dataset | pd.DataFrame, include_human: bool = False)
     the other, 0 tie, -1 worse. Entities that are people are left out unless ``include_human``.
     """
     frame = dataset if isinstance(dataset, pd.DataFrame) else annotation_frame(dataset)
+    columns = [
+        "system",
+        "lower",
+        "upper",
+        *STB_FEATURES,
+        "spotted",
+        "exchanges",
+        "label",
+        "conversation_id",
+        "annotator",
+    ]
+    if frame.empty or frame["exchanges"].isna().any():
+        return _survival_frame_by_rows(frame, include_human, columns)
+    # column by column: entity 0 and 1 of each annotation side by side, then interleaved (the
+    # order of a loop over annotations then entities) and the people left out unless asked for
+    k = frame["exchanges"].to_numpy(dtype=float)
+    n = len(frame)
+
+    def both(values: Callable[[int], np.ndarray]) -> np.ndarray:
+        return np.stack([values(0), values(1)], axis=1).reshape(2 * n)
+
+    system = both(lambda e: frame[f"system{e}"].to_numpy(dtype=object))
+    label = both(lambda e: frame[f"label{e}"].to_numpy(dtype=object))
+    spotted = np.asarray(label == "bot", dtype=bool)
+    kk = np.repeat(k, 2)
+    out: dict[str, Any] = {
+        "system": system,
+        "lower": np.where(spotted, 0.0, kk),
+        "upper": np.where(spotted, kk, math.inf),
+    }
+    for f in STB_FEATURES:
+        out[f] = both(lambda e, f=f: _covariates(frame[f].to_numpy(dtype=object), e))
+    out["spotted"] = spotted
+    out["exchanges"] = np.repeat(frame["exchanges"].to_numpy().astype(int), 2)
+    out["label"] = label
+    out["conversation_id"] = np.repeat(frame["conversation_id"].to_numpy(dtype=object), 2)
+    out["annotator"] = np.repeat(frame["annotator"].to_numpy(dtype=object), 2)
+    keep = np.ones(2 * n, dtype=bool) if include_human else np.asarray(system != HUMAN, dtype=bool)
+    return pd.DataFrame({c: out[c][keep] for c in columns}, columns=columns)
+
+
+def _covariates(winners: np.ndarray, entity: int) -> np.ndarray:
+    """_covariate of each value, computed once per distinct value (keyed with its type, so 1, 1.0
+    and True stay apart)."""
+    seen: dict[tuple[type, Any], int] = {}
+    out = np.empty(len(winners), dtype=np.int64)
+    for j, w in enumerate(winners):
+        key = (type(w), w)
+        c = seen.get(key)
+        if c is None:
+            c = seen[key] = _covariate(w, entity)
+        out[j] = c
+    return out
+
+
+def _survival_frame_by_rows(frame: pd.DataFrame, include_human: bool, columns: list[str]) -> pd.DataFrame:
+    """survival_frame one annotation at a time: for an empty frame, or segment lengths missing
+    (which raise here as they always did)."""
     rows = []
     for rec in frame.itertuples(index=False):
         k = float(rec.exchanges)
@@ -135,17 +193,6 @@ def survival_frame(dataset: Dataset | pd.DataFrame, include_human: bool = False)
                     "annotator": rec.annotator,
                 }
             )
-    columns = [
-        "system",
-        "lower",
-        "upper",
-        *STB_FEATURES,
-        "spotted",
-        "exchanges",
-        "label",
-        "conversation_id",
-        "annotator",
-    ]
     return pd.DataFrame(rows, columns=columns)
 
 
