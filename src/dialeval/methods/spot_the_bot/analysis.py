@@ -144,7 +144,8 @@ def survival_frame(dataset: Dataset | pd.DataFrame, include_human: bool = False)
         "upper": np.where(spotted, kk, math.inf),
     }
     for f in STB_FEATURES:
-        out[f] = both(lambda e, f=f: _covariates(frame[f].to_numpy(dtype=object), e))
+        winners = frame[f].to_numpy(dtype=object)
+        out[f] = np.stack([_covariates(winners, 0), _covariates(winners, 1)], axis=1).reshape(2 * n)
     out["spotted"] = spotted
     out["exchanges"] = np.repeat(frame["exchanges"].to_numpy().astype(int), 2)
     out["label"] = label
