@@ -213,10 +213,11 @@ print(json.dumps({"rows": n, "csv_json_wall_s": round(time.perf_counter() - t0, 
 """
 
 INSERT = """
-import json, sys, time
+import json, os, sys, time
 from sqlalchemy import create_engine, text
 url, n = sys.argv[1], int(sys.argv[2])
 engine = create_engine(url)
+table = f"bench_insert_{os.getpid()}"  # two runs on one shared database must not drop each other's table
 rows = [
     {"study_id": 1, "annotator_id": 1 + k % 1000, "question": "battle",
      "value": json.dumps({"model_a": "model-001", "model_b": "model-002", "winner": "model_a", "turn": 1}),
@@ -225,21 +226,21 @@ rows = [
     for k in range(n)
 ]
 with engine.begin() as c:
-    c.execute(text("DROP TABLE IF EXISTS bench_insert"))
-    c.execute(text("CREATE TABLE bench_insert (id INTEGER PRIMARY KEY, study_id INTEGER, annotator_id INTEGER, "
+    c.execute(text(f"DROP TABLE IF EXISTS {table}"))
+    c.execute(text(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, study_id INTEGER, annotator_id INTEGER, "
                    "question VARCHAR(100), value TEXT, meta TEXT, shown_order TEXT, created_at VARCHAR(40))"
                    if url.startswith("sqlite") else
-                   "CREATE TABLE bench_insert (id SERIAL PRIMARY KEY, study_id INTEGER, annotator_id INTEGER, "
+                   f"CREATE TABLE {table} (id SERIAL PRIMARY KEY, study_id INTEGER, annotator_id INTEGER, "
                    "question VARCHAR(100), value JSON, meta JSON, shown_order JSON, created_at TIMESTAMPTZ)"))
 t0 = time.perf_counter(); c0 = time.process_time()
-stmt = text("INSERT INTO bench_insert (study_id, annotator_id, question, value, meta, shown_order, created_at) "
+stmt = text(f"INSERT INTO {table} (study_id, annotator_id, question, value, meta, shown_order, created_at) "
             "VALUES (:study_id, :annotator_id, :question, :value, :meta, :shown_order, :created_at)")
 with engine.begin() as c:
     for k in range(0, n, 10000):
         c.execute(stmt, rows[k : k + 10000])
 wall = time.perf_counter() - t0
 with engine.begin() as c:
-    c.execute(text("DROP TABLE bench_insert"))
+    c.execute(text(f"DROP TABLE {table}"))
 print(json.dumps({"rows": n, "wall_s": round(wall, 2), "cpu_s_client": round(time.process_time() - c0, 2),
                   "rows_per_s": round(n / wall)}))
 """
