@@ -161,7 +161,9 @@ def iter_battles(path: Path, judge_name: str = "crowd") -> Iterator[tuple[str, d
     memory but for the battle ids kept to find repeats). Exact repeats are skipped (a note says so)."""
     ids = _BattleIds(path)
     for record in _records(path):
-        battle = _battle(record, ids, judge_name)
+        battle = _plain_battle(record.data, record.line, ids) if type(record.data) is dict else None
+        if battle is None:
+            battle = _battle(record, ids, judge_name)
         if battle is not None:
             yield battle
     ids.unique.finish()
@@ -187,6 +189,54 @@ def stream_battles(path: str | Path, judge_name: str = "crowd") -> Iterator[tupl
         yield annotator, judgment, conversations
     if not annotators:
         raise ImportFormatError(str(path), "no battles in this file")
+
+
+# the outcomes as the releases spell them (normalise_winner of each is itself)
+_EXACT_OUTCOMES = {o: o for o in OUTCOMES}
+
+
+def _plain_battle(data: dict, line: int | None, ids: _BattleIds) -> tuple[str, dict, datetime | None, dict, list] | None:
+    """The battle `_battle` makes of a record in the releases' usual shape, without its getters
+    (a million battles): every field of the plain type and range, a text question id and no
+    other battle id, judge, no conversation text. None when anything is otherwise: `_battle`
+    then reads it (and raises its errors)."""
+    model_a, model_b, winner = data.get("model_a"), data.get("model_b"), data.get("winner")
+    question, judge, turn, raw = data.get("question_id"), data.get("judge"), data.get("turn"), data.get("tstamp")
+    if not (
+        type(model_a) is str
+        and type(model_b) is str
+        and type(winner) is str
+        and type(question) is str
+        and type(judge) is str
+        and type(turn) is int
+        and type(raw) is float
+        and winner in _EXACT_OUTCOMES
+        and 1 <= turn <= INT_LIMIT
+        and 0 <= raw <= _LAST_STAMP
+        and data.get("num") is None
+        and data.get("battle_id") is None
+        and data.get("item_id") is None
+        and data.get("conversation_a") is None
+        and data.get("conversation_b") is None
+        and model_a.strip()
+        and model_b.strip()
+        and question.strip()
+        and judge.strip()
+    ):
+        return None
+    # _BattleIds.of for a question id: several battles may ask one question
+    battle, seen = question, ids.seen
+    if battle in seen:
+        battle = f"{battle}-{line}"
+    seen.add(battle)
+    pair = f"{model_a}|{model_b}" if model_a <= model_b else f"{model_b}|{model_a}"  # item_key's sorted pair
+    meta = {"battle": battle, "item": f"{question}/t{turn}/{pair}", "question_id": question}
+    for key in _META_KEYS_AFTER_QUESTION:
+        if (extra := data.get(key)) is not None:
+            meta[key] = extra
+    value = {"model_a": model_a, "model_b": model_b, "winner": winner, "turn": turn}
+    created = datetime.fromtimestamp(raw, tz=UTC) if raw else None
+    return judge, value, created, meta, []
 
 
 def _battle(record: Record, ids: _BattleIds, judge_name: str) -> tuple[str, dict, datetime | None, dict, list] | None:
@@ -244,6 +294,7 @@ def _battle(record: Record, ids: _BattleIds, judge_name: str) -> tuple[str, dict
 
 
 _META_KEYS = ("question_id", "num", "language", "anony", "category")
+_META_KEYS_AFTER_QUESTION = ("language", "anony", "category")  # (a plain battle has no num)
 
 
 def _pooled(judge: str, judge_name: str) -> dict[str, Any]:
