@@ -23,6 +23,7 @@ from typing import Any
 from .errors import DialevalError
 
 _CHUNK = 1 << 20
+_DIGEST_BATCH = 4096  # record texts hashed at once
 
 
 def source_digest(path: str | Path, *more: str | Path) -> str:
@@ -53,16 +54,29 @@ class RecordsDigest:
 
     def __init__(self) -> None:
         self.parts = {kind: hashlib.sha256() for kind in self.KINDS}
+        # texts not hashed yet: hashed a batch at a time, the same bytes as one update per record
+        self.pending: dict[str, list[str]] = {kind: [] for kind in self.KINDS}
 
     def add(self, kind: str, item: Any) -> None:
         if kind == "annotators" and "file" in item.meta:
             item = dataclasses.replace(item, meta={k: v for k, v in item.meta.items() if k != "file"})
-        self.parts[kind].update(repr(item).encode("utf-8", "surrogatepass") + b"\n")
+        pending = self.pending[kind]
+        pending.append(repr(item))
+        if len(pending) >= _DIGEST_BATCH:
+            self._hash_pending(kind)
+
+    def _hash_pending(self, kind: str) -> None:
+        pending = self.pending[kind]
+        if pending:
+            pending.append("")  # each record's text ends with a newline
+            self.parts[kind].update("\n".join(pending).encode("utf-8", "surrogatepass"))
+            pending.clear()
 
     def adder(self, kind: str) -> Callable[[Any], None]:
         """`add(kind, item)` for many items of one kind (not annotators): the same digest, without
         the per-item lookups (a million battles)."""
-        update = self.parts[kind].update
+        pending = self.pending[kind]
+        append, hash_pending = pending.append, self._hash_pending
         cls_repr: dict[type, Callable[[Any], str]] = {}
 
         def add(item: Any) -> None:
@@ -71,7 +85,9 @@ class RecordsDigest:
             text = cls_repr.get(type(item))
             if text is None:
                 text = cls_repr[type(item)] = getattr(type(item).__repr__, "__wrapped__", repr)
-            update(text(item).encode("utf-8", "surrogatepass") + b"\n")
+            append(text(item))
+            if len(pending) >= _DIGEST_BATCH:
+                hash_pending(kind)
 
         return add
 
@@ -96,6 +112,8 @@ class RecordsDigest:
         return add
 
     def hexdigest(self) -> str:
+        for kind in self.KINDS:
+            self._hash_pending(kind)
         return hashlib.sha256("".join(self.parts[k].hexdigest() for k in self.KINDS).encode()).hexdigest()
 
 
