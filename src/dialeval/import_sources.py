@@ -95,7 +95,8 @@ class RecordsDigest:
         """`add("conversations", c)` for a conversation whose turns come apart as plain (speaker,
         text, bot) tuples (RecordBatch): the text of its repr with those Turns in it, without
         building them (millions of turns)."""
-        update = self.parts["conversations"].update
+        pending = self.pending["conversations"]  # after the conversations added before, in order
+        append, hash_pending = pending.append, self._hash_pending
         around: dict[tuple[str, str | None], tuple[str, str]] = {}  # a turn's repr before and after its text
 
         def add(conversation: Any, turns: list[tuple[str, str, str | None]]) -> None:
@@ -107,7 +108,9 @@ class RecordsDigest:
                 shown.append(pair[0] + repr(said) + pair[1])
             c = conversation
             text = _CONVERSATION % (c.id, c.bots, ", ".join(shown), c.source, c.meta, c.error)
-            update(text.encode("utf-8", "surrogatepass") + b"\n")
+            append(text)
+            if len(pending) >= _DIGEST_BATCH:
+                hash_pending("conversations")
 
         return add
 
