@@ -148,3 +148,65 @@ def test_cli_import_with_judges_and_report(tmp_path):
     assert position["first_share"]["share"] == 1.0 and position["first_share"]["n"] == 4
     bad = runner.invoke(app, ["import", "dialeval", str(crowd), str(tmp_path / "x"), "--judges", str(judge)])
     assert bad.exit_code == 2 and "--judges belongs to arena imports" in bad.output
+
+
+def _plain(k: int, **changes) -> dict:
+    """A battle in the releases' usual shape (what the importer reads without its getters)."""
+    record = {
+        "question_id": f"q{k}",
+        "model_a": "gpt-4",
+        "model_b": "claude-v1",
+        "winner": "model_b",
+        "judge": f"arena_user_{k % 3}",
+        "turn": 1,
+        "anony": True,
+        "language": "English",
+        "tstamp": 1682351591.25 + k,
+    }
+    record.update(changes)
+    return {key: value for key, value in record.items() if value is not ...}  # `...`: leave the key out
+
+
+SHAPES = [
+    _plain(0),
+    _plain(1, model_a="alpaca-13b", model_b="alpaca-13b", turn=3),  # the same model on both sides
+    _plain(2, model_a="zeta", model_b="Alpha", winner="tie"),  # the pair sorted for the item key
+    _plain(3, question_id="q0"),  # a question asked again: the battle id gets the line
+    _plain(4, question_id="q0"),
+    _plain(5, winner="Model_A"),  # spellings the general path normalises
+    _plain(6, winner="tie (inconsistent)"),
+    _plain(7, winner="both_bad"),
+    _plain(8, turn=2.0),  # a whole float: its item key keeps "2.0"
+    _plain(9, tstamp=1682351600),  # an integer time
+    _plain(10, tstamp=0.0),  # no time
+    _plain(11, judge=...),  # the crowd
+    _plain(12, judge=17),  # an id as a number
+    _plain(13, language=None, anony=False, category="coding"),
+    _plain(14, num=14),  # a battle id of its own
+    _plain(15, item_id="it-1"),
+    _plain(16, model_a="  padded  ", judge=" j "),
+    _plain(17, model_a="gpt-4\u00e9\u6f22", question_id="q\u00e917"),  # not ASCII
+    _plain(18, turn=...),
+    _plain(19, question_id=42),
+    _plain(20, question_id=...),  # none: the battle is named after its line
+    _plain(21, tstamp=1682351591.123456789),  # rounded to microseconds
+    _plain(22, conversation_a=None, conversation_b=None),
+]
+
+
+def test_plain_battles_read_as_the_general_way_reads_them(tmp_path, monkeypatch):
+    # every record read twice: with the plain path, and with it refusing everything (the getters)
+    from dialeval.formats import arena
+    from dialeval.import_sources import records_digest
+
+    path = _jsonl(tmp_path / "shapes.jsonl", SHAPES)
+    fast = read_arena_battles(path)
+    monkeypatch.setattr(arena, "_plain_battle", lambda data, line, ids: None)
+    general = read_arena_battles(path)
+    assert len(fast.judgments) == len(SHAPES)
+    assert fast.judgments == general.judgments and fast.annotators == general.annotators
+    for a, b in zip(fast.judgments, general.judgments, strict=True):
+        assert repr(a) == repr(b) and list(a.meta) == list(b.meta) and list(a.value) == list(b.value)
+    assert records_digest(fast) == records_digest(general)
+    assert fast.judgments[2].meta["item"] == "q2/t1/Alpha|zeta"
+    assert [j.meta["battle"] for j in fast.judgments[3:5]] == ["q0-4", "q0-5"]
