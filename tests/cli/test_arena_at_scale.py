@@ -424,3 +424,53 @@ def test_columns_parsed_from_json_text_are_the_database_extracted_ones(tmp_path,
     assert read["meta.category"][1] == 'café 😀 "q" \\ / \n\t\b\f\r'
     assert read["meta.category"][12] == '{"b":[1,2.5,"x"],"a":null}'
     assert parsed.count(True) >= 10 and parsed.count(False) == 4  # both ways were taken
+
+
+def test_battles_past_several_batches_are_all_kept_and_a_late_bad_line_is_named(tmp_path):
+    # 45,000 battles in the releases' usual shape: past two batches of the store (20,000) and many
+    # of the records digest (4,096); every battle kept in file order, the digest of the whole read
+    from dialeval.import_sources import records_digest
+    from dialeval.study import open_study
+
+    n = 45_000
+    records = [
+        {
+            "question_id": f"q{k % 40_000}",  # some questions asked twice
+            "model_a": f"m{k % 13}",
+            "model_b": f"m{(k * 7 + 1) % 13}",
+            "winner": ["model_a", "model_b", "tie", "tie (bothbad)"][k % 4],
+            "judge": f"user{k % 997}",
+            "turn": 1 + k % 3,
+            "anony": True,
+            "language": "English",
+            "tstamp": 1682000000.0 + k * 11.3,
+        }
+        for k in range(n)
+    ]
+    data = _write(tmp_path / "many.jsonl", records)
+    study = tmp_path / "s"
+    done = _run("import", "arena", data, study)
+    assert done.returncode == 0, done.stderr
+    assert f"{n} judgments" in done.stdout
+    whole = read_arena_battles(data)
+    opened = open_study(study)
+    try:
+        sources = opened.store.imported_sources(opened.id)
+        stored = opened.store.load_dataset(opened.id)
+    finally:
+        opened.close()
+    assert sources[0]["records_sha256"] == records_digest(whole)
+    got = [(j.meta["battle"], j.meta["item"], j.value) for j in stored.judgments]
+    assert len(got) == n and got == [(j.meta["battle"], j.meta["item"], j.value) for j in whole.judgments]
+
+    bad = list(records)
+    bad[22_221] = {**bad[22_221], "winner": "model_c"}  # in the second batch
+    done = _run("import", "arena", _write(tmp_path / "bad.jsonl", bad), tmp_path / "new")
+    assert done.returncode == 2
+    assert "bad.jsonl, line 22222, field 'winner': unknown outcome 'model_c'" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "new").exists()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(data.read_text(encoding="utf-8").replace('"q30000"', '"q30000', 1), encoding="utf-8")
+    done = _run("import", "arena", broken, tmp_path / "new")
+    assert done.returncode == 2 and "broken.jsonl, line 30001" in done.stderr and "not valid JSON" in done.stderr
+    assert not (tmp_path / "new").exists()
