@@ -191,7 +191,10 @@ def stream_battles(path: str | Path, judge_name: str = "crowd") -> Iterator[tupl
 _EXACT_OUTCOMES = {o: o for o in OUTCOMES}
 
 
-def _plain_battle(data: dict, line: int | None, ids: _BattleIds) -> tuple[str, dict, datetime | None, dict, list] | None:
+_Battle = tuple[str, dict, datetime | None, dict, list]  # judge, value, created_at, meta, conversations
+
+
+def _plain_battle(data: dict, line: int | None, ids: _BattleIds) -> _Battle | None:
     """The battle `_battle` makes of a record in the releases' usual shape, without its getters
     (a million battles): every field of the plain type and range, a text question id and no
     other battle id, judge, no conversation text. None when anything is otherwise: `_battle`
