@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import math
 import sys
 from importlib import resources
@@ -19,6 +17,7 @@ from rich.table import Table
 from . import registry
 from .errors import DialevalError
 from .formats import importers
+from .gc_pause import cyclic_gc_paused
 
 app = typer.Typer(
     name="dialeval",
@@ -126,28 +125,6 @@ def _table(*columns: str, title: str | None = None) -> Table:
     for column in columns:
         out.add_column(column, overflow="fold")
     return out
-
-
-@contextlib.contextmanager
-def _cycle_collector_off():
-    """The cyclic garbage collector paused for one short, allocation-heavy command (a report).
-
-    Its passes walk every object alive, most of them the libraries' modules and the study's rows,
-    which a report keeps to the end: 10-25% of a report's CPU time (0.3-0.8 s on the demo and
-    published studies), and peak memory is the same without them (+2 MB). Reference counting still
-    frees everything else."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        # What the block made now counts as old (freeze + unfreeze moves every object to the oldest
-        # generation without a pass): else the first collection after it walks all of it at once
-        # (0.1 s on a small report). It is still collected by the next full collection.
-        gc.freeze()
-        gc.unfreeze()
-        if was_on:  # the command may run inside a longer process (tests, CliRunner)
-            gc.enable()
 
 
 YES_HELP = "start even when an endpoint fails the check at start (its workers or items then meet the errors)"
@@ -1511,7 +1488,7 @@ def report(
     """
     from .report import study_report, write_report
 
-    with _cycle_collector_off():
+    with cyclic_gc_paused(age_after=True):
         result = study_report(study, include_judges=include_judges, include_simulated=include_simulated)
         if not result.get("study", {}).get("collected", {}).get("judgments") and not result.get("judge_audit"):
             if result.get("simulated"):  # only simulated annotators have judged, and they are left out

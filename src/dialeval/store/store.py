@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .. import __version__, clock
 from ..errors import StoreBusy, StoreError
+from ..gc_pause import cyclic_gc_paused
 from ..records import Annotator, Conversation, Dataset, Judgment, RecordBatch, Turn, Unit, is_judge_annotator
 from . import migrations
 from .engine import READ_ONLY, check_connection, database_url, make_engine
@@ -672,7 +673,7 @@ class Store:
         # the cyclic collector would walk each of them and every older object again and again (a
         # tenth of a million battles). They hold no cycle and are freed by reference counting;
         # the young generations are collected once a batch, so any cyclic garbage stays bounded.
-        with _collector_paused():
+        with cyclic_gc_paused():
             self._stream_items(s, items, ann_ids, conv_ids, new_anns, pending, flush, study_id, batch, counts)
         flush()
         source = finish(dict(counts))
@@ -1034,7 +1035,7 @@ def _judgment_columns(s, study_id, columns, ann_ext, unit_ext, conv_ext, exclude
     # the rows' tuples are millions of new container objects: the cyclic collector would walk every
     # live one again and again as they pile up (a fifth of reading a million judgments); they hold
     # no cycle, and are freed by reference counting
-    with _collector_paused():
+    with cyclic_gc_paused():
         batches = []
         for part in _row_batches(connection, stmt, _COLUMN_BATCH):
             if pa is None:
@@ -1070,17 +1071,6 @@ def _judgment_columns(s, study_id, columns, ann_ext, unit_ext, conv_ext, exclude
         if kind == "boolean":  # SQLite gives 0/1
             frame[f"value.{name}"] = frame[f"value.{name}"].map({0: False, 1: True})  # (True == 1, False == 0)
     return JudgmentColumns(frame, value_keys, meta_keys)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _json_reader() -> Any:

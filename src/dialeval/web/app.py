@@ -20,12 +20,13 @@ from fastapi.staticfiles import StaticFiles
 
 from .. import registry
 from ..errors import DialevalError
+from ..gc_pause import cyclic_gc_paused
 from . import routes_admin, routes_annotator, routes_entry, routes_live
 from .error_pages import install_error_handlers
 from .limits import BodyLimits
 from .middleware import ACCESS_LOG_ENV, install_middleware
 from .pages import HERE, make_environment, method_static_folder, method_static_url
-from .served import ServedStudy, open_served, paused_gc, run_hook_blocking, slugify
+from .served import ServedStudy, open_served, run_hook_blocking, slugify
 
 __all__ = ["ACCESS_LOG_ENV", "STUDY_FOLDERS_ENV", "app_from_env", "create_app", "make_environment", "slugify"]
 
@@ -49,7 +50,7 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
         for served in studies.values():
             if served.protocol is not None:
                 # one process at a time per study: hosts started together build its units once
-                with served.ctx.store.preparing(served.ctx.study_id), paused_gc():
+                with served.ctx.store.preparing(served.ctx.study_id), cyclic_gc_paused():
                     run_hook_blocking(served.protocol.prepare)
 
     app = FastAPI(title="dialeval", docs_url=None, redoc_url=None, openapi_url=None)

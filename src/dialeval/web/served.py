@@ -6,11 +6,8 @@ routes receive theirs through the `served_study` dependency (web/deps.py).
 
 from __future__ import annotations
 
-import gc
 import inspect
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,20 +78,6 @@ async def call(fn, *args, **kwargs):
     if inspect.isawaitable(result):
         result = await result
     return result
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """No cyclic garbage collection inside the block: building a study's units makes hundreds of
-    thousands of small objects and no cycles (300 bots: ~180,000 ACUTE units), and the collector's
-    passes over them were half of the start-up time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def run_hook_blocking(fn, *args):
