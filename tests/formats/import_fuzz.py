@@ -737,8 +737,8 @@ def write_case(case: Case, folder: Path) -> Path:
 
 def read(fmt: str, path: Path, options: dict[str, Any]) -> Any:
     """The Dataset `dialeval import` would store (reader, renames, text limits, checks)."""
-    from dialeval.cli import read_import
     from dialeval.formats.names import make_names_safe
+    from dialeval.importing import read_import
     from dialeval.textclean import import_text_limit_of
 
     try:

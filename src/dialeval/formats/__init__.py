@@ -37,7 +37,7 @@ class ImportFormat:
     required: dict[str, str] = field(default_factory=dict)  # option -> the error when it is missing
     # "module:function": path -> an iterator of (Annotator, Judgment, [Conversation]) in file order,
     # raising ImportFormatError when there is nothing; `dialeval import` then stores records as they
-    # are read (cli._stream_import) when no option asks for the whole file ("" = never streamed)
+    # are read (importing._stream_import) when no option asks for the whole file ("" = never streamed)
     stream: str = ""
     # "module:function": path -> an iterable of RecordBatch (records of every kind, a batch at a
     # time, texts cleaned as clean_dataset would) with a meta() of the Dataset once iterated;
