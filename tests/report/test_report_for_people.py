@@ -219,6 +219,47 @@ def test_grid_is_in_rank_order(demo, method):
     assert page.headers["grid"][1:] == order
 
 
+def _decimals(cell: str) -> int:
+    return len(cell.rsplit(".", 1)[1]) if "." in cell else 0
+
+
+@pytest.mark.parametrize("method", DEMO)
+def test_interval_bounds_are_written_like_their_estimate(demo, method):
+    """In every table of every demo report, an interval's bounds (ci low, ci high, sandwich low...)
+    have as many decimals as the estimate beside them when both are on one scale: never "982.050"
+    beside "1,012.9"."""
+    page = read_page(demo / method / "report" / "index.html")
+    checked = 0
+    for key, header in page.headers.items():
+        for estimate in ("score", "rating", "mean", "rate", "win rate"):
+            if estimate not in header or "ci low" not in header:
+                continue
+            cols = [header.index(name) for name in (estimate, "ci low", "ci high")]
+            for row in page.rows.get(key, []):
+                cells = [row[i].replace(",", "") for i in cols if i < len(row)]
+                numbers = [c for c in cells if re.fullmatch(r"-?\d+(\.\d+)?", c)]
+                if len(numbers) == 3 and max(abs(float(c)) for c in numbers) < 10 * min(
+                    abs(float(c)) or 1 for c in numbers
+                ):
+                    assert len({_decimals(c) for c in numbers}) == 1, (key, row)
+                    checked += 1
+    if method == "arena":
+        assert checked > 0  # the leaderboard has scores with intervals
+
+
+def test_a_bound_that_stays_under_1000_takes_its_estimates_decimals():
+    from dialeval.report.render import records_table
+
+    rows = [
+        {"name": "a", "score": 1012.94, "ci_low": 999.41, "ci_high": 1030.2, "share": 0.25},
+        {"name": "b", "score": 987.06, "ci_low": 970.88, "ci_high": 999.9, "share": 0.75},
+    ]
+    html = records_table("systems", rows)
+    for text in ("1,012.9", "999.4", "1,030.2", "987.1", "970.9", "999.9", "0.250", "0.750"):
+        assert f">{text}<" in html, text
+    assert "999.410" not in html
+
+
 # -- ten systems -----------------------------------------------------------------------------------------------
 def _store_dataset(folder: Path, dataset: Dataset, bots: list[str]) -> None:
     from dialeval.study import open_study, write_study_file

@@ -71,6 +71,30 @@ def column_decimals(name: str, values: list[Any]) -> int | None:
     return 3 if largest < 1000 else 1
 
 
+_BOUND = re.compile(r"(^|[ _])(low|high|lower|upper)$")
+
+
+def table_decimals(columns: list[str], values: dict[str, list[Any]], names: dict[str, str] | None = None) -> dict:
+    """Decimals for each column of one table (column_decimals), except that an interval's bounds
+    ("ci_low", "sandwich high") take the fewest decimals of the numeric columns on their scale
+    (largest value within 10x of theirs): a bound is written like the estimate it brackets, not
+    "982.050" beside "1,012.9" because it happened to stay under 1,000."""
+    names = names or {}
+    decimals = {c: column_decimals(names.get(c, c), values[c]) for c in columns}
+    largest = {
+        c: max(abs(float(v)) for v in values[c] if _is_number(v) and not _is_missing(v))
+        for c in columns
+        if decimals[c] is not None
+    }
+    for c in largest:
+        if not _BOUND.search(c):
+            continue
+        peers = [d for d in largest if largest[d] and largest[c] and 0.1 <= largest[d] / largest[c] <= 10]
+        fewest = [n for n in (decimals[d] for d in peers) if n is not None]
+        decimals[c] = min(fewest, default=decimals[c])
+    return decimals
+
+
 def fmt(value: Any, name: str = "", decimals: int | None | str = "auto") -> str:
     """One value as text for people (see the module docstring)."""
     if _is_missing(value):
@@ -181,7 +205,7 @@ def records_table(key: str, records: list[dict], skip: set[str] | frozenset[str]
     # A field inline in one record and nested in another is nested everywhere.
     columns = [c for c in columns if all(_inline(r.get(c)) for r in records)]
     nested += [k for r in records for k in r if k not in columns and k not in nested and k not in skip]
-    decimals = {c: column_decimals(c, [r.get(c) for r in records]) for c in columns}
+    decimals = table_decimals(columns, {c: [r.get(c) for r in records] for c in columns})
     rows = [[fmt(r.get(c), c, decimals[c]) for c in columns] for r in records]
     numeric = [any(_is_number(r.get(c)) for r in records) for c in columns]
     out = [html_table(key, [label(c) for c in columns], rows, numeric)] if columns else []
@@ -215,7 +239,9 @@ def _column_of_mappings(key: str, field: str, labels: list[str], values: list[di
     flats = [_flatten(v) if isinstance(v, dict) else {} for v in values]
     if all(all(_inline(x) for x in f.values()) for f in flats):
         columns = list(dict.fromkeys(k for f in flats for k in f))
-        decimals = {c: column_decimals(c.split()[-1], [f.get(c) for f in flats]) for c in columns}
+        decimals = table_decimals(
+            columns, {c: [f.get(c) for f in flats] for c in columns}, names={c: c.split()[-1] for c in columns}
+        )
         rows = [[lab] + [fmt(f.get(c), c.split()[-1], decimals[c]) for c in columns] for lab, f in zip(labels, flats)]
         numeric = [False] + [any(_is_number(f.get(c)) for f in flats) for c in columns]
         return f"<h4>{escape(label(field))}</h4>" + html_table(key, ["", *[label(c) for c in columns]], rows, numeric)
