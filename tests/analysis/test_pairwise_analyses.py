@@ -253,3 +253,18 @@ def test_text_stats():
     assert {t for t, _ in terms["A"]} == {"information", "detailed"}
     assert terms["B"][0][0] == "flows"
     assert "the" not in {t for t, _ in terms["A"]}
+
+
+def test_the_annotator_model_follows_the_studys_bootstrap_rounds():
+    """ACUTE's annotator_model section (Crowd-BT boards, Dawid-Skene/MACE) takes the study's n_boot,
+    capped at its own defaults (200 for the boards, 40 for the label models): a quick analysis
+    (the conformance run's n_boot 20) is quick there too."""
+    quick = analyze_acute(acute_dataset(), n_boot=10)["annotator_model"]
+    full = analyze_acute(acute_dataset(), n_boot=1000)["annotator_model"]
+    assert quick["labels"]["bootstrap_rounds"] == 10
+    assert full["labels"]["bootstrap_rounds"] == 40
+    bounds = [(r["ci_low"], r["ci_high"]) for r in quick["pairwise"]["leaderboard"]]
+    assert bounds != [(r["ci_low"], r["ci_high"]) for r in full["pairwise"]["leaderboard"]]
+    assert [r["rating"] for r in quick["pairwise"]["leaderboard"]] == [
+        r["rating"] for r in full["pairwise"]["leaderboard"]
+    ]

@@ -485,7 +485,7 @@ def pairwise_model_section(
         section["screening"]["excluded_from_leaderboard"] = sorted(excluded)
         out["pairwise"] = section
     if labels is not None:
-        lab = label_section(labels, judges=judges, seed=seed)
+        lab = label_section(labels, judges=judges, n_boot=min(n_boot, RELIABILITY_BOOT), seed=seed)
         if lab is not None:
             out["labels"] = lab
     if not out:
@@ -523,6 +523,7 @@ def choice_model_section(
     other: str,
     judges: Iterable[str],
     excluded: Sequence[str],
+    n_boot: int = 200,
     seed: int = 0,
 ) -> dict[str, Any]:
     """The annotator_model section of a method whose frame has one row per choice (winner, loser
@@ -537,5 +538,6 @@ def choice_model_section(
         options=options,
         judges=judges,
         excluded=excluded,
+        n_boot=n_boot,
         seed=seed,
     )

@@ -280,6 +280,7 @@ def analyze_acute(
         other="loser_conv",
         judges=model_judges(dataset),
         excluded=screened_out,
+        n_boot=n_boot,
         seed=seed or 0,
     )
     from ...analysis.metrics import metric_report

@@ -249,6 +249,7 @@ def analyze_pairwise_turn(
         other="other",
         judges=model_judges(dataset),
         excluded=screened_out,
+        n_boot=n_boot,
         seed=seed or 0,
     )
     from ...analysis.metrics import metric_report
