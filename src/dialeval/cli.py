@@ -208,7 +208,9 @@ def generate(
     turns: int | None = typer.Option(None, "--turns", help="turns per side"),
     output: Path | None = typer.Option(None, "-o", "--output", help="write conversations to this JSONL file"),
     fmt: str = typer.Option("dialeval", "--format", help="output format: dialeval, parlai or openai"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(
+        0, "--seed", help="with --bots/--mode/-o: each conversation's random stream (a study uses its file's seed)"
+    ),
     no_personas: bool = typer.Option(False, "--no-personas"),
     concurrency: int | None = typer.Option(None, "--concurrency"),
     yes: bool = typer.Option(False, "--yes", help=YES_HELP),
@@ -515,7 +517,7 @@ def demo(
     no_browser: bool = typer.Option(False, "--no-browser", help="do not open a browser"),
     simulate_n: int = typer.Option(0, "--simulate", help="complete every study with N simulated annotators"),
     no_serve: bool = typer.Option(False, "--no-serve", help="stop after making (and simulating) the studies"),
-    seed: int = typer.Option(1, "--seed"),
+    seed: int = typer.Option(1, "--seed", help="seed of the demo studies and their simulated crowd"),
     force: bool = typer.Option(False, "--force", help="replace the demo studies of an earlier run in --out"),
 ) -> None:
     """A demo study of every method with the bundled bots, served on 127.0.0.1:8000.
@@ -597,7 +599,12 @@ def simulate(
         metavar="BOT=S,...",
         help="each bot's latent strength (logit scale, e.g. a=1.2,b=0,c=-1.2; default: the bots' order, 0.6 apart)",
     ),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(
+        0,
+        "--seed",
+        help="the crowd's seed: who is careless, each profile and its answers. The server still picks units "
+        "and sides at random, so two runs agree in distribution, not judgment by judgment",
+    ),
     url: str | None = typer.Option(None, "--url", help="a running server to use instead of an in-process one"),
     report_too: bool = typer.Option(True, "--report/--no-report", help="write the study's report afterwards"),
     copy: Path | None = typer.Option(
@@ -788,7 +795,7 @@ app.add_typer(bench_app, name="bench")
 def bench_adaptive(
     json_path: Path | None = typer.Option(None, "--json", help="write the results as JSON"),
     repeats: int = typer.Option(200, "--repeats", help="simulated studies per scenario"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the simulated studies (the same seed, the same results)"),
     quick: bool = typer.Option(False, "--quick", help="a smoke test in seconds, not a measurement"),
 ) -> None:
     """Adaptive collection vs uniform allocation, and the A/A false-positive rate.
@@ -831,7 +838,7 @@ def bench_judges(
     plot_path: Path | None = typer.Option(None, "--plot", help="write the widths plot (PNG)"),
     data: Path | None = typer.Option(None, "--data", help="folder of the Arena judge files (default ../shared/data)"),
     repeats: int = typer.Option(300, "--repeats", help="resampled studies per number of human votes"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the resampled studies (the same seed, the same results)"),
     quick: bool = typer.Option(False, "--quick", help="a smoke test in seconds, not a measurement"),
 ) -> None:
     """Judge-corrected intervals (PPI++) on real Arena battles: coverage, widths, human votes saved.
