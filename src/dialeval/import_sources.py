@@ -128,10 +128,23 @@ _TURN_HEAD, _TURN_TAIL = "Turn(speaker=%r, text=", ", bot=%r, is_seed=False, can
 
 def records_digest(dataset: Any) -> str:
     """The RecordsDigest of a whole imported Dataset."""
+    from .records import plain_turns
+
     digest = RecordsDigest()
-    for kind in RecordsDigest.KINDS:
+    turns = plain_turns(dataset.conversations)
+    if turns is not None:  # the same text as each conversation's repr, without a repr per Turn
+        add_conversation = digest.conversation_adder()
+        for conversation, its_turns in zip(dataset.conversations, turns, strict=True):
+            add_conversation(conversation, its_turns)
+    else:
+        for conversation in dataset.conversations:
+            digest.add("conversations", conversation)
+    for annotator in dataset.annotators:  # add() leaves out a judge's file
+        digest.add("annotators", annotator)
+    for kind in ("units", "judgments"):
+        add = digest.adder(kind)
         for item in getattr(dataset, kind):
-            digest.add(kind, item)
+            add(item)
     return digest.hexdigest()
 
 

@@ -127,14 +127,20 @@ def import_into_study(fmt, paths, study, domain, rename, method, paper_names, ju
             if _stream_import(fmt, path, study, append, waiting):
                 return
 
-    with import_text_limit_of(max_text_chars):
-        dataset = read_import(fmt, path, domain, renames, method, paper_names=paper_names, judges=judges)
-    originals = make_names_safe(dataset)
+    from .gc_pause import cyclic_gc_paused
     from .import_sources import records_digest, study_lock
 
-    # Imports into one study take turns: both finding the source new would store it twice.
-    with study_lock(study, waiting):
-        _store_import(fmt, path, study, domain, renames, judges, append, dataset, originals, records_digest(dataset))
+    # The whole data set's records (millions of objects, no cycles) stay alive to the end: each
+    # pass of the cyclic collector walked all of them again.
+    with cyclic_gc_paused():
+        with import_text_limit_of(max_text_chars):
+            dataset = read_import(fmt, path, domain, renames, method, paper_names=paper_names, judges=judges)
+        originals = make_names_safe(dataset)
+        # Imports into one study take turns: both finding the source new would store it twice.
+        with study_lock(study, waiting):
+            _store_import(
+                fmt, path, study, domain, renames, judges, append, dataset, originals, records_digest(dataset)
+            )
 
 
 def _write_imported_study(study, fmt, path, domain, renames, judges, method, systems, originals) -> None:

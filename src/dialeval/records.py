@@ -201,6 +201,25 @@ class RecordBatch:
     judgments: list[Judgment] = field(default_factory=list)
 
 
+def plain_turns(conversations: Sequence[Conversation]) -> list[list[tuple[str, str, str | None]]] | None:
+    """Every conversation's turns as RecordBatch's plain (speaker, text, bot) tuples, or None when
+    some turn holds more (a seed, candidates, a choice, meta) or a record is of a subclass: stored
+    and hashed (RecordsDigest) the same either way, the plain ones without a conversion per turn."""
+    plain = []
+    for c in conversations:
+        if type(c) is not Conversation:
+            return None
+        turns = []
+        for t in c.turns:
+            if type(t) is not Turn or t.is_seed is not False or t.candidates is not None or t.chosen is not None:
+                return None
+            if type(t.meta) is not dict or t.meta:
+                return None
+            turns.append((t.speaker, t.text, t.bot))
+        plain.append(turns)
+    return plain
+
+
 @dataclass
 class Dataset:
     """Everything one import or one generation run produces, ready for the store or for analysis."""

@@ -22,7 +22,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from .. import __version__, clock
 from ..errors import StoreBusy, StoreError
 from ..gc_pause import cyclic_gc_paused
-from ..records import Annotator, Conversation, Dataset, Judgment, RecordBatch, Turn, Unit, is_judge_annotator
+from ..records import (
+    Annotator,
+    Conversation,
+    Dataset,
+    Judgment,
+    RecordBatch,
+    Turn,
+    Unit,
+    is_judge_annotator,
+    plain_turns,
+)
 from . import migrations
 from .engine import READ_ONLY, check_connection, database_url, make_engine
 from .schema import (
@@ -502,8 +512,10 @@ class Store:
         plain rows through _BulkInsert, never ORM objects: 100,000 Spot The Bot segments' ORM
         rows took half of their import's time and most of its memory).
         """
+        turns = plain_turns(dataset.conversations)
         batch = RecordBatch(
             conversations=dataset.conversations,
+            turns=turns or [],
             annotators=dataset.annotators,
             units=dataset.units,
             judgments=dataset.judgments,
@@ -516,7 +528,7 @@ class Store:
         ):
             if source is not None:
                 s.add(EventRow(study_id=study_id, kind=IMPORT_EVENT, payload=source))
-            self._save_batches(s, study_id, [batch], counts, plain_turns=False)
+            self._save_batches(s, study_id, [batch], counts, plain_turns=turns is not None)
         return counts
 
     def save_stream(
@@ -651,7 +663,10 @@ class Store:
         None to roll everything back (the records were imported before)."""
         counts = {"conversations": 0, "annotators": 0, "units": 0, "judgments": 0}
         try:
+            # no cyclic collection while the batches are read and stored (as in save_stream): their
+            # records hold no cycles; the young generations are collected once a batch
             with (
+                cyclic_gc_paused(),
                 self.session() as s,
                 _bulk_cache(s.connection()),
                 _indexes_at_the_end(s.connection(), TurnRow.__tablename__),
@@ -747,6 +762,7 @@ class Store:
                 else:
                     judgments.run(rows)
                 counts["judgments"] += len(rows)
+            gc.collect(1)
         # what the reader added to an annotator after storing it (a worker's later assignments)
         changed = [
             {"row": row, "p": a.platform, "s": a.meta.get("status", "active"), "q": a.meta.get("qc", {}), "m": a.meta}
