@@ -111,6 +111,31 @@ def test_plain_turns_hash_as_their_records():
     assert plain.hexdigest() == objects.hexdigest()
 
 
+@pytest.mark.parametrize("richer", [False, True])
+def test_records_digest_of_a_dataset_is_that_of_each_record(richer):
+    # records_digest hashes plain turns without their Turns (records.plain_turns); a turn with more
+    # (a seed, meta) takes the record's own repr: either way the digest of every record added alone
+    from datetime import UTC, datetime
+
+    from dialeval.import_sources import records_digest
+    from dialeval.records import Annotator, Dataset, Judgment, Unit, plain_turns
+
+    last = Turn("bot", "yo \u00e9", "x", is_seed=True, meta={"k": 1}) if richer else Turn("bot", "yo \u00e9", "x")
+    dataset = Dataset(
+        method="spot-the-bot",
+        conversations=[Conversation("a", ["x"], [Turn("human", 'it\'s "q"'), last]), Conversation("b", ["x"], [])],
+        annotators=[Annotator("w1", meta={"file": "/somewhere/judge.jsonl", "n": 2})],
+        units=[Unit("u1", "segment", ["a"], {"k": [1]})],
+        judgments=[Judgment("w1", "u1", "bot", {"x": 1}, created_at=datetime(2024, 1, 2, tzinfo=UTC), meta={"m": 1})],
+    )
+    assert (plain_turns(dataset.conversations) is None) == richer
+    one_by_one = RecordsDigest()
+    for kind in RecordsDigest.KINDS:
+        for item in getattr(dataset, kind):
+            one_by_one.add(kind, item)
+    assert records_digest(dataset) == one_by_one.hexdigest()
+
+
 def test_streamed_import_on_postgresql_stores_the_whole_file_import_rows(tmp_path, small_batches, monkeypatch):
     from sqlalchemy import text
 
