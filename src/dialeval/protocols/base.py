@@ -91,6 +91,7 @@ from ..store.work import UnitInfo as UnitInfo
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+    from sqlalchemy.orm import Session
 
     from ..store.store import Store
 
@@ -333,13 +334,15 @@ class Protocol(Generic[OptionsT]):
         meta: dict[str, Any] | None = None,
         finish: bool = False,
         state: dict[str, Any] | None = None,
+        session: Session | None = None,
     ) -> tuple[int, bool]:
         """Commit one judgment (idempotent by request_id); `conversation` is an external id. The
         counts of how the request's texts were entered (quality/typing.py) go into its meta.
 
         With `finish` (the assignment is done) or a `state` (its progress), the assignment is
         updated in the same transaction as the judgment: one commit per answer instead of two (the
-        same as add_judgment then finish / save_state, without a window between the two)."""
+        same as add_judgment then finish / save_state, without a window between the two). With
+        `session`, in the caller's transaction (see StudyStore.add_judgment)."""
         signals = input_signals.current()
         if signals is not None:
             meta = {**(meta or {}), "input": signals}
@@ -359,6 +362,7 @@ class Protocol(Generic[OptionsT]):
             finish=finish,
             state=state,
             expires_at=None if finish or state is None else self.expiry(),
+            session=session,
         )
         if finish:
             assignment.status = "submitted"

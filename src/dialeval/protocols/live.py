@@ -60,6 +60,9 @@ from .base import Outcome, session_progress
 
 if TYPE_CHECKING:
     import random
+    from datetime import datetime
+
+    from sqlalchemy.orm import Session
 
     from ..config import StudyConfig
     from ..store.facade import StudyStore
@@ -160,6 +163,15 @@ def persona_state(rng: random.Random) -> dict[str, list[str]]:
     return {"persona": persona, "bot_persona": sample_persona(rng, 2, exclude=set(persona))}
 
 
+def generating_state(state: dict[str, Any], turns: int) -> dict[str, Any]:
+    """The assignment's state once bots are asked to answer a conversation of `turns` turns: when, so
+    that a worker process not running the generation can tell a lost one (STALE_GENERATION_S)."""
+    state = dict(state)
+    state.pop("bot_error", None)
+    state["generating"] = {"at": now_ts(), "turns": turns}
+    return state
+
+
 def now_ts() -> float:
     return clock.timestamp()
 
@@ -211,6 +223,9 @@ class Generation:
 
 
 _generations: dict[str, Generation] = {}
+# the latest generation of each conversation ("<scope>:<conversation id>"), so that a watch naming no
+# generation finds a running one without reading the conversation to make its key
+_latest: dict[str, Generation] = {}
 
 
 KEEP_FINISHED_S = 60.0  # a finished generation stays readable this long, so no watcher misses a chunk
@@ -224,6 +239,12 @@ def running_generation(key: str) -> Generation | None:
 def find_generation(key: str) -> Generation | None:
     """The generation of that key, running or finished less than KEEP_FINISHED_S ago."""
     return _generations.get(key)
+
+
+def running_in(conversation_key: str) -> Generation | None:
+    """The generation running in this process for a conversation ("<scope>:<conversation id>")."""
+    gen = _latest.get(conversation_key)
+    return gen if gen is not None and not gen.done else None
 
 
 PARTNER_FAILED = "Your partner could not answer; try again."
@@ -269,6 +290,8 @@ def start_generation(
         return existing, False
     gen = Generation(key=key, slots=len(bots))
     _generations[key] = gen
+    conversation_key = key.rsplit(":", 1)[0]
+    _latest[conversation_key] = gen
     notice = failure_notice or (lambda slots: PARTNER_FAILED)
     more = [False] * len(bots)  # a reply read no further than max_chars (it went on)
 
@@ -357,6 +380,8 @@ def start_generation(
             def forget() -> None:
                 if _generations.get(key) is gen:
                     del _generations[key]
+                if _latest.get(conversation_key) is gen:
+                    del _latest[conversation_key]
 
             asyncio.get_running_loop().call_later(KEEP_FINISHED_S, forget)
 
@@ -404,6 +429,7 @@ class LiveProtocol:
         @property
         def options(self) -> Any: ...
         def save_state(self, assignment: AssignmentInfo, state: dict[str, Any]) -> None: ...
+        def expiry(self) -> datetime: ...
         def check_live_messages(self, annotator_id: int) -> list[str]: ...
         def chat_bots(self, assignment: AssignmentInfo, state: dict[str, Any]) -> list[str]: ...
         def can_send(self, conv: Conversation, state: dict[str, Any]) -> str | None: ...
@@ -475,13 +501,30 @@ class LiveProtocol:
             },
         )
 
-    def append_turn(self, conversation: Conversation, turn: Turn, at: int | None = None) -> int | None:
+    def append_turn(
+        self,
+        conversation: Conversation,
+        turn: Turn,
+        at: int | None = None,
+        also: Callable[[Session], None] | None = None,
+    ) -> int | None:
         """Store `turn` at the end of the conversation (with `at`: only if it has exactly `at` turns,
-        so a turn two requests both add is added once; None when it was not added)."""
-        idx = self.db.append_turn(conversation.id, turn, at=at)
+        so a turn two requests both add is added once; None when it was not added). `also(session)`
+        writes what goes with the turn in the same transaction (Store.append_turn)."""
+        idx = self.db.append_turn(conversation.id, turn, at=at, also=also)
         if idx is not None:
             conversation.turns.append(turn)
         return idx
+
+    def saving_state(self, assignment: AssignmentInfo, state: dict[str, Any]) -> Callable[[Session], None]:
+        """save_state as a part of another write's transaction (append_turn's `also`)."""
+        expires_at = self.expiry()
+
+        def save(session: Session) -> None:
+            self.db.update_state(assignment.id, state, expires_at=expires_at, session=session)
+            assignment.state = state
+
+        return save
 
     def generation_key(self, conversation: Conversation) -> str:
         return f"{self.generation_scope()}:{conversation.id}:{len(conversation.turns)}"
@@ -522,8 +565,10 @@ class LiveProtocol:
         signals = input_signals.current()
         if signals is not None:  # how the message was entered (quality/typing.py): counts only
             turn.meta["input"] = signals
-        await run_in_thread(self.append_turn, conv, turn)  # stored before any bot is asked
-        return await self._start(annotator, assignment, conv, state)
+        # stored before any bot is asked, with the state saying a generation is under way (one commit)
+        state = generating_state(state, len(conv.turns) + 1)
+        await run_in_thread(self.append_turn, conv, turn, None, self.saving_state(assignment, state))
+        return await self._start(annotator, assignment, conv, state, state_saved=True)
 
     async def act_reply(
         self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]
@@ -544,11 +589,20 @@ class LiveProtocol:
             cursor = max(0, int(data.get("cursor") or 0))
         except (TypeError, ValueError):
             cursor = 0
+        # A generation of this conversation that this process runs is followed from memory: each
+        # chunk's watch reads nothing from the database (the assignment's own state, read with the
+        # request, names the conversation).
+        conversation_key = f"{self.generation_scope()}:{self.current_conversation_id(assignment, assignment.state)}"
+        key = data.get("generation")
+        named = isinstance(key, str) and key.startswith(f"{conversation_key}:")
+        gen = find_generation(key) if named and isinstance(key, str) else running_in(conversation_key)
+        if gen is not None:
+            events, cursor, finished = await gen.wait_events(cursor, timeout)
+            return {"events": events, "cursor": cursor, "finished": finished}
         state = await run_in_thread(self.fresh_state, assignment)
         conv = await run_in_thread(self.load_conversation, self.current_conversation_id(assignment, state))
         if conv is None:
             return {"events": [], "cursor": 0, "finished": True}
-        key = data.get("generation")
         if not (isinstance(key, str) and key.startswith(f"{self.generation_scope()}:{conv.id}:")):
             key = self.generation_key(conv)
         gen = find_generation(key)
@@ -598,7 +652,12 @@ class LiveProtocol:
         return [self.study.bot(n) for n in names], history_for(conv.turns)
 
     async def _start(
-        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, conv: Conversation, state: dict[str, Any]
+        self,
+        annotator: AnnotatorInfo,
+        assignment: AssignmentInfo,
+        conv: Conversation,
+        state: dict[str, Any],
+        state_saved: bool = False,
     ) -> dict[str, Any]:
         names = self.chat_bots(assignment, state)
         bots, history = self.generation_bots(conv, names)
@@ -617,11 +676,8 @@ class LiveProtocol:
         async def on_cut(cut: list[tuple[str, int]]) -> None:
             await run_in_thread(self._cut, annotator, snapshot, cut)
 
-        if running_generation(key) is None:
-            state = dict(state)
-            state.pop("bot_error", None)
-            state["generating"] = {"at": now_ts(), "turns": len(conv.turns)}
-            await run_in_thread(self.save_state, assignment, state)
+        if running_generation(key) is None and not state_saved:
+            await run_in_thread(self.save_state, assignment, generating_state(state, len(conv.turns)))
         gen, started = start_generation(
             key,
             bots,

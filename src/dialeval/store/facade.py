@@ -10,6 +10,7 @@ It adds no behaviour: each method is one call of the function or `Store` method 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -77,8 +78,15 @@ class StudyStore:
         """Open assignments whose state has `key` (e.g. a held vote)."""
         return work.open_assignments_holding(self.store, self.study_id, key)
 
-    def update_state(self, assignment_id: int, state: dict[str, Any], expires_at: datetime | None = None) -> None:
-        work.update_state(self.store, assignment_id, state, expires_at)
+    def update_state(
+        self,
+        assignment_id: int,
+        state: dict[str, Any],
+        expires_at: datetime | None = None,
+        session: Session | None = None,
+    ) -> None:
+        """Store an assignment's progress; in the caller's transaction when given its `session`."""
+        work.update_state(session if session is not None else self.store, assignment_id, state, expires_at)
 
     def advance_state(
         self,
@@ -132,8 +140,10 @@ class StudyStore:
     def save_conversation(self, conversation: Conversation) -> int:
         return self.store.save_conversation(self.study_id, conversation)
 
-    def append_turn(self, external_id: str, turn: Turn, at: int | None = None) -> int | None:
-        return self.store.append_turn(self.study_id, external_id, turn, at=at)
+    def append_turn(
+        self, external_id: str, turn: Turn, at: int | None = None, also: Callable[[Session], None] | None = None
+    ) -> int | None:
+        return self.store.append_turn(self.study_id, external_id, turn, at=at, also=also)
 
     # -- judgments and events -------------------------------------------------------------------------
 
@@ -154,12 +164,14 @@ class StudyStore:
         finish: bool = False,
         state: dict[str, Any] | None = None,
         expires_at: datetime | None = None,
+        session: Session | None = None,
     ) -> tuple[int, bool]:
         """Store one judgment; (row id, created). A repeated client_request_id returns the first.
 
         With `finish` (the assignment `assignment_id` is done) or a `state` (its progress, open
         until `expires_at`), the assignment is updated in the same transaction as the judgment:
-        one commit per answer instead of two, and no window between them."""
+        one commit per answer instead of two, and no window between them. With `session`, all of
+        it in the caller's transaction (one that serialises its writers, as Store.append_turn's)."""
 
         def store_it(session: Any = None) -> tuple[int, bool]:
             return self.store.add_judgment(
@@ -185,6 +197,11 @@ class StudyStore:
             else:
                 work.update_state(where, assignment_id, state or {}, expires_at=expires_at)
 
+        if session is not None:
+            out = store_it(session)
+            if finish or state is not None:
+                update(session)
+            return out
         if not finish and state is None:
             return store_it()
         try:

@@ -309,26 +309,42 @@ class Store:
             return replace(conversation, turns=list(conversation.turns), bots=list(conversation.bots))
         return conversation
 
-    def append_turn(self, study_id: int, external_id: str, turn: Turn, at: int | None = None) -> int | None:
+    def append_turn(
+        self,
+        study_id: int,
+        external_id: str,
+        turn: Turn,
+        at: int | None = None,
+        also: Callable[[Session], None] | None = None,
+    ) -> int | None:
         """Add a turn at the end of a (live) conversation; returns its index. With `at`, only when
         the conversation has exactly `at` turns (else None, nothing added): two requests that both
-        decide to add the same turn add it once."""
+        decide to add the same turn add it once. `also(session)` runs in the same transaction
+        whether or not the turn was added (the judgment and assignment state that go with it: one
+        commit instead of several, and no crash window between them)."""
         self._conversations.pop((study_id, external_id), None)
         with self.locked(study_id) as s:
-            conv_id = s.scalar(
-                select(ConversationRow.id).where(
-                    ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
-                )
+            idx = self._append_turn_in(s, study_id, external_id, turn, at)
+            if also is not None:
+                also(s)
+            return idx
+
+    @staticmethod
+    def _append_turn_in(s: Session, study_id: int, external_id: str, turn: Turn, at: int | None) -> int | None:
+        conv_id = s.scalar(
+            select(ConversationRow.id).where(
+                ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
             )
-            if conv_id is None:
-                raise StoreError(f"no conversation '{external_id}'")
-            idx = s.scalar(
-                select(func.coalesce(func.max(TurnRow.idx) + 1, 0)).where(TurnRow.conversation_id == conv_id)
-            )
-            if at is not None and idx != at:
-                return None
-            s.add(_turn_rows(conv_id, [turn], start=idx)[0])
-            return int(idx)
+        )
+        if conv_id is None:
+            raise StoreError(f"no conversation '{external_id}'")
+        idx = s.scalar(
+            select(func.coalesce(func.max(TurnRow.idx) + 1, 0)).where(TurnRow.conversation_id == conv_id)
+        )
+        if at is not None and idx != at:
+            return None
+        s.add(_turn_rows(conv_id, [turn], start=idx)[0])
+        return int(idx)
 
     # -- values shared by every process and host -------------------------------------------------
     def study_secret(self, study_id: int, name: str, make: Callable[[], str]) -> str:

@@ -62,6 +62,8 @@ from ...store import work
 from .options import ArenaOptions
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from ...study import OpenStudy
 
 KIND = "arena-battle"
@@ -254,29 +256,41 @@ class ArenaProtocol(LiveProtocol, Protocol[ArenaOptions]):
         sides = self.sides(assignment, state)
         turn = int(vote["turn"])
         per_turn = self.options.vote == "per-turn"
-        self.add_judgment(
-            annotator,
-            assignment,
-            QUESTION,
-            {
-                "model_a": sides[0],
-                "model_b": sides[1],
-                "winner": vote["winner"],
-                "turn": turn,
-                "anonymous": not vote.get("revealed"),
-                "revealed": list(vote.get("revealed") or []),
-            },
-            request_id=request_id or vote["request_id"],
-            conversation=conv.id,
-            elapsed_s=vote.get("elapsed_s"),
-            shown_order=sides,
-            meta={
-                "battle": f"{conv.id}/{turn}" if per_turn else conv.id,
-                "changes": int(vote.get("changes", 0)),
-                "vote": self.options.vote,
-            },
-        )
         pending = state.pop("pending", None)
+        state.pop("vote", None)
+        complete = not per_turn or turn >= self.options.turns  # the battle's last vote
+        if complete:
+            state["ended"] = "complete"
+
+        # The judgment, the reply that continues the battle and the assignment's new state (or its
+        # end) are one transaction: one commit per vote, nothing half done after a crash.
+        def store_vote(session: Session | None = None) -> None:
+            self.add_judgment(
+                annotator,
+                assignment,
+                QUESTION,
+                {
+                    "model_a": sides[0],
+                    "model_b": sides[1],
+                    "winner": vote["winner"],
+                    "turn": turn,
+                    "anonymous": not vote.get("revealed"),
+                    "revealed": list(vote.get("revealed") or []),
+                },
+                request_id=request_id or vote["request_id"],
+                conversation=conv.id,
+                elapsed_s=vote.get("elapsed_s"),
+                shown_order=sides,
+                meta={
+                    "battle": f"{conv.id}/{turn}" if per_turn else conv.id,
+                    "changes": int(vote.get("changes", 0)),
+                    "vote": self.options.vote,
+                },
+                finish=complete,
+                state=state,
+                session=session,
+            )
+
         if per_turn and pending and len(conv.turns) == pending["turns"]:
             cands = pending["candidates"]
             chosen = {"model_a": 0, "model_b": 1}.get(vote["winner"])
@@ -293,13 +307,13 @@ class ArenaProtocol(LiveProtocol, Protocol[ArenaOptions]):
                     meta={"turn": turn, "vote": vote["winner"], "sides": sides},
                 ),
                 at=pending["turns"],  # two requests finalising the same vote at once add it once
+                also=store_vote,
             )
-        state.pop("vote", None)
-        if not per_turn or bot_turn_count(conv) >= self.options.turns:
-            self.complete_chat(annotator, assignment, conv, state)
-            return True
-        self.save_state(assignment, state)
-        return False
+        else:
+            store_vote()
+        if complete:
+            self.finish_live(annotator, conv)
+        return complete
 
     def finalize_due_votes(self, *, gone: Collection[int] = ()) -> int:
         """Make final every held vote whose change window is over, also when its annotator never sends
@@ -385,7 +399,7 @@ class ArenaProtocol(LiveProtocol, Protocol[ArenaOptions]):
 
     # -- the page ----------------------------------------------------------------------------------
     def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
-        state = self.fresh_state(assignment)
+        state = dict(assignment.state or {})  # read with this request (web/routes_annotator.task)
         if self.finalize(annotator, assignment, state):  # the window ended while the page was away
             return {
                 "stage": "complete",
@@ -454,12 +468,12 @@ class ArenaProtocol(LiveProtocol, Protocol[ArenaOptions]):
     ) -> Outcome:
         # A held vote is made final before the live action it precedes: the next message ends its
         # change window (per-turn), and a reply or watch after the window finds it final.
+        # The assignment was read with this request (web/deps.owned_assignment): its state is fresh.
+        state = dict(assignment.state or {})
         if action == "send":
-            state = await run_in_thread(self.fresh_state, assignment)
             if state.get("vote") and self.options.vote == "per-turn":
                 await run_in_thread(self.finalize, annotator, assignment, state, force=True)
         elif action in ("reply", "watch"):
-            state = await run_in_thread(self.fresh_state, assignment)
             if state.get("vote") and self.window_left(state["vote"]) <= 0:
                 await run_in_thread(self.finalize, annotator, assignment, state)
         return await super().act(annotator, assignment, action, data)
