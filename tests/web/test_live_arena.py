@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from sqlalchemy import event
 
 from dialeval import clock
 from dialeval.config import parse_study
@@ -240,3 +241,49 @@ def test_an_imported_arena_study_is_not_served(tmp_path):
         assert served.protocol is None and "imported battles are analysed" in served.error
     finally:
         served.ctx.store.close()
+
+
+class WriteTransactions:
+    """Counts the committed transactions of an engine that wrote something (INSERT, UPDATE, DELETE)."""
+
+    def __init__(self, engine):
+        self.count = 0
+        event.listen(engine, "before_cursor_execute", self._statement)
+        event.listen(engine, "commit", self._commit)
+        event.listen(engine, "rollback", self._rollback)
+
+    def _statement(self, conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE"):
+            conn.info["wrote"] = True
+
+    def _commit(self, conn):
+        if conn.info.pop("wrote", False):
+            self.count += 1
+
+    def _rollback(self, conn):
+        conn.info.pop("wrote", False)
+
+
+# One battle of three per-turn votes once its task page was shown (the assignment and the conversation
+# are made then): per vote the message's rate-limit token, the message with the generation mark, the
+# two replies, the held vote, and the vote made final with the continuing reply (5 x 3), and the
+# conversation's end (1). It was 25 before a message, a final vote and their state shared commits;
+# watching the replies stream writes nothing.
+WRITES_PER_BATTLE = 16
+
+
+def test_a_battle_commits_few_write_transactions(tmp_path):
+    with LiveServer([arena_study(tmp_path, turns=3)], fast_limits=False) as server:
+        c = LiveClient(server)
+        c.enter()
+        writes = WriteTransactions(server.store.engine)
+        for turn in (1, 2, 3):
+            assert stage(c.task().text) == "chat"
+            events = c.say(f"message number {turn} about gardening and the weather")
+            assert any(e["event"] == "done" for e in events)
+            assert stage(c.task().text) == "vote"
+            assert c.act("vote", {"winner": "tie"}).status_code == 200
+            assert stage(c.task().text) == "voted"
+            assert c.act("next", {}).status_code == 200
+        assert [j.value["turn"] for j in battle_votes(server)] == [1, 2, 3]
+        assert writes.count <= WRITES_PER_BATTLE, writes.count
