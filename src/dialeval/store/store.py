@@ -338,9 +338,7 @@ class Store:
         )
         if conv_id is None:
             raise StoreError(f"no conversation '{external_id}'")
-        idx = s.scalar(
-            select(func.coalesce(func.max(TurnRow.idx) + 1, 0)).where(TurnRow.conversation_id == conv_id)
-        )
+        idx = s.scalar(select(func.coalesce(func.max(TurnRow.idx) + 1, 0)).where(TurnRow.conversation_id == conv_id))
         if at is not None and idx != at:
             return None
         s.add(_turn_rows(conv_id, [turn], start=idx)[0])
