@@ -219,12 +219,14 @@ class ArenaProtocol(LiveProtocol, Protocol[ArenaOptions]):
         state["revealed"] = revealed
         if self.options.vote == "per-turn":
             state["pending"] = {"turn": turn, "turns": len(conv.turns), "candidates": cands, "shown_at": now_ts()}
-        else:  # end: the round goes straight into the conversation; one vote at the end
-            self.append_turn(
-                conv, Turn(BOT, texts[0], bot=names[0], candidates=cands, meta={"turn": turn, "sides": names})
-            )
+            self.save_state(assignment, state)
+        else:  # end: the round goes straight into the conversation (one commit with the state); one vote at the end
             state["shown_at"] = now_ts()
-        self.save_state(assignment, state)
+            self.append_turn(
+                conv,
+                Turn(BOT, texts[0], bot=names[0], candidates=cands, meta={"turn": turn, "sides": names}),
+                also=self.saving_state(assignment, state),
+            )
 
     def generation_bots(self, conv: Conversation, names: list[str]) -> tuple[list[Bot], list[ChatMessage]]:
         # Each side may see a history of its own (continue_with: own): one generation, one slot per

@@ -162,8 +162,7 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol[DirectAssessmentOptions]):
         names: list[str],
         texts: list[str],
     ) -> None:
-        self.append_turn(conv, Turn(BOT, texts[0], bot=names[0]))
-        self.save_state(assignment, state)
+        self.append_turn(conv, Turn(BOT, texts[0], bot=names[0]), also=self.saving_state(assignment, state))
 
     def icebreaker(self, assignment: AssignmentInfo, state: dict[str, Any]) -> tuple[list[str], str | None]:
         """The bot's persona for this conversation and, with topic: icebreaker, one of its sentences."""
@@ -356,24 +355,24 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol[DirectAssessmentOptions]):
         value = {c: parse_slider(data.get(c), c) for c in DA_CRITERIA}
         bot = self.order(assignment)[index]
         conv_id = self.current_conversation_id(assignment, state)
-        self.add_judgment(
+        elapsed_s = page_elapsed(data, state)
+        state["index"] = index + 1
+        state["stage"] = "topic"
+        done = state["index"] >= len(self.order(assignment))
+        self.add_judgment(  # with the assignment's new state, or its end: one commit
             annotator,
             assignment,
             QUESTION,
             value,
             request_id=data.get("request_id"),
             conversation=conv_id,
-            elapsed_s=page_elapsed(data, state),
+            elapsed_s=elapsed_s,
             shown_order=self.order(assignment),
             meta={"system": bot, "qc": bot == self.options.qc_bot, "position": index + 1},
+            finish=done,
+            state={**state, "stage": "done"} if done else state,
         )
-        state["index"] = index + 1
-        state["stage"] = "topic"
-        if state["index"] >= len(self.order(assignment)):
-            self.finish(assignment, {**state, "stage": "done"})
-            return Outcome(done=True)
-        self.save_state(assignment, state)
-        return Outcome()
+        return Outcome(done=done)
 
     # -- admin -----------------------------------------------------------------------------------------
     def qc_status(self, annotator_id: int) -> dict[str, Any]:

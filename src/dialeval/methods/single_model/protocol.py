@@ -102,9 +102,9 @@ class SingleModelProtocol(LiveProtocol, Protocol[SingleModelOptions]):
         names: list[str],
         texts: list[str],
     ) -> None:
-        self.append_turn(conv, Turn(BOT, texts[0], bot=names[0], meta={"turn": bot_turn_count(conv) + 1}))
         state["shown_at"] = now_ts()
-        self.save_state(assignment, state)
+        turn = Turn(BOT, texts[0], bot=names[0], meta={"turn": bot_turn_count(conv) + 1})
+        self.append_turn(conv, turn, also=self.saving_state(assignment, state))  # one commit
 
     # -- page ----------------------------------------------------------------------------------------
     def render(self, annotator: AnnotatorInfo, assignment: AssignmentInfo) -> dict[str, Any]:
@@ -159,20 +159,21 @@ class SingleModelProtocol(LiveProtocol, Protocol[SingleModelOptions]):
         if checked and none:
             raise JudgmentError("'None of these' cannot be ticked together with a quality.")
         value = {"turn": turn, **{q: q in checked for q in SM_QUALITIES}}
-        self.add_judgment(
+        elapsed_s = page_elapsed(data, state)
+        state["rated"] = sorted(set(state.get("rated", [])) | {turn})
+        state.setdefault("ratings", {})[str(turn)] = [q for q in SM_QUALITIES if value[q]]
+        state["shown_at"] = now_ts()
+        self.add_judgment(  # with the new state: one commit
             annotator,
             assignment,
             "turn",
             value,
             request_id=data.get("request_id"),
             conversation=conv.id,
-            elapsed_s=page_elapsed(data, state),
+            elapsed_s=elapsed_s,
             shown_order=[assignment.payload["bot"]],
+            state=state,
         )
-        state["rated"] = sorted(set(state.get("rated", [])) | {turn})
-        state.setdefault("ratings", {})[str(turn)] = [q for q in SM_QUALITIES if value[q]]
-        state["shown_at"] = now_ts()
-        self.save_state(assignment, state)
         return Outcome()
 
     def act_final(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, data: dict[str, Any]) -> Outcome:
@@ -201,8 +202,11 @@ class SingleModelProtocol(LiveProtocol, Protocol[SingleModelOptions]):
             conversation=conv.id,
             elapsed_s=page_elapsed(data, state),
             shown_order=[assignment.payload["bot"]],
+            finish=True,  # the assignment ends with its last judgment: one commit
+            state={**state, "ended": "complete"},
         )
-        return self.complete_chat(annotator, assignment, conv, state)
+        self.finish_live(annotator, conv)
+        return Outcome(done=True)
 
     def admin_summary(self) -> AdminSummary:
         summary = AdminSummary()
