@@ -140,6 +140,11 @@ class StudyStore:
     def save_conversation(self, conversation: Conversation) -> int:
         return self.store.save_conversation(self.study_id, conversation)
 
+    def set_conversation_meta(
+        self, external_id: str, meta: dict[str, Any], also: Callable[[Session], None] | None = None
+    ) -> None:
+        self.store.set_conversation_meta(self.study_id, external_id, meta, also=also)
+
     def append_turn(
         self, external_id: str, turn: Turn, at: int | None = None, also: Callable[[Session], None] | None = None
     ) -> int | None:

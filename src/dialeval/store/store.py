@@ -284,6 +284,24 @@ class Store:
             s.add_all(_turn_rows(row.id, conversation.turns))
             return row.id
 
+    def set_conversation_meta(
+        self, study_id: int, external_id: str, meta: dict[str, Any], also: Callable[[Session], None] | None = None
+    ) -> None:
+        """Replace a conversation's meta, its turns untouched (save_conversation rewrites every turn);
+        `also(session)` runs in the same transaction."""
+        self._conversations.pop((study_id, external_id), None)
+        with self.session() as s:
+            row = s.scalar(
+                select(ConversationRow).where(
+                    ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
+                )
+            )
+            if row is None:
+                raise StoreError(f"no conversation '{external_id}'")
+            row.meta = dict(meta)
+            if also is not None:
+                also(s)
+
     def get_conversation(self, study_id: int, external_id: str) -> Conversation:
         """One conversation with its turns. Finished, non-live conversations (what units show) are
         kept per process once read: every task page and answer reads them, and they do not change

@@ -332,10 +332,10 @@ class DirectAssessmentProtocol(LiveProtocol, Protocol[DirectAssessmentOptions]):
             "ended_at": iso_now(),
         }
         conv.meta = meta
-        self.db.save_conversation(conv)  # same turns, final meta
         state["stage"] = "rate"
         state["shown_at"] = now_ts()
-        self.save_state(assignment, state)
+        # the final meta (the turns are untouched) and the rating step: one commit
+        self.db.set_conversation_meta(conv.id, meta, also=self.saving_state(assignment, state))
         self.finish_live(annotator, conv)
         return Outcome()
 
