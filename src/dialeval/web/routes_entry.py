@@ -18,7 +18,7 @@ from .deps import SameSiteForm, Served
 from .error_pages import RETRY_AFTER_S, WebError
 from .pages import render
 from .served import ServedStudy
-from .session import find_session, set_identity, url_for
+from .session import find_session, new_nonce, set_identity, url_for
 
 router = APIRouter()
 
@@ -170,8 +170,12 @@ async def start_post(request: Request, served: Served, data: SameSiteForm):
         return RedirectResponse(url_for(request, served, "consent"), status_code=303)
     platform = "volunteer" if data.get("volunteer") == "1" else "link"
     external = entry_mod.new_external_id(platform)
-    row = await run_in_threadpool(served.ctx.store.get_or_create_annotator, served.ctx.study_id, external, platform, {})
+    nonce = new_nonce()  # a new annotator is made bound to this browser: one commit, not two
+    row = await run_in_threadpool(
+        served.ctx.store.get_or_create_annotator, served.ctx.study_id, external, platform, {"session_nonce": nonce}
+    )
     response = RedirectResponse("", status_code=303)
-    await run_in_threadpool(set_identity, response, request, served, row.id)
+    bound = (row.meta or {}).get("session_nonce") == nonce  # else an id made twice: bind it now
+    await run_in_threadpool(set_identity, response, request, served, row.id, nonce, stored=bound)
     response.headers["location"] = url_for(request, served, "consent")
     return response

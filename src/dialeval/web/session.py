@@ -79,15 +79,28 @@ def partition_last_cookie(response: Response) -> None:
             return
 
 
+def new_nonce() -> str:
+    """A browser session's nonce (it keys the CSRF token and binds the annotator to the browser)."""
+    return secrets.token_urlsafe(16)
+
+
 def set_identity(
-    response: Response, request: Request, served: ServedStudy, annotator_id: int, nonce: str | None = None
+    response: Response,
+    request: Request,
+    served: ServedStudy,
+    annotator_id: int,
+    nonce: str | None = None,
+    *,
+    stored: bool = False,
 ) -> str:
     """Sign the annotator in: the cookie (partitioned, SameSite=None over https, so it also works in
     MTurk's cross-site iframe) and the same signed value as a token; binds the annotator's platform
-    id to this browser session. Returns the token. Blocking (writes the database)."""
-    nonce = nonce or secrets.token_urlsafe(16)
+    id to this browser session (`stored`: the annotator was created with this nonce in its meta, so
+    nothing is written). Returns the token. Blocking (writes the database)."""
+    nonce = nonce or new_nonce()
     value = served.signer.identity_cookie(annotator_id, nonce)
-    work.update_annotator_meta(served.ctx.store, annotator_id, session_nonce=nonce)
+    if not stored:
+        work.update_annotator_meta(served.ctx.store, annotator_id, session_nonce=nonce)
     secure = request.url.scheme == "https"
     response.set_cookie(
         IDENTITY_COOKIE,
