@@ -470,6 +470,22 @@ class LiveProtocol:
         existing = self.load_conversation(conversation_id)
         if existing is not None:
             return existing
+        self.db.save_conversation(self.unsaved_conversation(conversation_id, annotator, bots, meta))
+        return self.load_conversation(conversation_id) or self.unsaved_conversation(
+            conversation_id, annotator, bots, meta
+        )
+
+    def new_conversation(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, state: dict[str, Any]
+    ) -> Conversation | None:
+        """The conversation the annotator's first message starts, not stored yet: it is stored with
+        that message (one commit). None (the default): the conversation is made before anyone writes."""
+        return None
+
+    def unsaved_conversation(
+        self, conversation_id: str, annotator: AnnotatorInfo, bots: list[str], meta: dict[str, Any]
+    ) -> Conversation:
+        """The live conversation as create_conversation stores it (not stored here)."""
         turns = []
         if self.fixed_opener:
             turns.append(Turn(HUMAN, self.options.first_message, meta={"fixed": True}))
@@ -480,8 +496,7 @@ class LiveProtocol:
             source="live",
             meta={"annotator_id": annotator.id, "annotator": annotator.external_id, "started_at": iso_now(), **meta},
         )
-        self.db.save_conversation(conv)
-        return self.load_conversation(conversation_id) or conv
+        return conv
 
     def persona_conversation(
         self, annotator: AnnotatorInfo, assignment: AssignmentInfo, state: dict[str, Any], bots: list[str], **meta: Any
@@ -507,11 +522,13 @@ class LiveProtocol:
         turn: Turn,
         at: int | None = None,
         also: Callable[[Session], None] | None = None,
+        create: bool = False,
     ) -> int | None:
         """Store `turn` at the end of the conversation (with `at`: only if it has exactly `at` turns,
         so a turn two requests both add is added once; None when it was not added). `also(session)`
-        writes what goes with the turn in the same transaction (Store.append_turn)."""
-        idx = self.db.append_turn(conversation.id, turn, at=at, also=also)
+        writes what goes with the turn in the same transaction (Store.append_turn); with `create`,
+        the conversation itself is stored first when it is not yet (new_conversation)."""
+        idx = self.db.append_turn(conversation.id, turn, at=at, also=also, create=conversation if create else None)
         if idx is not None:
             conversation.turns.append(turn)
         return idx
@@ -554,6 +571,9 @@ class LiveProtocol:
         request_id = data.get("request_id")
         state = await run_in_thread(self.fresh_state, assignment)
         conv = await run_in_thread(self.load_conversation, self.current_conversation_id(assignment, state))
+        first = conv is None  # a conversation the first message starts (new_conversation)
+        if conv is None:
+            conv = self.new_conversation(annotator, assignment, state)
         if conv is None:
             raise JudgmentError("The conversation has not started yet; reload the page.")
         if any(t.speaker == HUMAN and t.meta.get("request_id") == request_id for t in conv.turns):
@@ -567,7 +587,7 @@ class LiveProtocol:
             turn.meta["input"] = signals
         # stored before any bot is asked, with the state saying a generation is under way (one commit)
         state = generating_state(state, len(conv.turns) + 1)
-        await run_in_thread(self.append_turn, conv, turn, None, self.saving_state(assignment, state))
+        await run_in_thread(self.append_turn, conv, turn, None, self.saving_state(assignment, state), first)
         return await self._start(annotator, assignment, conv, state, state_saved=True)
 
     async def act_reply(

@@ -146,9 +146,14 @@ class StudyStore:
         self.store.set_conversation_meta(self.study_id, external_id, meta, also=also)
 
     def append_turn(
-        self, external_id: str, turn: Turn, at: int | None = None, also: Callable[[Session], None] | None = None
+        self,
+        external_id: str,
+        turn: Turn,
+        at: int | None = None,
+        also: Callable[[Session], None] | None = None,
+        create: Conversation | None = None,
     ) -> int | None:
-        return self.store.append_turn(self.study_id, external_id, turn, at=at, also=also)
+        return self.store.append_turn(self.study_id, external_id, turn, at=at, also=also, create=create)
 
     # -- judgments and events -------------------------------------------------------------------------
 

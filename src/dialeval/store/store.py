@@ -334,14 +334,22 @@ class Store:
         turn: Turn,
         at: int | None = None,
         also: Callable[[Session], None] | None = None,
+        create: Conversation | None = None,
     ) -> int | None:
         """Add a turn at the end of a (live) conversation; returns its index. With `at`, only when
         the conversation has exactly `at` turns (else None, nothing added): two requests that both
         decide to add the same turn add it once. `also(session)` runs in the same transaction
         whether or not the turn was added (the judgment and assignment state that go with it: one
-        commit instead of several, and no crash window between them)."""
+        commit instead of several, and no crash window between them). `create`: the conversation,
+        stored first (with its turns) when it is not yet, in the same transaction."""
         self._conversations.pop((study_id, external_id), None)
         with self.locked(study_id) as s:
+            if create is not None and conversation_row_id_in(s, study_id, external_id) is None:
+                row = _conversation_row(study_id, create)
+                s.add(row)
+                s.flush()
+                s.add_all(_turn_rows(row.id, create.turns))
+                s.flush()
             idx = self._append_turn_in(s, study_id, external_id, turn, at)
             if also is not None:
                 also(s)
@@ -349,11 +357,7 @@ class Store:
 
     @staticmethod
     def _append_turn_in(s: Session, study_id: int, external_id: str, turn: Turn, at: int | None) -> int | None:
-        conv_id = s.scalar(
-            select(ConversationRow.id).where(
-                ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
-            )
-        )
+        conv_id = conversation_row_id_in(s, study_id, external_id)
         if conv_id is None:
             raise StoreError(f"no conversation '{external_id}'")
         idx = s.scalar(select(func.coalesce(func.max(TurnRow.idx) + 1, 0)).where(TurnRow.conversation_id == conv_id))
@@ -1390,4 +1394,13 @@ def _conversation_record(row: Any, turns: list[TurnRow]) -> Conversation:
             )
             for t in turns
         ],
+    )
+
+
+def conversation_row_id_in(s: Session, study_id: int, external_id: str) -> int | None:
+    """The row id of a study's conversation, in the caller's transaction (None when there is none)."""
+    return s.scalar(
+        select(ConversationRow.id).where(
+            ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
+        )
     )

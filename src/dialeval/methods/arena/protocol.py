@@ -167,14 +167,23 @@ class ArenaProtocol(LiveProtocol, Protocol[ArenaOptions]):
     def sides(self, assignment: AssignmentInfo, state: dict[str, Any]) -> list[str]:
         return list(state.get("sides") or assignment.shown_order or assignment.payload["bots"])
 
-    def conversation(self, annotator: AnnotatorInfo, assignment: AssignmentInfo, state: dict[str, Any]) -> Conversation:
+    def conversation(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, state: dict[str, Any], *, create: bool = True
+    ) -> Conversation:
+        """The battle's conversation; without `create`, one not stored yet stays so (the task page
+        shows it empty: the first message stores it, new_conversation)."""
         sides = self.sides(assignment, state)
-        return self.create_conversation(
-            self.current_conversation_id(assignment, state),
-            annotator,
-            sides,
-            {"method": self.method, "sides": sides, "unit": assignment.unit_external_id, "vote": self.options.vote},
-        )
+        conv_id = self.current_conversation_id(assignment, state)
+        meta = {"method": self.method, "sides": sides, "unit": assignment.unit_external_id, "vote": self.options.vote}
+        if create:
+            return self.create_conversation(conv_id, annotator, sides, meta)
+        stored = self.load_conversation(conv_id)
+        return stored if stored is not None else self.unsaved_conversation(conv_id, annotator, sides, meta)
+
+    def new_conversation(
+        self, annotator: AnnotatorInfo, assignment: AssignmentInfo, state: dict[str, Any]
+    ) -> Conversation | None:
+        return self.conversation(annotator, assignment, state, create=False)
 
     def chat_bots(self, assignment: AssignmentInfo, state: dict[str, Any]) -> list[str]:
         return self.sides(assignment, state)  # slot 0 = Model A, slot 1 = Model B
@@ -410,7 +419,7 @@ class ArenaProtocol(LiveProtocol, Protocol[ArenaOptions]):
                 "winner_labels": WINNER_LABELS,
                 "reveal": self.reveal(assignment, state),
             }
-        conv = self.conversation(annotator, assignment, state)
+        conv = self.conversation(annotator, assignment, state, create=False)
         rounds = _rounds(conv)
         pending, vote = state.get("pending"), state.get("vote")
         if pending and pending.get("turns") != len(conv.turns):
