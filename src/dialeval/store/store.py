@@ -343,7 +343,17 @@ class Store:
         commit instead of several, and no crash window between them). `create`: the conversation,
         stored first (with its turns) when it is not yet, in the same transaction."""
         self._conversations.pop((study_id, external_id), None)
-        with self.locked(study_id) as s:
+        # Appends to one conversation queue on its row (PostgreSQL: FOR UPDATE; SQLite has one writer
+        # anyway), not on the whole study: other annotators' turns, votes and assignments go on.
+        # Storing a new conversation takes the study's lock (there is no row to lock yet).
+        row_lock = self.is_postgres and create is None
+        with self.session() if row_lock else self.locked(study_id) as s:
+            if row_lock:
+                s.execute(
+                    select(ConversationRow.id)
+                    .where(ConversationRow.study_id == study_id, ConversationRow.external_id == external_id)
+                    .with_for_update()
+                )
             if create is not None and conversation_row_id_in(s, study_id, external_id) is None:
                 row = _conversation_row(study_id, create)
                 s.add(row)
