@@ -91,8 +91,8 @@ from ..store.work import UnitInfo as UnitInfo
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
-    from sqlalchemy.orm import Session
 
+    from ..store.facade import Transaction
     from ..store.store import Store
 
 # The options model of a method (a pydantic model, e.g. AcuteOptions): `class AcuteProtocol(Protocol[AcuteOptions])`
@@ -334,7 +334,7 @@ class Protocol(Generic[OptionsT]):
         meta: dict[str, Any] | None = None,
         finish: bool = False,
         state: dict[str, Any] | None = None,
-        session: Session | None = None,
+        session: Transaction | None = None,
     ) -> tuple[int, bool]:
         """Commit one judgment (idempotent by request_id); `conversation` is an external id. The
         counts of how the request's texts were entered (quality/typing.py) go into its meta.

@@ -62,10 +62,8 @@ if TYPE_CHECKING:
     import random
     from datetime import datetime
 
-    from sqlalchemy.orm import Session
-
     from ..config import StudyConfig
-    from ..store.facade import StudyStore
+    from ..store.facade import StudyStore, Transaction
     from ..store.store import Store
     from ..store.work import AnnotatorInfo, AssignmentInfo
     from .base import StudyContext
@@ -521,7 +519,7 @@ class LiveProtocol:
         conversation: Conversation,
         turn: Turn,
         at: int | None = None,
-        also: Callable[[Session], None] | None = None,
+        also: Callable[[Transaction], None] | None = None,
         create: bool = False,
     ) -> int | None:
         """Store `turn` at the end of the conversation (with `at`: only if it has exactly `at` turns,
@@ -533,11 +531,11 @@ class LiveProtocol:
             conversation.turns.append(turn)
         return idx
 
-    def saving_state(self, assignment: AssignmentInfo, state: dict[str, Any]) -> Callable[[Session], None]:
+    def saving_state(self, assignment: AssignmentInfo, state: dict[str, Any]) -> Callable[[Transaction], None]:
         """save_state as a part of another write's transaction (append_turn's `also`)."""
         expires_at = self.expiry()
 
-        def save(session: Session) -> None:
+        def save(session: Transaction) -> None:
             self.db.update_state(assignment.id, state, expires_at=expires_at, session=session)
             assignment.state = state
 

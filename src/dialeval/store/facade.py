@@ -23,7 +23,10 @@ from . import work
 from .store import Store
 from .work import AnnotatorInfo, AssignmentInfo, JudgmentLite, UnitInfo
 
-__all__ = ["StudyStore"]
+__all__ = ["StudyStore", "Transaction"]
+
+# The open transaction that a write's `also=` / `session=` joins (the methods pass it on, never use it).
+Transaction = Session
 
 
 class StudyStore:

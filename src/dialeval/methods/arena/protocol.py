@@ -62,8 +62,7 @@ from ...store import work
 from .options import ArenaOptions
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
+    from ...store.facade import Transaction
     from ...study import OpenStudy
 
 KIND = "arena-battle"
@@ -275,7 +274,7 @@ class ArenaProtocol(LiveProtocol, Protocol[ArenaOptions]):
 
         # The judgment, the reply that continues the battle and the assignment's new state (or its
         # end) are one transaction: one commit per vote, nothing half done after a crash.
-        def store_vote(session: Session | None = None) -> None:
+        def store_vote(session: Transaction | None = None) -> None:
             self.add_judgment(
                 annotator,
                 assignment,
