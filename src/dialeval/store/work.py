@@ -149,10 +149,44 @@ def _assignment(row: AssignmentRow, unit: UnitRow) -> AssignmentInfo:
 
 
 # -- annotators ----------------------------------------------------------------------------------
+# Every request of a signed-in annotator reads their row, a task page or post their assignments: plain
+# Core selects of the columns the Info needs (no ORM instance to build and track), ~3x cheaper.
+_ANNOTATOR = AnnotatorRow.__table__.c
+_ANNOTATOR_COLUMNS = select(
+    _ANNOTATOR.id,
+    _ANNOTATOR.external_id,
+    _ANNOTATOR.platform,
+    _ANNOTATOR.status,
+    _ANNOTATOR.qc,
+    _ANNOTATOR.meta,
+    _ANNOTATOR.study_id,
+)
+_ASSIGNMENT, _UNIT = AssignmentRow.__table__.c, UnitRow.__table__.c
+_ASSIGNMENT_WITH_UNIT = select(
+    _ASSIGNMENT.id,
+    _ASSIGNMENT.study_id,
+    _ASSIGNMENT.annotator_id,
+    _UNIT.id,
+    _UNIT.external_id,
+    _UNIT.kind,
+    _UNIT.conversation_ids,
+    _UNIT.payload,
+    _ASSIGNMENT.status,
+    _ASSIGNMENT.shown_order,
+    _ASSIGNMENT.state,
+    _ASSIGNMENT.started_at,
+    _ASSIGNMENT.expires_at,
+    _ASSIGNMENT.submitted_at,
+).join_from(AssignmentRow.__table__, UnitRow.__table__, _UNIT.id == _ASSIGNMENT.unit_id)
+
+
 def get_annotator(store: Transactions, annotator_id: int) -> AnnotatorInfo | None:
     with store.read() as s:
-        row = s.get(AnnotatorRow, annotator_id)
-        return _annotator(row) if row is not None else None
+        row = s.connection().execute(_ANNOTATOR_COLUMNS.where(_ANNOTATOR.id == annotator_id)).first()
+    if row is None:
+        return None
+    aid, external_id, platform, status, qc, meta, study_id = row
+    return AnnotatorInfo(aid, external_id, platform, status, dict(qc or {}), dict(meta or {}), study_id)
 
 
 def annotator_from_row(row: AnnotatorRow) -> AnnotatorInfo:
@@ -504,19 +538,33 @@ def annotator_assignments(
     session_or_store: Session | Transactions, study_id: int, annotator_id: int, include_expired: bool = False
 ) -> list[AssignmentInfo]:
     def run(s: Session) -> list[AssignmentInfo]:
-        q = (
-            select(AssignmentRow, UnitRow)
-            .join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
-            .where(AssignmentRow.study_id == study_id, AssignmentRow.annotator_id == annotator_id)
-        )
+        q = _ASSIGNMENT_WITH_UNIT.where(_ASSIGNMENT.study_id == study_id, _ASSIGNMENT.annotator_id == annotator_id)
         if not include_expired:
-            q = q.where(AssignmentRow.status.not_in(tuple(EXCLUDED_ASSIGNMENT_STATUSES)))
-        return [_assignment(a, u) for a, u in s.execute(q.order_by(AssignmentRow.id))]
+            q = q.where(_ASSIGNMENT.status.not_in(tuple(EXCLUDED_ASSIGNMENT_STATUSES)))
+        s.flush()  # the caller's own pending changes first (a plain Core read does not autoflush)
+        return [_assignment_from_columns(row) for row in s.connection().execute(q.order_by(_ASSIGNMENT.id))]
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
     with session_or_store.read() as s:
         return run(s)
+
+
+def submitted_count(store: Transactions, study_id: int, annotator_id: int, kind: str) -> int:
+    """How many units of this kind the annotator has finished (a count, not their whole history:
+    every task page's progress header asks)."""
+    q = (
+        select(func.count())
+        .select_from(AssignmentRow.__table__.join(UnitRow.__table__, _UNIT.id == _ASSIGNMENT.unit_id))
+        .where(
+            _ASSIGNMENT.study_id == study_id,
+            _ASSIGNMENT.annotator_id == annotator_id,
+            _ASSIGNMENT.status == "submitted",
+            _UNIT.kind == kind,
+        )
+    )
+    with store.read() as s:
+        return int(s.connection().execute(q).scalar_one())
 
 
 def create_assignment(
@@ -556,10 +604,30 @@ def create_assignment(
 
 def get_assignment(store: Transactions, assignment_id: int) -> AssignmentInfo | None:
     with store.read() as s:
-        row = s.get(AssignmentRow, assignment_id)
-        if row is None:
-            return None
-        return _assignment(row, s.get_one(UnitRow, row.unit_id))
+        row = s.connection().execute(_ASSIGNMENT_WITH_UNIT.where(_ASSIGNMENT.id == assignment_id)).first()
+    return _assignment_from_columns(row) if row is not None else None
+
+
+def _assignment_from_columns(row: Any) -> AssignmentInfo:
+    """The AssignmentInfo of a row of _ASSIGNMENT_WITH_UNIT."""
+    aid, study_id, annotator_id, unit_id, unit_external_id, kind, conversation_ids, payload = row[:8]
+    status, shown_order, state, started_at, expires_at, submitted_at = row[8:]
+    return AssignmentInfo(
+        id=aid,
+        study_id=study_id,
+        annotator_id=annotator_id,
+        unit_id=unit_id,
+        unit_external_id=unit_external_id,
+        unit_kind=kind,
+        conversation_ids=list(conversation_ids or []),
+        payload=dict(payload or {}),
+        status=status,
+        shown_order=shown_order,
+        state=dict(state or {}),
+        started_at=_aware(started_at),
+        expires_at=_aware(expires_at),
+        submitted_at=_aware(submitted_at),
+    )
 
 
 def open_assignment(

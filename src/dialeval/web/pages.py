@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,12 @@ def bot_markdown(context: Any, text: str, markdown: bool | None = None) -> Marku
             raise RuntimeError("bot_markdown needs the page's `study` (import the macro `with context`)")
         config = getattr(context["study"], "config", None)
         markdown = config.pages.markdown if config is not None else True
-    return Markup(render_bot_text(text, markdown=markdown))
+    return Markup(rendered_bot_text(text, bool(markdown)))
+
+
+# A task page shows the same stored conversations again and again (units point at them): each text
+# is parsed and sanitised once per process, not on every page view. Bounded, for live chats' texts.
+rendered_bot_text = lru_cache(maxsize=8192)(render_bot_text)
 
 
 def template_loader() -> jinja2.BaseLoader:

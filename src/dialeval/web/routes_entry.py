@@ -134,7 +134,10 @@ def record_platform_meta(served: ServedStudy, annotator: AnnotatorInfo, meta: di
                 }
             )
         extra["mturk_assignments"] = seen
-    work.update_annotator_meta(served.ctx.store, annotator.id, **meta, **extra)
+    changes = {**meta, **extra}
+    if all(annotator.meta.get(k) == v for k, v in changes.items()):
+        return  # already kept (an arrival just registered with them): no write transaction
+    work.update_annotator_meta(served.ctx.store, annotator.id, **changes)
 
 
 @router.post("/s/{slug}/confirm-browser")

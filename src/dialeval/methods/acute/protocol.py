@@ -324,8 +324,7 @@ class AcuteProtocol(Protocol[AcuteOptions]):
                 detail=f"then {total} comparisons",
                 minutes_left=(total + 1) * MINUTES_PER_COMPARISON,
             )
-        history = self.db.annotator_assignments(annotator.id)
-        done = sum(1 for a in history if a.unit_kind == KIND and a.status == "submitted")
+        done = self.db.submitted_count(annotator.id, KIND)
         return session_progress(
             f"Comparison {min(done + 1, total)} of {total}",
             done,
