@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -125,8 +125,7 @@ def session_progress(
 
 def submitted_count(store: Any, study_id: int, annotator_id: int, kind: str) -> int:
     """How many units of this kind the annotator has finished in this study."""
-    history = work.annotator_assignments(store, study_id, annotator_id)
-    return sum(1 for a in history if a.unit_kind == kind and a.status == "submitted")
+    return work.submitted_count(store, study_id, annotator_id, kind)
 
 
 @dataclass
@@ -335,14 +334,17 @@ class Protocol(Generic[OptionsT]):
         finish: bool = False,
         state: dict[str, Any] | None = None,
         session: Transaction | None = None,
+        more: Sequence[tuple[str, Any, str]] = (),
     ) -> tuple[int, bool]:
         """Commit one judgment (idempotent by request_id); `conversation` is an external id. The
         counts of how the request's texts were entered (quality/typing.py) go into its meta.
 
         With `finish` (the assignment is done) or a `state` (its progress), the assignment is
         updated in the same transaction as the judgment: one commit per answer instead of two (the
-        same as add_judgment then finish / save_state, without a window between the two). With
-        `session`, in the caller's transaction (see StudyStore.add_judgment)."""
+        same as add_judgment then finish / save_state, without a window between the two). `more`:
+        further judgments of the same answer, (question, value, request id) each, stored with it
+        in that one transaction (e.g. the criteria of a comparison). With `session`, in the
+        caller's transaction (see StudyStore.add_judgment)."""
         signals = input_signals.current()
         if signals is not None:
             meta = {**(meta or {}), "input": signals}
@@ -363,6 +365,7 @@ class Protocol(Generic[OptionsT]):
             state=state,
             expires_at=None if finish or state is None else self.expiry(),
             session=session,
+            more=more,
         )
         if finish:
             assignment.status = "submitted"

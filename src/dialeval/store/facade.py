@@ -10,7 +10,7 @@ It adds no behaviour: each method is one call of the function or `Store` method 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -73,9 +73,7 @@ class StudyStore:
 
     def submitted_count(self, annotator_id: int, kind: str) -> int:
         """How many units of this kind the annotator has finished in this study."""
-        return sum(
-            1 for a in self.annotator_assignments(annotator_id) if a.unit_kind == kind and a.status == "submitted"
-        )
+        return work.submitted_count(self.store, self.study_id, annotator_id, kind)
 
     def open_assignments_holding(self, key: str) -> list[AssignmentInfo]:
         """Open assignments whose state has `key` (e.g. a held vote)."""
@@ -178,16 +176,20 @@ class StudyStore:
         state: dict[str, Any] | None = None,
         expires_at: datetime | None = None,
         session: Session | None = None,
+        more: Sequence[tuple[str, Any, str]] = (),
     ) -> tuple[int, bool]:
         """Store one judgment; (row id, created). A repeated client_request_id returns the first.
 
         With `finish` (the assignment `assignment_id` is done) or a `state` (its progress, open
         until `expires_at`), the assignment is updated in the same transaction as the judgment:
-        one commit per answer instead of two, and no window between them. With `session`, all of
-        it in the caller's transaction (one that serialises its writers, as Store.append_turn's)."""
+        one commit per answer instead of two, and no window between them. `more`: further
+        judgments of the same answer, (question, value, request id) each, with the same unit,
+        assignment, meta and timing, in that transaction too (e.g. a comparison's criteria). With
+        `session`, all of it in the caller's transaction (one that serialises its writers, as
+        Store.append_turn's)."""
 
         def store_it(session: Any = None) -> tuple[int, bool]:
-            return self.store.add_judgment(
+            out = self.store.add_judgment(
                 self.study_id,
                 annotator_id,
                 question,
@@ -202,6 +204,22 @@ class StudyStore:
                 meta=meta,
                 session=session,
             )
+            for more_question, more_value, more_request_id in more:
+                self.store.add_judgment(
+                    self.study_id,
+                    annotator_id,
+                    more_question,
+                    more_value,
+                    unit_id=unit_id,
+                    assignment_id=assignment_id,
+                    conversation_id=conversation_id,
+                    elapsed_s=elapsed_s,
+                    shown_order=shown_order,
+                    client_request_id=more_request_id,
+                    meta=meta,
+                    session=session,
+                )
+            return out
 
         def update(where: Any) -> None:
             assert assignment_id is not None, "finish/state need the assignment"
@@ -215,15 +233,17 @@ class StudyStore:
             if finish or state is not None:
                 update(session)
             return out
-        if not finish and state is None:
+        if not finish and state is None and not more:
             return store_it()
         try:
             with self.store.session() as s:
                 out = store_it(s)
-                update(s)
+                if finish or state is not None:
+                    update(s)
         except IntegrityError:  # the same request raced in twice: the other copy stored it
             out = store_it()
-            update(self.store)
+            if finish or state is not None:
+                update(self.store)
         return out
 
     def judgment_exists(self, annotator_id: int, request_id: str) -> bool:

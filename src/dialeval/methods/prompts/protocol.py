@@ -225,8 +225,7 @@ class PromptsProtocol(Protocol[PromptsOptions]):
 
     def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
         total = self.options.items_per_session
-        history = self.db.annotator_assignments(annotator.id)
-        done = sum(1 for a in history if a.unit_kind == KIND and a.status == "submitted")
+        done = self.db.submitted_count(annotator.id, KIND)
         label = "Practice item" if assignment is not None and assignment.state.get("practice") else None
         return session_progress(
             label or f"Item {min(done + 1, total)} of {total}",
@@ -265,18 +264,16 @@ class PromptsProtocol(Protocol[PromptsOptions]):
         elapsed = _elapsed(data)
         if assignment.unit_kind == CHECK_KIND:
             return self._checked(annotator, assignment, choice, order, value, meta, data, justification, elapsed)
+        criteria = [  # criteria are optional: an unanswered one is simply not stored
+            (criterion.id, {**value, "winner": WINNERS[answer]}, f"{data['request_id']}:{criterion.id}"[:100])
+            for criterion in self.options.criteria
+            if (answer := data.get(f"criterion-{criterion.id}")) in WINNERS
+        ]
         self.add_judgment(
             annotator, assignment, QUESTION, value, request_id=data["request_id"],
             justification=justification, elapsed_s=elapsed, meta=meta,
+            more=criteria, finish=True,  # one commit: the answer, its criteria and the closed assignment
         )  # fmt: skip
-        for criterion in self.options.criteria:
-            answer = data.get(f"criterion-{criterion.id}")
-            if answer in WINNERS:  # criteria are optional: an unanswered one is simply not stored
-                self.add_judgment(
-                    annotator, assignment, criterion.id, {**value, "winner": WINNERS[answer]},
-                    request_id=f"{data['request_id']}:{criterion.id}"[:100], elapsed_s=elapsed, meta=meta,
-                )  # fmt: skip
-        self.finish(assignment)
         if self.config.annotation.require_justification:
             self.check_justifications(annotator.id)
         return Outcome(done=True)
@@ -300,8 +297,8 @@ class PromptsProtocol(Protocol[PromptsOptions]):
             annotator, assignment, "onboarding" if practice else CHECK_QUESTION, value,
             request_id=data["request_id"], justification=justification, elapsed_s=elapsed,
             meta={**meta, "onboarding": practice, "check": True, "passed": passed},
+            finish=True, state={"practice": practice, "passed": passed},  # one commit, as above
         )  # fmt: skip
-        self.finish(assignment, {"practice": practice, "passed": passed})
         if not passed and practice:
             history = self.db.annotator_assignments(annotator.id)
             ok, tries = self._practice_state(history)
