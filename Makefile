@@ -37,7 +37,7 @@ bench: setup-full
 # The speed targets at the user's door (issue 25), each beside its limit measured in the same run:
 # the installed command in a subprocess (small report, --help; 1M arena battles, 100k Direct
 # Assessment ratings, 100k Spot The Bot segments) and every method served to 200 annotators over real
-# HTTP on SQLite and PostgreSQL. About 40 minutes on a quiet machine; results in benchmarks/*.json,
+# HTTP on SQLite and PostgreSQL. About 25 minutes on a quiet machine; results in benchmarks/*.json,
 # summarised by hand in the first table of benchmarks/README.md.
 bench-door: setup-full
 	$(PY) benchmarks/cli_start.py
