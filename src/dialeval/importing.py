@@ -230,10 +230,7 @@ def _stream_import(fmt: str, path: Path, study: Path, append: bool, waiting) -> 
                 previous = opened.store.imported_sources(opened.id)
                 earlier = already_imported(previous, fmt, digest, None, None)
                 if earlier is not None:
-                    console.print(
-                        f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same "
-                        "content, sha256 " + digest[:12] + "); nothing changed"
-                    )
+                    _say_already_imported(path, study, earlier, digest)
                     return True
                 held = opened.store.counts(opened.id)
                 try:
@@ -336,10 +333,7 @@ def _stream_import(fmt: str, path: Path, study: Path, append: bool, waiting) -> 
             digest_of_records = records.hexdigest()
             earlier = already_imported(previous, fmt, digest, None, digest_of_records)
             if earlier is not None:
-                console.print(
-                    f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same "
-                    "records in another encoding or line ending, sha256 " + digest[:12] + "); nothing changed"
-                )
+                _say_already_imported(path, study, earlier, digest)
                 return None
             if refusal is not None:
                 raise refusal
@@ -402,11 +396,7 @@ def _store_import(fmt, path, study, domain, renames, judges, append, dataset, or
             previous = opened.store.imported_sources(opened.id)
             earlier = already_imported(previous, fmt, digest, domain, records)
             if earlier is not None:
-                same = "content" if earlier.get("sha256") == digest else "records in another encoding or line ending"
-                console.print(
-                    f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same "
-                    f"{same}, sha256 " + digest[:12] + "); nothing changed"
-                )
+                _say_already_imported(path, study, earlier, digest)
                 return
             held = opened.store.counts(opened.id)
             refuse_other_source(study, previous, held["judgments"], held["conversations"], append)
@@ -438,6 +428,15 @@ def _store_import(fmt, path, study, domain, renames, judges, append, dataset, or
         console.print(f"renamed system {old!r} to {new!r} (a name the store can take)", highlight=False)
     console.print(f"imported into {study}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     _say_submissions(dataset.meta)
+
+
+def _say_already_imported(path: Path, study: Path, earlier: dict, digest: str) -> None:
+    """An import that changes nothing: the same file, or the same records in another encoding."""
+    same = "content" if earlier.get("sha256") == digest else "records in another encoding or line ending"
+    console.print(
+        f"{path} was already imported into {study} ({earlier.get('at', 'earlier')}, same {same}, "
+        f"sha256 {digest[:12]}); nothing changed"
+    )
 
 
 def _say_submissions(meta: dict) -> None:

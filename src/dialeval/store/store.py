@@ -54,6 +54,16 @@ WRITER_WAIT_S = 30.0
 CONVERSATION_CACHE_SIZE = 5000
 
 
+def _stored_conversation(session: Any, study_id: int, external_id: str) -> ConversationRow:
+    """A study's conversation by its external id; StoreError when there is none."""
+    row = session.scalar(
+        select(ConversationRow).where(ConversationRow.study_id == study_id, ConversationRow.external_id == external_id)
+    )
+    if row is None:
+        raise StoreError(f"no conversation '{external_id}'")
+    return row
+
+
 class Store:
     def __init__(self, url: str):
         self.url = url
@@ -291,13 +301,7 @@ class Store:
         `also(session)` runs in the same transaction."""
         self._conversations.pop((study_id, external_id), None)
         with self.session() as s:
-            row = s.scalar(
-                select(ConversationRow).where(
-                    ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
-                )
-            )
-            if row is None:
-                raise StoreError(f"no conversation '{external_id}'")
+            row = _stored_conversation(s, study_id, external_id)
             row.meta = dict(meta)
             if also is not None:
                 also(s)
@@ -311,13 +315,7 @@ class Store:
         if cached is not None:
             return replace(cached, turns=list(cached.turns), bots=list(cached.bots))
         with self.read() as s:
-            row = s.scalar(
-                select(ConversationRow).where(
-                    ConversationRow.study_id == study_id, ConversationRow.external_id == external_id
-                )
-            )
-            if row is None:
-                raise StoreError(f"no conversation '{external_id}'")
+            row = _stored_conversation(s, study_id, external_id)
             turns = s.scalars(select(TurnRow).where(TurnRow.conversation_id == row.id).order_by(TurnRow.idx))
             conversation = _conversation_record(row, list(turns))
         if conversation.source != "live" and conversation.error is None:
