@@ -129,6 +129,33 @@ def test_serve_prints_links_and_answers(tmp_path):
     assert "PROLIFIC_PID" in out and "admin?token=" in out
 
 
+def test_serve_keeps_an_idle_connection_longer_than_client_pools(tmp_path):
+    """A connection idle for 6 s still answers its next request: uvicorn's default (5 s) closed it
+    at the moment httpx's pool (keepalive_expiry 5 s) reused it, and load runs saw 'Server
+    disconnected without sending a response'. Raw socket: httpx would quietly open a new one."""
+    folder = tmp_path / "served"
+    invoke("init", "single-model", folder)
+    port = free_port()
+    proc = subprocess.Popen(
+        [*DIALEVAL, "serve", str(folder), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    try:
+        wait_healthy(port, proc)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            answers = []
+            for pause in (0, 6):
+                time.sleep(pause)
+                sock.sendall(request)
+                answers.append(sock.recv(65536).decode(errors="replace"))
+    finally:
+        stop(proc)
+    assert [a.split("\r\n", 1)[0] for a in answers] == ["HTTP/1.1 200 OK"] * 2, answers
+
+
 def test_demo_serves_every_method(tmp_path):
     port = free_port()
     proc = subprocess.Popen(

@@ -21,6 +21,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -53,9 +54,16 @@ def _as_read(markup: str) -> str:
 
 def shows(shown: str, stored: str) -> bool:
     """True when `shown` (from shown_texts) is `stored` as the page shows it: raw or as Markdown."""
+    return shown in _read_forms(stored)
+
+
+@lru_cache(maxsize=8192)
+def _read_forms(stored: str) -> tuple[str, str]:
+    # A stored text as the page shows it, raw and as Markdown. Kept: a load run's 200 annotators
+    # check the same texts against every page (the Markdown render was a fifth of the client's CPU).
     from ..bot_markdown import render
 
-    return shown in (_as_read(html.escape(stored)), _as_read(render(stored)))
+    return _as_read(html.escape(stored)), _as_read(render(stored))
 
 
 class SimulationError(Exception):
@@ -199,7 +207,11 @@ class SimulatedAnnotator:
         if self.log.annotator_id is None:
             self.log.annotator_id = self._signed_in_as()
         if self.log.annotator_id is not None:  # before any judgment: never counted as a person's
-            work.mark_simulated(self.store, self.log.annotator_id)
+            self.mark_simulated(self.log.annotator_id)
+
+    def mark_simulated(self, annotator_id: int) -> None:
+        """Store this annotator as simulated (the client writes it; a load run defers it)."""
+        work.mark_simulated(self.store, annotator_id)
 
     def _signed_in_as(self) -> int | None:
         """The annotator id in this browser's identity cookie. The payload of an itsdangerous token

@@ -200,14 +200,15 @@ def update_annotator_meta(store: Transactions, annotator_id: int, **meta: Any) -
             row.meta = {**(row.meta or {}), **meta}
 
 
-def mark_simulated(store: Transactions, annotator_id: int) -> None:
-    """Give a `dialeval simulate` annotator the platform `simulated` (records.SIMULATED_PLATFORM),
-    keeping the door it came in by under meta["entered_as"]."""
+def mark_simulated(store: Transactions, *annotator_ids: int) -> None:
+    """Give `dialeval simulate` annotators the platform `simulated` (records.SIMULATED_PLATFORM),
+    keeping the door each came in by under meta["entered_as"]; one transaction."""
     with store.session() as s:
-        row = s.get(AnnotatorRow, annotator_id)
-        if row is not None and row.platform != SIMULATED_PLATFORM:
-            row.meta = {**(row.meta or {}), "entered_as": row.platform}
-            row.platform = SIMULATED_PLATFORM
+        for annotator_id in annotator_ids:
+            row = s.get(AnnotatorRow, annotator_id)
+            if row is not None and row.platform != SIMULATED_PLATFORM:
+                row.meta = {**(row.meta or {}), "entered_as": row.platform}
+                row.platform = SIMULATED_PLATFORM
 
 
 def list_annotators(store: Transactions, study_id: int) -> list[dict[str, Any]]:

@@ -63,6 +63,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 GRACEFUL_SHUTDOWN_S = 10  # on SIGTERM, requests in flight get this long to finish
+KEEP_ALIVE_S = 30  # seconds an idle keep-alive connection stays open (see serve)
 
 
 def serve(
@@ -117,6 +118,11 @@ def serve(
         "access_log": False,
         "proxy_headers": True,
         "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
+        # An idle connection is kept longer than clients keep theirs in their pools (httpx 5 s,
+        # aiohttp 15 s): with uvicorn's 5 s both ends timed out together and a client could send its
+        # next request on a socket the server was closing ("Server disconnected without sending a
+        # response", seen in load runs of 200 annotators).
+        "timeout_keep_alive": KEEP_ALIVE_S,
     }
     for served in app.state.studies.values():
         served.ctx.store.close()
