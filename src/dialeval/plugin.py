@@ -18,7 +18,8 @@ registered through the entry-point group ``dialeval.methods``:
   `PlanningModel`.
 
 Scheduling: `assign_locked` gives an annotator a `Choice` under the study lock from a
-`SchedulingView`; `least_loaded`, `group_load`, `cap_reached`, `pair_key` and `bot_pairs` balance the
+`SchedulingView` (`assign_in`: the same in a transaction of the method's own that holds the lock,
+e.g. an answer and the next assignment in one commit); `least_loaded`, `group_load`, `cap_reached`, `pair_key` and `bot_pairs` balance the
 work; `adaptive_plan` / `adaptive_note` stop pairs that are decided; `ticket_for` / `GuidedUnits` draw
 the judge-guided tickets; `voter_screen` is the admin page's screening of pairwise voters
 (dialeval.scheduling's docstring says why a pair was chosen).
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time __getattr__
         Choice,
         Group,
         SchedulingView,
+        assign_in,
         assign_locked,
         bot_pairs,
         cap_reached,
@@ -110,6 +112,7 @@ _WHERE: dict[str, str] = {
     "UnitInfo": ".store.work",
     "adaptive_note": ".scheduling.plan",
     "adaptive_plan": ".scheduling.plan",
+    "assign_in": ".scheduling.assign",
     "assign_locked": ".scheduling.assign",
     "bot_pairs": ".scheduling.assign",
     "cap_reached": ".scheduling.assign",
@@ -175,6 +178,7 @@ __all__ = [
     "UnitInfo",
     "adaptive_note",
     "adaptive_plan",
+    "assign_in",
     "assign_locked",
     "bot_pairs",
     "cap_reached",

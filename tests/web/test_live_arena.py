@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from sqlalchemy import event
 
 from dialeval import clock
 from dialeval.config import parse_study
@@ -13,7 +12,7 @@ from dialeval.errors import StudyFileError
 from dialeval.methods.arena.analysis import analyze_arena
 from dialeval.store import work
 
-from .test_live_support import LiveClient, LiveServer, make_live_study, rid
+from .test_live_support import LiveClient, LiveServer, WriteTransactions, make_live_study, rid
 
 
 def stage(html: str) -> str:
@@ -241,27 +240,6 @@ def test_an_imported_arena_study_is_not_served(tmp_path):
         assert served.protocol is None and "imported battles are analysed" in served.error
     finally:
         served.ctx.store.close()
-
-
-class WriteTransactions:
-    """Counts the committed transactions of an engine that wrote something (INSERT, UPDATE, DELETE)."""
-
-    def __init__(self, engine):
-        self.count = 0
-        event.listen(engine, "before_cursor_execute", self._statement)
-        event.listen(engine, "commit", self._commit)
-        event.listen(engine, "rollback", self._rollback)
-
-    def _statement(self, conn, cursor, statement, parameters, context, executemany):
-        if statement.lstrip().split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE"):
-            conn.info["wrote"] = True
-
-    def _commit(self, conn):
-        if conn.info.pop("wrote", False):
-            self.count += 1
-
-    def _rollback(self, conn):
-        conn.info.pop("wrote", False)
 
 
 # One battle of three per-turn votes once its task page was shown (the assignment and the conversation

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Self
 
 import httpx
+from sqlalchemy import event
 import uvicorn
 
 from dialeval.web.app import create_app
@@ -105,6 +106,27 @@ class LiveServer:
     @property
     def study_id(self) -> int:
         return self.served.ctx.study_id
+
+
+class WriteTransactions:
+    """Counts the committed transactions of an engine that wrote something (INSERT, UPDATE, DELETE)."""
+
+    def __init__(self, engine):
+        self.count = 0
+        event.listen(engine, "before_cursor_execute", self._statement)
+        event.listen(engine, "commit", self._commit)
+        event.listen(engine, "rollback", self._rollback)
+
+    def _statement(self, conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE"):
+            conn.info["wrote"] = True
+
+    def _commit(self, conn):
+        if conn.info.pop("wrote", False):
+            self.count += 1
+
+    def _rollback(self, conn):
+        conn.info.pop("wrote", False)
 
 
 def rid() -> str:

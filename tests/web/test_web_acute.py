@@ -273,3 +273,66 @@ def test_refresh_resumes_same_assignment(acute_app):
     first = ann.enter()
     again = ann.task()
     assert ann.action(first.text) == ann.action(again.text)
+
+
+def test_an_answer_and_the_next_assignment_are_one_commit(acute_app):
+    """A comparison's answer commits with the annotator's next assignment, and the task page that
+    follows writes nothing: one write transaction per judgment (two before: the page chose the next
+    unit in a locked transaction of its own)."""
+    from .test_live_support import WriteTransactions
+
+    ann = Annotator(acute_app, "acute-test")
+    r = ann.enter()
+    choice = onboarding_answer(acute_app, r.text, True)
+    assert ann.post(ann.action(r.text), {"choice": choice, "justification": "a person", "request_id": rid()}).json()[
+        "ok"
+    ]
+    served = study_of(acute_app)
+    page = ann.task()  # the first comparison: no answer before it to carry it
+    writes = WriteTransactions(served.ctx.store.engine)
+    shown = []
+    for n in range(2):
+        assert f"Comparison {n + 1} of 2" in page.text
+        shown.append(int(re.search(r"/a/(\d+)/submit", page.text).group(1)))
+        r = ann.post(
+            ann.action(page.text), {"choice": "2", "justification": "more engaging answers", "request_id": rid()}
+        )
+        assert r.status_code == 200 and r.json()["ok"], r.text
+        assert writes.count == n + 1
+        page = ann.task()
+    # the second comparison's page only read what the first answer stored; the last answer found no
+    # next unit (2 per annotator), and the done page that follows it records the completion
+    assert page.url.path.endswith("/done") and writes.count == 3
+    mine = work.annotator_assignments(
+        served.ctx.store, served.ctx.study_id, work.get_assignment(served.ctx.store, shown[0]).annotator_id
+    )
+    assert [a.status for a in mine if a.unit_kind != "acute-onboarding"] == ["submitted", "submitted"]
+    assert len({a.unit_id for a in mine}) == len(mine)  # never the same unit twice
+
+
+def test_an_answer_is_kept_when_choosing_the_next_unit_fails(acute_app, monkeypatch):
+    """Choosing the next unit runs in a savepoint of the answer's transaction: when it fails, the
+    answer still commits and the task page chooses the unit as before."""
+    ann = Annotator(acute_app, "acute-test")
+    r = ann.enter()
+    choice = onboarding_answer(acute_app, r.text, True)
+    assert ann.post(ann.action(r.text), {"choice": choice, "justification": "a person", "request_id": rid()}).json()[
+        "ok"
+    ]
+    page = ann.task()
+    protocol = study_of(acute_app).protocol
+    real_choose, calls = protocol.choose, []
+
+    def choose_once_broken(view):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a broken scheduler")
+        return real_choose(view)
+
+    monkeypatch.setattr(protocol, "choose", choose_once_broken)
+    r = ann.post(ann.action(page.text), {"choice": "1", "justification": "more engaging answers", "request_id": rid()})
+    assert r.status_code == 200 and r.json()["ok"], r.text
+    served = study_of(acute_app)
+    assert [j.question for j in served.ctx.store.load_dataset(served.ctx.study_id).judgments].count("preference") == 1
+    page = ann.task()
+    assert "Comparison 2 of 2" in page.text and len(calls) == 2

@@ -12,6 +12,10 @@ shown order -- all in one transaction, so no unit is over-assigned.
 
     assignment = assign_locked(protocol, annotator, choose)
 
+:func:`assign_in` does the same inside a transaction the method already holds under the study lock:
+ACUTE-Eval stores an answer, its closed assignment and the annotator's next assignment in one
+commit, so the task page that follows only reads.
+
 The pure helpers (least_loaded, bot_pairs, pair_key, cap_reached) hold the policies: balanced
 progress across bot pairs, each pair of conversations / each conversation used as rarely as
 possible, per-annotator caps.
@@ -86,38 +90,50 @@ def assign_locked(
     protocol: Protocol[Any], annotator: AnnotatorInfo, choose: Callable[[SchedulingView], Choice | None]
 ) -> AssignmentInfo | None:
     """Pick and store the annotator's next assignment under the study lock (see module doc)."""
+    with protocol.store.locked(protocol.study.study_id) as session:
+        return assign_in(session, protocol, annotator, choose)
+
+
+def assign_in(
+    session: Session,
+    protocol: Protocol[Any],
+    annotator: AnnotatorInfo,
+    choose: Callable[[SchedulingView], Choice | None],
+) -> AssignmentInfo | None:
+    """assign_locked's work in the caller's transaction, which must hold the study lock
+    (``Store.locked``): a method that stores an answer and the annotator's next assignment in one
+    commit (ACUTE-Eval's submit)."""
     store, study_id = protocol.store, protocol.study.study_id
-    with store.locked(study_id) as session:
-        work.expire_assignments(session, study_id)
-        everything = work.annotator_assignments(session, study_id, annotator.id, include_expired=True)
-        history = [a for a in everything if a.status not in work.EXCLUDED_ASSIGNMENT_STATUSES]
-        for a in history:
-            if a.is_open:  # another request of the same annotator got here first
-                return a
-        if over_daily_cap(protocol.config, annotator, history):
-            return None
-        view = SchedulingView(
-            session=session,
-            study_id=study_id,
-            annotator=annotator,
-            history=history,
-            load=work.unit_load_cached(session, store, study_id),  # kept per process, not recounted
-            rng=protocol.study.fresh_rng(),
-            past=[a for a in everything if a.status in work.EXCLUDED_ASSIGNMENT_STATUSES],
-            store=store,
-        )
-        choice = choose(view)
-        if choice is None:
-            return None
-        return work.create_assignment(
-            session,
-            study_id,
-            choice.unit_id,
-            annotator.id,
-            shown_order=choice.shown_order,
-            state=choice.state,
-            expires_at=protocol.expiry(),
-        )
+    work.expire_assignments(session, study_id)
+    everything = work.annotator_assignments(session, study_id, annotator.id, include_expired=True)
+    history = [a for a in everything if a.status not in work.EXCLUDED_ASSIGNMENT_STATUSES]
+    for a in history:
+        if a.is_open:  # another request of the same annotator got here first
+            return a
+    if over_daily_cap(protocol.config, annotator, history):
+        return None
+    view = SchedulingView(
+        session=session,
+        study_id=study_id,
+        annotator=annotator,
+        history=history,
+        load=work.unit_load_cached(session, store, study_id),  # kept per process, not recounted
+        rng=protocol.study.fresh_rng(),
+        past=[a for a in everything if a.status in work.EXCLUDED_ASSIGNMENT_STATUSES],
+        store=store,
+    )
+    choice = choose(view)
+    if choice is None:
+        return None
+    return work.create_assignment(
+        session,
+        study_id,
+        choice.unit_id,
+        annotator.id,
+        shown_order=choice.shown_order,
+        state=choice.state,
+        expires_at=protocol.expiry(),
+    )
 
 
 def over_daily_cap(config: StudyConfig, annotator: AnnotatorInfo, history: Sequence[AssignmentInfo]) -> bool:

@@ -15,6 +15,7 @@ conversation pair used least, then the conversations used least; left/right draw
 from __future__ import annotations
 
 import itertools
+import logging
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from ...scheduling import tickets
 from ...scheduling.assign import (
     Choice,
     SchedulingView,
+    assign_in,
     assign_locked,
     bot_pairs,
     cap_reached,
@@ -41,6 +43,8 @@ from ...store import work
 from ...store.work import UnitInfo
 from .options import AcuteOptions
 from .questions import ACUTE_QUESTIONS
+
+_log = logging.getLogger(__name__)
 
 KIND = "acute"
 ONBOARDING_KIND = "acute-onboarding"
@@ -378,19 +382,35 @@ class AcuteProtocol(Protocol[AcuteOptions]):
                     block = self.config.onboarding.on_fail == "block"
                     self.flag(annotator.id, ["failed onboarding"], block=block, onboarding="failed")
             return Outcome(done=True)
-        self.add_judgment(
-            annotator,
-            assignment,
-            p["question"],
-            {"winner": winner, "loser": loser},
-            request_id=data["request_id"],
-            justification=justification,
-            elapsed_s=elapsed,
-            meta=meta,
-            finish=True,  # one commit: the judgment and the closed assignment
-        )
+        # One commit per answer: the judgment, its closed assignment and the annotator's next
+        # assignment, under the study lock the choice needs anyway; the task page that follows only
+        # reads it (it was a second locked write transaction per judgment, the study's busiest).
+        with self.store.locked(self.study.study_id) as session:
+            _row, stored = self.add_judgment(
+                annotator,
+                assignment,
+                p["question"],
+                {"winner": winner, "loser": loser},
+                request_id=data["request_id"],
+                justification=justification,
+                elapsed_s=elapsed,
+                meta=meta,
+                finish=True,
+                session=session,
+            )
+            if stored:
+                self._assign_next(session, annotator)
         self.check_justifications(annotator.id)
         return Outcome(done=True)
+
+    def _assign_next(self, session: Any, annotator: AnnotatorInfo) -> None:
+        """The next assignment in the answer's transaction, in a savepoint: should choosing fail, the
+        answer still commits and the task page assigns as it always did."""
+        try:
+            with session.begin_nested():
+                assign_in(session, self, annotator, self.choose)
+        except Exception:  # noqa: BLE001 - never lose the answer over the next unit
+            _log.exception("choosing the next unit with the answer failed; the task page will choose it")
 
     # -- admin ---------------------------------------------------------------------------------------
     def admin_summary(self) -> AdminSummary:
