@@ -2,8 +2,9 @@
 
 Targets (issue 25, part 3): `dialeval report` of a small arena study < 1.5 s wall on a quiet
 machine, `dialeval --help` < 0.3 s. Each command is the installed `dialeval` run in a subprocess;
-each figure is the median of --runs runs: wall time, CPU time (user + sys of the child, os.wait4)
-and peak RSS, with the load average before and after (the machine is shared).
+each figure is the median of --runs runs: wall time, CPU time (user + sys of the child and of the
+processes it waited for, the report's figure worker: os.wait4) and peak RSS (the largest of them),
+with the load average before and after (the machine is shared).
 
 Beside them, the limits measured in the same run: the interpreter's bare start (`python -c pass`),
 the CLI's import (`python -c "import dialeval.cli"`), which every command pays before it does
@@ -42,9 +43,11 @@ LIBRARIES = (
 )
 
 
-# The report command with `figures` (report/build.py) replaced by one that draws nothing.
+# The report command with `figures` (report/build.py) replaced by one that draws nothing, and no figure
+# worker forked (report/figure_worker.py): matplotlib is never imported.
 WITHOUT_FIGURES = (
-    "import sys, dialeval.report.build as build; build.figures = lambda report: {}; "
+    "import sys, dialeval.report.build as build, dialeval.report.figure_worker as worker; "
+    "build.figures = lambda report: {}; worker.start = lambda: None; "
     "from dialeval.cli import app; app(['report', sys.argv[1]])"
 )
 

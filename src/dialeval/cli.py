@@ -1051,9 +1051,12 @@ def report(
       dialeval report my-study --json out.json --html out.html
       dialeval report my-study --png            # the figures as PNG too, for slides
     """
-    from .report import study_report, write_report
+    from .report import figure_worker, study_report, write_report
 
-    with cyclic_gc_paused(age_after=True):
+    # The figures are drawn in a process forked here, before the statistics' libraries are imported:
+    # on 2 cores matplotlib's import and drawing overlap the store and the statistics (0.5 s of a
+    # small report's 1.7 s; report/figure_worker.py). Without it (or if it fails) they are drawn here.
+    with cyclic_gc_paused(age_after=True), figure_worker.figure_worker() as worker:
         result = study_report(study, include_judges=include_judges, include_simulated=include_simulated)
         if not result.get("study", {}).get("collected", {}).get("judgments") and not result.get("judge_audit"):
             if result.get("simulated"):  # only simulated annotators have judged, and they are left out
@@ -1062,7 +1065,7 @@ def report(
                 f"{study} holds no judgments yet, so there is nothing to report; collect some "
                 f"(dialeval serve {study}, or dialeval simulate {study}) or import a data set"
             )
-        paths = write_report(result, study / "report", json_path=json_path, html_path=html_path, png=png)
+        paths = write_report(result, study / "report", json_path=json_path, html_path=html_path, png=png, worker=worker)
     table = _table("system", "n", "score", title=f"{result['method']}: systems, best first")
     for s in result.get("systems", []):
         score = s.get("score")

@@ -56,5 +56,7 @@ def test_an_arena_report_does_not_import_scipy_stats(tmp_path):
     report = json.loads((study / "report" / "report.json").read_text())
     assert report["people"]["longer_answer_share"]["p_value"] is not None  # the binomial test ran
     assert report["systems"] and report["tie_model"] and report["annotator_model"]
-    assert loaded["numpy"] and loaded["matplotlib"]  # the report was computed and drawn
+    # the report was computed and drawn (matplotlib: in this process, or in the figure worker the
+    # command forks where it can, report/figure_worker.py; it imports no scipy)
+    assert loaded["numpy"] and list((study / "report" / "plots").glob("*.svg"))
     assert not loaded["scipy.stats"]

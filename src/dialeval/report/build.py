@@ -7,7 +7,7 @@ import io
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
@@ -229,48 +229,75 @@ def _render(fig, fmt: str) -> bytes:
     return buf.getvalue()
 
 
+class FigureDrawer(Protocol):
+    """Draws a report's figures elsewhere (the report command's worker, figure_worker.py): `send` the
+    report, write the rest, then `receive` the rendered figures; False / None: draw them here."""
+
+    def send(self, report: dict[str, Any], png: bool) -> bool: ...
+
+    def receive(self) -> dict[str, tuple[bytes, bytes | None]] | None: ...
+
+
+def rendered_figures(report: dict[str, Any], png: bool = False) -> dict[str, tuple[bytes, bytes | None]]:
+    """name -> (SVG bytes, PNG bytes when `png` else None) of the report's figures; the same code in
+    this process and in the report command's figure worker (figure_worker.py)."""
+    import warnings
+
+    # The plots are laid out for many systems (legends outside the axes, sized labels); what matplotlib
+    # still has to say about layout is not for the user's terminal.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return {name: rendered_figure(fig, png) for name, fig in figures(report).items()}
+
+
+def rendered_figure(fig, png: bool = False) -> tuple[bytes, bytes | None]:
+    """One figure's SVG bytes and, when `png`, its PNG bytes. One render by default (a third of the
+    figures' time on a small report): the same SVG bytes go to the file and into the page; a PNG is a
+    second render, only when asked for."""
+    return _render(fig, "svg"), _render(fig, "png") if png else None
+
+
 def write_report(
     report: dict[str, Any],
     out_dir: str | Path | None = None,
     json_path: str | Path | None = None,
     html_path: str | Path | None = None,
     png: bool = False,
+    worker: FigureDrawer | None = None,
 ) -> dict[str, Path]:
     """Write report.json, index.html (self-contained) and the plots as SVG (and PNG when `png`);
-    returns the paths."""
-    import warnings
-
+    returns the paths. `worker`: a figure worker (figure_worker.py) that draws the figures while this
+    process writes the rest; without one, or when it fails, they are drawn here (the same bytes)."""
     out = Path(out_dir) if out_dir else Path(html_path or json_path or ".").parent
     out.mkdir(parents=True, exist_ok=True)
     json_file = Path(json_path) if json_path else out / "report.json"
     html_file = Path(html_path) if html_path else out / "index.html"
+    sent = worker is not None and worker.send(report, png)
     json_file.parent.mkdir(parents=True, exist_ok=True)
     json_file.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    env = Environment(loader=PackageLoader("dialeval.report", "templates"), autoescape=select_autoescape())
+    template = env.get_template("report.html")
+    body, systems, extra_style = Markup(_body(report)), Markup(_systems(report)), Markup(_extra_style(report))
+    rendered = worker.receive() if sent and worker is not None else None
+    if rendered is None:
+        rendered = rendered_figures(report, png)
     images = {}
     plot_dir = out / "plots"
-    # The plots are laid out for many systems (legends outside the axes, sized labels); what matplotlib
-    # still has to say about layout is not for the user's terminal.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        for name, fig in figures(report).items():
-            plot_dir.mkdir(exist_ok=True)
-            # One render by default (a third of the figures' time on a small report): the same SVG
-            # bytes go to the file and into the page; a PNG is a second render, only when asked for.
-            svg = _render(fig, "svg")
-            (plot_dir / f"{name}.svg").write_bytes(svg)
-            images[name] = base64.b64encode(svg).decode("ascii")
-            if png:
-                (plot_dir / f"{name}.png").write_bytes(_render(fig, "png"))
-            else:  # an earlier run's PNG would show an older figure beside this one
-                (plot_dir / f"{name}.png").unlink(missing_ok=True)
-    env = Environment(loader=PackageLoader("dialeval.report", "templates"), autoescape=select_autoescape())
-    html = env.get_template("report.html").render(
+    for name, (svg, png_bytes) in rendered.items():
+        plot_dir.mkdir(exist_ok=True)
+        (plot_dir / f"{name}.svg").write_bytes(svg)
+        images[name] = base64.b64encode(svg).decode("ascii")
+        if png_bytes is not None:
+            (plot_dir / f"{name}.png").write_bytes(png_bytes)
+        else:  # an earlier run's PNG would show an older figure beside this one
+            (plot_dir / f"{name}.png").unlink(missing_ok=True)
+    html = template.render(
         report=report,
         images=images,
         captions=FIGURE_CAPTIONS,
-        body=Markup(_body(report)),
-        systems=Markup(_systems(report)),
-        extra_style=Markup(_extra_style(report)),
+        body=body,
+        systems=systems,
+        extra_style=extra_style,
     )
     html_file.parent.mkdir(parents=True, exist_ok=True)
     html_file.write_text(html, encoding="utf-8")
