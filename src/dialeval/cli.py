@@ -7,10 +7,10 @@ import math
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from . import registry
@@ -18,6 +18,9 @@ from .errors import DialevalError
 from .formats import importers
 from .gc_pause import cyclic_gc_paused
 from .terminal import console, err_console
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 app = typer.Typer(
     name="dialeval",
@@ -179,6 +182,9 @@ def init(
 
 # -- generate ------------------------------------------------------------------------------------------
 def _progress() -> Progress:
+    # imported here, not with the CLI: every command (--help too) paid ~17 ms for rich.progress
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

@@ -129,6 +129,31 @@ def test_serve_prints_links_and_answers(tmp_path):
     assert "PROLIFIC_PID" in out and "admin?token=" in out
 
 
+def read_response(sock: socket.socket) -> str:
+    """One whole HTTP/1.1 response (headers, then Content-Length bytes of body); '' when closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data.decode(errors="replace")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        (
+            int(v)
+            for k, _, v in (h.partition(b":") for h in head.split(b"\r\n"))
+            if k.strip().lower() == b"content-length"
+        ),
+        0,
+    )
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return (head + b"\r\n\r\n" + body).decode(errors="replace")
+
+
 def test_serve_keeps_an_idle_connection_longer_than_client_pools(tmp_path):
     """A connection idle for 6 s still answers its next request: uvicorn's default (5 s) closed it
     at the moment httpx's pool (keepalive_expiry 5 s) reused it, and load runs saw 'Server
@@ -150,7 +175,7 @@ def test_serve_keeps_an_idle_connection_longer_than_client_pools(tmp_path):
             for pause in (0, 6):
                 time.sleep(pause)
                 sock.sendall(request)
-                answers.append(sock.recv(65536).decode(errors="replace"))
+                answers.append(read_response(sock))
     finally:
         stop(proc)
     assert [a.split("\r\n", 1)[0] for a in answers] == ["HTTP/1.1 200 OK"] * 2, answers

@@ -63,11 +63,22 @@ class SchedulingView:
     # the annotator's expired, abandoned and returned assignments: not in caps, but already seen
     past: list[AssignmentInfo] = field(default_factory=list)
     store: Any = None  # when given, units are read through the per-process cache
+    _units_mark: tuple[int, int | None] | None = field(default=None, init=False, repr=False)
+    _seen_units: dict[int, UnitInfo] = field(default_factory=dict, init=False, repr=False)
 
     def units(self, kind: str | None = None) -> list[UnitInfo]:
         if self.store is None:
             return work.list_units(self.session, self.study_id, kind)
-        return work.units_cached(self.session, self.store, self.study_id, kind)
+        # one check per assignment that the kept units are complete, however many kinds choose asks for
+        if self._units_mark is None:
+            self._units_mark = work.units_mark(self.session, self.study_id)
+        units = work.units_cached(self.session, self.store, self.study_id, kind, mark=self._units_mark)
+        self._seen_units.update((u.id, u) for u in units)
+        return units
+
+    def unit(self, unit_id: int) -> UnitInfo | None:
+        """A unit choose was given by units() (None: one it made or read otherwise)."""
+        return self._seen_units.get(unit_id)
 
     def used(self, unit_id: int) -> int:
         """Submitted + open assignments of a unit (expired ones returned to the pool)."""
@@ -83,7 +94,10 @@ class SchedulingView:
     def create_unit(
         self, external_id: str, kind: str, conversation_ids: list[str], payload: dict[str, Any] | None = None
     ) -> UnitInfo:
-        return work.create_unit(self.session, self.study_id, external_id, kind, conversation_ids, payload)
+        unit = work.create_unit(self.session, self.study_id, external_id, kind, conversation_ids, payload)
+        self._units_mark = None  # units() reads the study's units again
+        self._seen_units[unit.id] = unit
+        return unit
 
 
 def assign_locked(
@@ -133,6 +147,7 @@ def assign_in(
         shown_order=choice.shown_order,
         state=choice.state,
         expires_at=protocol.expiry(),
+        unit=view.unit(choice.unit_id),
     )
 
 

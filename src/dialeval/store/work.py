@@ -129,7 +129,7 @@ def _annotator(row: AnnotatorRow) -> AnnotatorInfo:
     )
 
 
-def _assignment(row: AssignmentRow, unit: UnitRow) -> AssignmentInfo:
+def _assignment(row: AssignmentRow, unit: UnitRow | UnitInfo) -> AssignmentInfo:
     return AssignmentInfo(
         id=row.id,
         study_id=row.study_id,
@@ -415,13 +415,26 @@ def list_units(session_or_store: Session | Transactions, study_id: int, kind: st
         return run(s)
 
 
-def units_cached(session: Session, store: Transactions, study_id: int, kind: str | None = None) -> list[UnitInfo]:
+def units_mark(session: Session, study_id: int) -> tuple[int, int | None]:
+    """(count, highest id) of the study's units: whether a kept copy of them is still complete."""
+    count, top = session.execute(select(func.count(), func.max(UnitRow.id)).where(UnitRow.study_id == study_id)).one()
+    return int(count), top
+
+
+def units_cached(
+    session: Session,
+    store: Transactions,
+    study_id: int,
+    kind: str | None = None,
+    mark: tuple[int, int | None] | None = None,
+) -> list[UnitInfo]:
     """The study's units, read once per process and again only when units were added.
 
     Units are never changed after they are stored (only added: live methods make them on demand),
-    so (count, highest id) tells whether the copy kept for the store is still complete.
+    so (count, highest id) tells whether the copy kept for the store is still complete; `mark`:
+    that pair as the caller read it in this transaction (units_mark), not read again.
     """
-    mark = tuple(session.execute(select(func.count(), func.max(UnitRow.id)).where(UnitRow.study_id == study_id)).one())
+    mark = mark if mark is not None else units_mark(session, study_id)
     cache = store_caches(store).units
     hit = cache.get((study_id, kind))
     if hit is not None and hit[0] == mark:
@@ -577,7 +590,9 @@ def create_assignment(
     shown_order: list[Any] | None,
     state: dict[str, Any] | None = None,
     expires_at: datetime | None = None,
+    unit: UnitInfo | None = None,
 ) -> AssignmentInfo:
+    """Store an open assignment; `unit`: the unit as the caller already holds it (else it is read)."""
     row = AssignmentRow(
         study_id=study_id,
         unit_id=unit_id,
@@ -597,10 +612,12 @@ def create_assignment(
             payload={"assignment": row.id, "unit": unit_id},
         )
     )
-    unit = session.get(UnitRow, unit_id)
-    if unit is None:  # the caller chose an existing unit inside this transaction
+    if unit is not None and unit.id == unit_id:
+        return _assignment(row, unit)
+    stored = session.get(UnitRow, unit_id)
+    if stored is None:  # the caller chose an existing unit inside this transaction
         raise StoreError(f"unit {unit_id} does not exist")
-    return _assignment(row, unit)
+    return _assignment(row, stored)
 
 
 def get_assignment(store: Transactions, assignment_id: int) -> AssignmentInfo | None:
