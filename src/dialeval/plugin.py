@@ -19,10 +19,10 @@ registered through the entry-point group ``dialeval.methods``:
 
 Scheduling: `assign_locked` gives an annotator a `Choice` under the study lock from a
 `SchedulingView` (`assign_in`: the same in a transaction of the method's own that holds the lock,
-e.g. an answer and the next assignment in one commit); `least_loaded`, `group_load`, `cap_reached`, `pair_key` and `bot_pairs` balance the
-work; `adaptive_plan` / `adaptive_note` stop pairs that are decided; `ticket_for` / `GuidedUnits` draw
-the judge-guided tickets; `voter_screen` is the admin page's screening of pairwise voters
-(dialeval.scheduling's docstring says why a pair was chosen).
+e.g. an answer and the next assignment in one commit); `least_loaded`, `group_load`, `cap_reached`,
+`pair_key` and `bot_pairs` balance the work; `adaptive_plan` / `adaptive_note` stop pairs that are
+decided; `ticket_for` / `GuidedUnits` draw the judge-guided tickets; `voter_screen` is the admin
+page's screening of pairwise voters (dialeval.scheduling's docstring says why a pair was chosen).
 
 `check_method(method)` (dialeval.conformance) runs the conformance checks a method must pass.
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Self
 
 import httpx
-from sqlalchemy import event
 import uvicorn
+from sqlalchemy import event
 
 from dialeval.web.app import create_app
 from dialeval.web.ratelimit import RateLimiter
