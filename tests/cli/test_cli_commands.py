@@ -108,8 +108,8 @@ def test_simulate_and_report_a_study(tmp_path):
     assert refused.exit_code == 2 and "nothing to report" in refused.output and gc.isenabled()
 
 
-def test_serve_prints_links_and_answers(tmp_path):
-    folder = tmp_path / "served"
+def serve_new_study(folder: Path) -> tuple[int, subprocess.Popen]:
+    """`dialeval init single-model FOLDER`, then `dialeval serve FOLDER` on a free port (not waited for)."""
     invoke("init", "single-model", folder)
     port = free_port()
     proc = subprocess.Popen(
@@ -119,6 +119,11 @@ def test_serve_prints_links_and_answers(tmp_path):
         text=True,
         env={**os.environ, "COLUMNS": "200"},
     )
+    return port, proc
+
+
+def test_serve_prints_links_and_answers(tmp_path):
+    port, proc = serve_new_study(tmp_path / "served")
     try:
         wait_healthy(port, proc)
         page = httpx.get(f"http://127.0.0.1:{port}/s/served/?volunteer=1", follow_redirects=True)
@@ -158,15 +163,7 @@ def test_serve_keeps_an_idle_connection_longer_than_client_pools(tmp_path):
     """A connection idle for 6 s still answers its next request: uvicorn's default (5 s) closed it
     at the moment httpx's pool (keepalive_expiry 5 s) reused it, and load runs saw 'Server
     disconnected without sending a response'. Raw socket: httpx would quietly open a new one."""
-    folder = tmp_path / "served"
-    invoke("init", "single-model", folder)
-    port = free_port()
-    proc = subprocess.Popen(
-        [*DIALEVAL, "serve", str(folder), "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    port, proc = serve_new_study(tmp_path / "served")
     request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
     try:
         wait_healthy(port, proc)
