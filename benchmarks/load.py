@@ -10,8 +10,9 @@ nothing counted twice, no unit over its cap). Live methods (annotators chat) tal
 OpenAI-compatible bot that answers after 100 ms, streamed word by word.
 
 Beside each figure, the limits measured in the same run: the database's raw commit rate, the
-judgments/s the two cores allow at the measured CPU per judgment (server + client), and the
-judgments/s the annotators' own round trips allow (annotators / seconds per judgment cycle).
+judgments/s the two cores allow at the measured CPU per judgment (server + client, and on PostgreSQL
+the local database server's processes), and the judgments/s the annotators' own round trips allow
+(annotators / seconds per judgment cycle).
 
     python benchmarks/load.py                                    # the full run (both databases, 200 annotators)
     python benchmarks/load.py --dbs sqlite --annotators 20 --seconds 20 --methods acute spot-the-bot
@@ -42,6 +43,7 @@ from dialeval.simulate.load import (
     loadavg,
     make_study,
     pct,
+    postgres_pids,
     run_load,
     scratch_pg_schema,
     start_balancer,
@@ -216,6 +218,9 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
         server_pids = [host.process.pid, *host.worker_pids()]
         pg_before = pg_counters(url) if db_url else None
         cpu_before = cpu_seconds(server_pids)
+        # Backends start per connection during the run: the processes are listed at the end, and
+        # a backend that ended in the run is not counted (the pools keep theirs open).
+        db_cpu_before = dict((pid, cpu_seconds([pid])) for pid in postgres_pids()) if db_url else {}
         load_before = loadavg()
         result_file = out / "client.json"
         cmd = [
@@ -242,6 +247,7 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
         _pid, status, usage = os.wait4(client.pid, 0)
         client.returncode = os.waitstatus_to_exitcode(status)
         cpu_used = cpu_seconds(server_pids) - cpu_before
+        db_cpu = sum(cpu_seconds([pid]) - db_cpu_before.get(pid, 0.0) for pid in postgres_pids()) if db_url else 0.0
         pg_after = pg_counters(url) if db_url else None
         load_after = loadavg()
         stop_host(host)
@@ -262,6 +268,7 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
         rate = n / res.seconds if res.seconds else 0.0
         server_ms = 1000 * cpu_used / max(1, n)
         client_ms = 1000 * (usage.ru_utime + usage.ru_stime) / max(1, n)
+        db_ms = 1000 * db_cpu / max(1, n)
         cores = os.cpu_count() or 1
         cycle = (statistics.mean(res.task_ms) if res.task_ms else 0) + (
             statistics.mean(res.submit_ms) if res.submit_ms else 0
@@ -283,8 +290,9 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
             "first word p99": pct(res.first_word_ms, 0.99) if res.first_word_ms else None,
             "server CPU ms/judgment": server_ms,
             "client CPU ms/judgment": client_ms,
+            "database CPU ms/judgment": db_ms if db_url else None,
             # the limits measured in the same run
-            "limit: cores": 1000 * cores / (server_ms + client_ms) if n else None,
+            "limit: cores": 1000 * cores / (server_ms + client_ms + db_ms) if n else None,
             "limit: commit/s": ceiling,
             "limit: annotators/cycle": (1000 * annotators / cycle) if cycle and not think else None,
             "db write commits/judgment": (pg_after[0] - pg_before[0] - 1) / max(1, n) if db_url else None,
@@ -320,6 +328,7 @@ METHOD_COLUMNS = [
     "first word p50",
     "server CPU ms/judgment",
     "client CPU ms/judgment",
+    "database CPU ms/judgment",
     "db write commits/judgment",
     "5xx",
     "checks",

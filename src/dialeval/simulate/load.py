@@ -534,6 +534,20 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
+def postgres_pids() -> list[int]:
+    """The local PostgreSQL server's processes (postmaster and backends): on a one-machine run they
+    share the cores with the app and the client, so their CPU counts against the same limit."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "postgres":
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
 def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
