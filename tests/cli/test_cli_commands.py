@@ -108,9 +108,8 @@ def test_simulate_and_report_a_study(tmp_path):
     assert refused.exit_code == 2 and "nothing to report" in refused.output and gc.isenabled()
 
 
-def serve_new_study(folder: Path) -> tuple[int, subprocess.Popen]:
-    """`dialeval init single-model FOLDER`, then `dialeval serve FOLDER` on a free port (not waited for)."""
-    invoke("init", "single-model", folder)
+def start_serve(folder: Path) -> tuple[int, subprocess.Popen]:
+    """`dialeval serve FOLDER` on a free port, its output piped (not waited for)."""
     port = free_port()
     proc = subprocess.Popen(
         [*DIALEVAL, "serve", str(folder), "--port", str(port)],
@@ -120,6 +119,12 @@ def serve_new_study(folder: Path) -> tuple[int, subprocess.Popen]:
         env={**os.environ, "COLUMNS": "200"},
     )
     return port, proc
+
+
+def serve_new_study(folder: Path) -> tuple[int, subprocess.Popen]:
+    """`dialeval init single-model FOLDER`, then `dialeval serve FOLDER` on a free port (not waited for)."""
+    invoke("init", "single-model", folder)
+    return start_serve(folder)
 
 
 def test_serve_prints_links_and_answers(tmp_path):

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from dialeval import METHODS
-from tests.cli.test_cli_commands import free_port, stop, wait_healthy
+from tests.cli.test_cli_commands import start_serve, stop, wait_healthy
 
 DIALEVAL = [sys.executable, "-m", "dialeval.cli"]
 PLACEHOLDER = "  # completion_code: REPLACE-WITH-YOUR-PROLIFIC-CODE\n"
@@ -23,13 +23,7 @@ def init(method: str, folder: Path) -> str:
 
 
 def served_output(folder: Path) -> str:
-    port = free_port()
-    proc = subprocess.Popen(
-        [*DIALEVAL, "serve", str(folder), "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    port, proc = start_serve(folder)
     try:
         wait_healthy(port, proc)
     finally:
