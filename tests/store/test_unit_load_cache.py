@@ -1,6 +1,7 @@
 """work.unit_load_cached (the per-process unit load used by scheduling.assign_locked) equals the full
 count of work.unit_load after every kind of change, made through another Store (another process's
-view of the same database): new assignments, submitted, expired, revived, abandoned, returned."""
+view of the same database): new assignments, submitted, expired, revived, abandoned, returned; and so
+do the sums per key kept from it (work.load_totals) and the expiry of the open ones it keeps (expire_due)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,14 @@ def test_cached_load_follows_every_change(two_stores):
     def check():
         with mine.locked(sid) as s:
             cached = {u: dict(v) for u, v in work.unit_load_cached(s, mine, sid).items() if any(v.values())}
-            assert cached == work.unit_load(s, sid)
+            full = work.unit_load(s, sid)
+            assert cached == full
+            # the kept sums per key follow the same changes
+            sums = work.load_totals(mine, sid, "parity", lambda u: [u % 2], token=check)
+            expected: dict[int, int] = {}
+            for u, v in full.items():
+                expected[u % 2] = expected.get(u % 2, 0) + v["submitted"] + v["assigned"]
+            assert {k: n for k, n in sums.items() if n} == {k: n for k, n in expected.items() if n}
 
     check()  # empty
     a0 = assign(other, units[0], people[0])
@@ -61,3 +69,39 @@ def test_cached_load_follows_every_change(two_stores):
     assign(mine, units[2], people[3])  # this process's own assignment
     work.submit_assignment(other, a1)
     check()
+
+
+def test_expire_due_reads_only_the_overdue_and_rechecks_on_demand(two_stores):
+    mine, other = two_stores
+    sid = mine.ensure_study("expire-due", "acute").id
+    work.add_units(mine, sid, "acute", [Unit(id=f"u{i}", kind="acute", conversation_ids=[]) for i in range(2)])
+    units = [u.id for u in work.list_units(mine, sid)]
+    people = [mine.get_or_create_annotator(sid, f"p{i}").id for i in range(2)]
+    with other.locked(sid) as s:  # another process: one already overdue, one for 30 minutes
+        late = work.create_assignment(
+            s, sid, units[0], people[0], shown_order=None, expires_at=clock.now() - timedelta(minutes=1)
+        ).id
+        fresh = work.create_assignment(
+            s, sid, units[1], people[1], shown_order=None, expires_at=clock.now() + timedelta(minutes=30)
+        ).id
+    with mine.locked(sid) as s:
+        work.unit_load_cached(s, mine, sid)
+        assert work.expire_due(s, mine, sid) == 1
+    with mine.locked(sid) as s:
+        load = work.unit_load_cached(s, mine, sid)
+        assert load[units[0]]["assigned"] == 0 and load[units[1]]["assigned"] == 1
+        assert work.expire_due(s, mine, sid) == 0
+    # an expiry set back by hand: not in the kept expiries, found by a recheck
+    with other.session() as s:
+        from dialeval.store.schema import AssignmentRow
+
+        s.get(AssignmentRow, fresh).expires_at = clock.now() - timedelta(minutes=1)
+    with mine.locked(sid) as s:
+        work.unit_load_cached(s, mine, sid)
+        assert work.expire_due(s, mine, sid) == 0
+        assert work.expire_due(s, mine, sid, recheck=True) == 1
+    with mine.locked(sid) as s:
+        assert {u: dict(v) for u, v in work.unit_load_cached(s, mine, sid).items() if any(v.values())} == {}
+        assert work.unit_load(s, sid) == {}
+    statuses = {a.id: a.status for a in work.annotator_assignments(mine, sid, people[0], include_expired=True)}
+    assert statuses == {late: "expired"}

@@ -85,6 +85,20 @@ class SchedulingView:
         entry = self.load.get(unit_id)
         return (entry["submitted"] + entry["assigned"]) if entry else 0
 
+    def totals(self, name: str, keys_of: Callable[[int], Iterable[Hashable]], token: object) -> dict[Hashable, int]:
+        """used() summed per key (`keys_of(unit id)`: a unit's keys, fixed while `token` is the same
+        object), over every unit with a load; kept per process under `name` when read through the
+        store (work.load_totals), so not a pass over every unit at each assignment. Read-only."""
+        if self.store is not None:
+            return work.load_totals(self.store, self.study_id, name, keys_of, token)
+        sums: dict[Hashable, int] = {}
+        for unit_id in self.load:
+            n = self.used(unit_id)
+            if n:
+                for key in keys_of(unit_id):
+                    sums[key] = sums.get(key, 0) + n
+        return sums
+
     def seen_units(self) -> set[int]:
         return {a.unit_id for a in (*self.history, *self.past)}
 
@@ -113,12 +127,14 @@ def assign_in(
     protocol: Protocol[Any],
     annotator: AnnotatorInfo,
     choose: Callable[[SchedulingView], Choice | None],
+    recheck: bool = False,
 ) -> AssignmentInfo | None:
     """assign_locked's work in the caller's transaction, which must hold the study lock
     (``Store.locked``): a method that stores an answer and the annotator's next assignment in one
     commit (ACUTE-Eval's submit)."""
     store, study_id = protocol.store, protocol.study.study_id
-    work.expire_assignments(session, study_id)
+    load = work.unit_load_cached(session, store, study_id)  # kept per process, not recounted
+    work.expire_due(session, store, study_id, recheck=recheck)
     everything = work.annotator_assignments(session, study_id, annotator.id, include_expired=True)
     history = [a for a in everything if a.status not in work.EXCLUDED_ASSIGNMENT_STATUSES]
     for a in history:
@@ -131,13 +147,16 @@ def assign_in(
         study_id=study_id,
         annotator=annotator,
         history=history,
-        load=work.unit_load_cached(session, store, study_id),  # kept per process, not recounted
+        load=load,
         rng=protocol.study.fresh_rng(),
         past=[a for a in everything if a.status in work.EXCLUDED_ASSIGNMENT_STATUSES],
         store=store,
     )
     choice = choose(view)
     if choice is None:
+        # before saying no: an expiry the kept copy does not know of (set back by hand) frees a unit
+        if not recheck and work.expire_due(session, store, study_id, recheck=True):
+            return assign_in(session, protocol, annotator, choose, recheck=True)
         return None
     return work.create_assignment(
         session,

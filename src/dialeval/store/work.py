@@ -8,13 +8,14 @@ the others open their own.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, overload
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -415,9 +416,12 @@ def list_units(session_or_store: Session | Transactions, study_id: int, kind: st
         return run(s)
 
 
+_UNITS_MARK = select(func.count(), func.max(_UNIT.id)).where(_UNIT.study_id == bindparam("study"))
+
+
 def units_mark(session: Session, study_id: int) -> tuple[int, int | None]:
     """(count, highest id) of the study's units: whether a kept copy of them is still complete."""
-    count, top = session.execute(select(func.count(), func.max(UnitRow.id)).where(UnitRow.study_id == study_id)).one()
+    count, top = session.connection().execute(_UNITS_MARK, {"study": study_id}).one()
     return int(count), top
 
 
@@ -466,10 +470,14 @@ def expire_assignments(session: Session, study_id: int, now: datetime | None = N
             )
         )
     )
+    _expire(session, study_id, ids)
+    return len(ids)
+
+
+def _expire(session: Session, study_id: int, ids: list[int]) -> None:
     if ids:
         session.execute(update(AssignmentRow).where(AssignmentRow.id.in_(ids)).values(status="expired"))
         session.add(EventRow(study_id=study_id, kind="assignments-expired", payload={"assignments": ids}))
-    return len(ids)
 
 
 def unit_load(session: Session, study_id: int, kind: str | None = None) -> dict[int, dict[str, int]]:
@@ -491,61 +499,147 @@ def unit_load(session: Session, study_id: int, kind: str | None = None) -> dict[
 class _LoadCache:
     top: int = 0  # the highest assignment id read
     load: dict[int, dict[str, int]] = field(default_factory=dict)  # as unit_load returns it
-    # assignments whose status may still change (assigned, expired): id -> (unit id, status)
-    pending: dict[int, tuple[int, str]] = field(default_factory=dict)
+    # assignments whose status may still change (assigned, expired): id -> (unit id, status, expiry as
+    # last read; an expiry is only ever extended, so the stored one is never later than the real one)
+    pending: dict[int, tuple[int, str, datetime | None]] = field(default_factory=dict)
+    # every change of a unit's used count (submitted + assigned) as (unit id, +1/-1), from log_base on:
+    # what load_totals brings its sums up to date from
+    log: list[tuple[int, int]] = field(default_factory=list)
+    log_base: int = 0
+    totals: dict[str, _Totals] = field(default_factory=dict)
 
 
+@dataclass
+class _Totals:
+    token: object  # what keys_of was made from: another one means rebuild
+    at: int  # the log position applied
+    sums: dict[Any, int]
+
+
+_LOG_KEPT = 100_000
 _COUNTED = ("assigned", "submitted")
 _FINAL = ("submitted", "abandoned", "returned")  # statuses an assignment never leaves
+_NEW_ASSIGNMENTS = select(_ASSIGNMENT.id, _ASSIGNMENT.unit_id, _ASSIGNMENT.status, _ASSIGNMENT.expires_at).where(
+    _ASSIGNMENT.study_id == bindparam("study"), _ASSIGNMENT.id > bindparam("top")
+)
+_ASSIGNMENT_NOW = select(_ASSIGNMENT.id, _ASSIGNMENT.status, _ASSIGNMENT.expires_at).where(
+    _ASSIGNMENT.id.in_(bindparam("ids", expanding=True))
+)
+# of the assignments kept as open, only those that are no longer (most are, and stay unread)
+_LEFT_OPEN = _ASSIGNMENT_NOW.where(_ASSIGNMENT.status != "assigned")
 
 
 def _count(cache: _LoadCache, unit_id: int, status: str, sign: int) -> None:
     if status in _COUNTED:
         entry = cache.load.setdefault(unit_id, {"submitted": 0, "assigned": 0})
         entry[status] += sign
+        cache.log.append((unit_id, sign))
+
+
+def _move(cache: _LoadCache, aid: int, status: str, expires_at: datetime | None) -> None:
+    """A kept pending assignment as read now."""
+    unit_id, before, _ = cache.pending[aid]
+    if status != before:
+        _count(cache, unit_id, before, -1)
+        _count(cache, unit_id, status, +1)
+    if status in _FINAL:
+        del cache.pending[aid]
+    else:
+        cache.pending[aid] = (unit_id, status, _aware(expires_at))
+
+
+def _read_now(session: Session, query: Any, ids: list[int]) -> list[Any]:
+    rows: list[Any] = []
+    for k in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+        rows += session.connection().execute(query, {"ids": ids[k : k + 500]}).all()
+    return rows
+
+
+def _load_cache(store: Transactions, study_id: int) -> _LoadCache:
+    caches: dict[int, _LoadCache] = store.__dict__.setdefault("_unit_load_cache", {})
+    return caches.setdefault(study_id, _LoadCache())
 
 
 def unit_load_cached(session: Session, store: Transactions, study_id: int) -> dict[int, dict[str, int]]:
     """unit_load(session, study_id), kept per process on the store and brought up to date from the
-    assignments created since (ids above the highest read) and the status of those still open or
-    expired, instead of counting every assignment of the study at each assignment.
+    assignments created since (ids above the highest read) and those of the open or expired ones
+    whose status changed, instead of counting every assignment of the study at each assignment.
 
     Sound because assignments are created only under the study lock (scheduling.assign_locked),
     so they commit in id order, and a status leaves `assigned`/`expired` only for a final one
-    (submitted, abandoned, returned) or back to `assigned` (a revival): re-reading the pending
-    ones each time sees every change. Call it under the study lock."""
-    caches: dict[int, _LoadCache] = store.__dict__.setdefault("_unit_load_cache", {})
-    cache = caches.get(study_id)
-    if cache is None:
-        cache = _LoadCache()
-    new = session.execute(
-        select(AssignmentRow.id, AssignmentRow.unit_id, AssignmentRow.status).where(
-            AssignmentRow.study_id == study_id, AssignmentRow.id > cache.top
-        )
-    ).all()
-    ids = list(cache.pending)
-    changed: list[Any] = []
-    for k in range(0, len(ids), 500):  # SQLite's bound-parameter limit
-        changed += session.execute(
-            select(AssignmentRow.id, AssignmentRow.status).where(AssignmentRow.id.in_(ids[k : k + 500]))
-        ).all()
-    for aid, status in changed:
-        unit_id, before = cache.pending[aid]
-        if status == before:
-            continue
-        _count(cache, unit_id, before, -1)
-        _count(cache, unit_id, status, +1)
-        if status in _FINAL:
-            del cache.pending[aid]
-        else:
-            cache.pending[aid] = (unit_id, status)
-    for aid, unit_id, status in new:
+    (submitted, abandoned, returned) or back to `assigned` (a revival): reading the open ones that
+    are no longer open and every expired one each time sees every change. Call it under the study
+    lock."""
+    cache = _load_cache(store, study_id)
+    session.flush()  # the caller's own changes first (a plain Core read does not autoflush)
+    conn = session.connection()
+    new = conn.execute(_NEW_ASSIGNMENTS, {"study": study_id, "top": cache.top}).all()
+    still_open = [aid for aid, (_u, status, _e) in cache.pending.items() if status == "assigned"]
+    expired = [aid for aid, (_u, status, _e) in cache.pending.items() if status != "assigned"]
+    for aid, status, expires_at in _read_now(session, _LEFT_OPEN, still_open) + _read_now(
+        session, _ASSIGNMENT_NOW, expired
+    ):
+        _move(cache, aid, status, expires_at)
+    for aid, unit_id, status, expires_at in new:
         _count(cache, unit_id, status, +1)
         if status not in _FINAL:
-            cache.pending[aid] = (unit_id, status)
+            cache.pending[aid] = (unit_id, status, _aware(expires_at))
         cache.top = max(cache.top, aid)
-    caches[study_id] = cache
+    if len(cache.log) > _LOG_KEPT:  # the totals rebuild from the load instead
+        cache.log_base += len(cache.log)
+        cache.log.clear()
     return cache.load
+
+
+def load_totals(
+    store: Transactions, study_id: int, name: str, keys_of: Callable[[int], Iterable[Any]], token: object
+) -> dict[Any, int]:
+    """Used assignments (submitted + open) summed per key over the study's units, as unit_load_cached
+    last read them (e.g. per bot pair): `keys_of(unit id)` gives a unit's keys, the same for as long
+    as `token` is the same object. Kept per process under `name` and brought up to date from the
+    changes since, not summed over every unit at each assignment. Read-only for the caller."""
+    cache = _load_cache(store, study_id)
+    kept = cache.totals.get(name)
+    if kept is None or kept.token is not token or kept.at < cache.log_base:
+        sums: dict[Any, int] = {}
+        for unit_id, entry in cache.load.items():
+            n = entry["submitted"] + entry["assigned"]
+            if n:
+                for key in keys_of(unit_id):
+                    sums[key] = sums.get(key, 0) + n
+        kept = cache.totals[name] = _Totals(token, cache.log_base + len(cache.log), sums)
+        return sums
+    sums = kept.sums
+    for unit_id, sign in cache.log[kept.at - cache.log_base :]:
+        for key in keys_of(unit_id):
+            sums[key] = sums.get(key, 0) + sign
+    kept.at = cache.log_base + len(cache.log)
+    return sums
+
+
+def expire_due(session: Session, store: Transactions, study_id: int, *, recheck: bool = False) -> int:
+    """expire_assignments for the open assignments unit_load_cached keeps (every open one of the
+    study; call it just after, in the same transaction): only those whose expiry as last read has
+    passed are read again, not every assignment of the study. `recheck`: read every open one's
+    expiry (one set back by hand, which nothing in the app does)."""
+    cache = _load_cache(store, study_id)
+    now = clock.now()
+    due = [
+        aid
+        for aid, (_u, status, expires_at) in cache.pending.items()
+        if status == "assigned" and (recheck or (expires_at is not None and expires_at < now))
+    ]
+    if not due:
+        return 0
+    ids = []
+    for aid, status, expires_at in _read_now(session, _ASSIGNMENT_NOW, due):
+        expires_at = _aware(expires_at)
+        if status == "assigned" and expires_at is not None and expires_at < now:
+            ids.append(aid)
+            status = "expired"
+        _move(cache, aid, status, expires_at)  # a rollback is undone by the next read of expired ones
+    _expire(session, study_id, ids)
+    return len(ids)
 
 
 def annotator_assignments(
@@ -1050,27 +1144,18 @@ def resume_assignment(
     now = now or clock.now()
     # Read first, in a read transaction: every task page comes here, and on SQLite a write
     # transaction waits its turn behind every other writer of the study (Store._writer_turn).
-    # Only an open assignment past its expiry is written (its expiry extended).
-    with store.read() as s:
-        rows = list(
-            s.execute(
-                select(AssignmentRow, UnitRow)
-                .join(UnitRow, UnitRow.id == AssignmentRow.unit_id)
-                .where(AssignmentRow.study_id == study_id, AssignmentRow.annotator_id == annotator_id)
-                .order_by(AssignmentRow.id)
-            )
-        )
-        overdue = None
-        for a, u in rows:
-            if a.status == "assigned":
-                exp = _aware(a.expires_at)
-                if exp is None or exp > now:
-                    return _assignment(a, u), None
-                overdue = a.id
-                break
-        latest = rows[-1][0] if rows else None
-        latest_id = latest.id if latest is not None else None
-        latest_expired = latest is not None and latest.status == "expired"
+    # Only an open assignment past its expiry is written (its expiry extended). A Core read, no ORM rows.
+    rows = annotator_assignments(store, study_id, annotator_id, include_expired=True)
+    overdue = None
+    for a in rows:
+        if a.status == "assigned":
+            if a.expires_at is None or a.expires_at > now:
+                return a, None
+            overdue = a.id
+            break
+    latest = rows[-1] if rows else None
+    latest_id = latest.id if latest is not None else None
+    latest_expired = latest is not None and latest.status == "expired"
     if overdue is not None:
         with store.session() as s:
             a = s.get(AssignmentRow, overdue)

@@ -213,16 +213,16 @@ class AcuteProtocol(Protocol[AcuteOptions]):
         if adaptive is not None and adaptive.stopped:
             return None
         onboarding = self.config.onboarding
-        if onboarding.enabled:
+        passed, tries = self.onboarding_state(history)
+        if onboarding.enabled and not passed:  # (passed: its units are not read)
             ob_units = view.units(ONBOARDING_KIND)
-            passed, tries = self.onboarding_state(history)
-            if ob_units and not passed and tries < onboarding.tries:
+            if ob_units and tries < onboarding.tries:
                 seen = view.seen_units()
                 fresh = [u for u in ob_units if u.id not in seen] or ob_units
                 unit = least_loaded(fresh, lambda u: view.used(u.id), view.rng)
                 assert unit is not None  # ob_units is not empty
                 return self._choice(unit, view)
-            if ob_units and not passed and onboarding.on_fail == "block":
+            if ob_units and onboarding.on_fail == "block":
                 return None
         if cap_reached(history, self.options.comparisons_per_unit, KIND):
             return None
@@ -236,15 +236,9 @@ class AcuteProtocol(Protocol[AcuteOptions]):
         if not groups:
             return None
         target = self.options.annotations_per_pair
-        group_used: dict[tuple[str, str, str], int] = {}
-        conv_used: dict[str, int] = {}
-        for uid in view.load:
-            g = index.group_of.get(uid)
-            n = view.used(uid) if g is not None else 0
-            if g is not None and n:
-                group_used[g] = group_used.get(g, 0) + n
-                for c in index.by_id[uid].conversation_ids:
-                    conv_used[c] = conv_used.get(c, 0) + n
+        # used per bot pair and per conversation, kept per process (not a pass over every unit)
+        group_used = view.totals("acute-pairs", index.group_keys, index)
+        conv_used = view.totals("acute-conversations", index.conversation_keys, index)
         mine = Counter(_group(a) for a in history if a.unit_kind == KIND)  # this annotator's per group
         groups = {g for g in groups if group_used.get(g, 0) < target}
         if adaptive is not None:
@@ -477,6 +471,14 @@ class _UnitIndex:
     by_id: dict[int, UnitInfo]
     group_of: dict[int, tuple[str, str, str]]
     by_group: dict[tuple[str, str, str], list[UnitInfo]]
+
+    def group_keys(self, unit_id: int) -> tuple[tuple[str, str, str], ...]:
+        g = self.group_of.get(unit_id)
+        return () if g is None else (g,)
+
+    def conversation_keys(self, unit_id: int) -> list[str]:
+        unit = self.by_id.get(unit_id)
+        return [] if unit is None else unit.conversation_ids
 
 
 def _unit_index(store: object, study_id: int, units: list[UnitInfo]) -> _UnitIndex:
