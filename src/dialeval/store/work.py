@@ -687,31 +687,53 @@ def create_assignment(
     unit: UnitInfo | None = None,
 ) -> AssignmentInfo:
     """Store an open assignment; `unit`: the unit as the caller already holds it (else it is read)."""
-    row = AssignmentRow(
+    if unit is None or unit.id != unit_id:
+        unit = session.get(UnitRow, unit_id)
+        if unit is None:  # the caller chose an existing unit inside this transaction
+            raise StoreError(f"unit {unit_id} does not exist")
+    # Core inserts, not ORM objects to flush: one per assignment, under the study lock
+    values = {
+        "study_id": study_id,
+        "unit_id": unit_id,
+        "annotator_id": annotator_id,
+        "status": "assigned",
+        "shown_order": shown_order,
+        "state": dict(state or {}),
+        "started_at": clock.now(),
+        "expires_at": expires_at,
+        "submitted_at": None,
+    }
+    conn = session.connection()
+    (aid,) = conn.execute(_INSERT_ASSIGNMENT, values).inserted_primary_key
+    conn.execute(
+        _INSERT_EVENT,
+        {
+            "study_id": study_id,
+            "kind": "assignment-given",
+            "annotator_id": annotator_id,
+            "payload": {"assignment": aid, "unit": unit_id},
+            "created_at": clock.now(),
+        },
+    )
+    return AssignmentInfo(
+        id=aid,
         study_id=study_id,
-        unit_id=unit_id,
         annotator_id=annotator_id,
+        unit_id=unit.id,
+        unit_external_id=unit.external_id,
+        unit_kind=unit.kind,
+        conversation_ids=list(unit.conversation_ids or []),
+        payload=dict(unit.payload or {}),
         status="assigned",
         shown_order=shown_order,
-        state=state or {},
-        expires_at=expires_at,
+        state=dict(values["state"]),
+        started_at=values["started_at"],
+        expires_at=_aware(expires_at),
     )
-    session.add(row)
-    session.flush()
-    session.add(
-        EventRow(
-            study_id=study_id,
-            kind="assignment-given",
-            annotator_id=annotator_id,
-            payload={"assignment": row.id, "unit": unit_id},
-        )
-    )
-    if unit is not None and unit.id == unit_id:
-        return _assignment(row, unit)
-    stored = session.get(UnitRow, unit_id)
-    if stored is None:  # the caller chose an existing unit inside this transaction
-        raise StoreError(f"unit {unit_id} does not exist")
-    return _assignment(row, stored)
+
+
+_INSERT_ASSIGNMENT = insert(AssignmentRow.__table__)
+_INSERT_EVENT = insert(EventRow.__table__)
 
 
 def get_assignment(store: Transactions, assignment_id: int) -> AssignmentInfo | None:
