@@ -49,3 +49,24 @@ def test_group_and_conversation_load_sum_submitted_and_open_assignments():
     by_pair = group_load(units, v, lambda u: tuple(sorted(u.payload["bot_pair"])))
     assert by_pair == {("a", "b"): 4, ("a", "c"): 1}  # unit 4 is unused: its group counts 0 more
     assert conversation_load(units, v) == {"c1": 3, "c2": 4, "c3": 1, "c4": 1, "c5": 1}  # unused ones absent
+
+
+def test_a_view_reads_its_load_once_on_first_use():
+    reads: list[int] = []
+
+    def read_load() -> dict[int, dict[str, int]]:
+        reads.append(1)
+        return {5: {"submitted": 1, "assigned": 1}}
+
+    v = SchedulingView(
+        session=None,  # type: ignore[arg-type]
+        study_id=1,
+        annotator=None,  # type: ignore[arg-type]
+        history=[],
+        load={},
+        rng=random.Random(0),
+        read_load=read_load,
+    )
+    assert not v.load_read and reads == []  # a choice from the history alone reads nothing
+    assert v.used(5) == 2 and v.used(6) == 0 and v.load == {5: {"submitted": 1, "assigned": 1}}
+    assert v.load_read and reads == [1]

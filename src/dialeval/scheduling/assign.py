@@ -65,6 +65,25 @@ class SchedulingView:
     store: Any = None  # when given, units are read through the per-process cache
     _units_mark: tuple[int, int | None] | None = field(default=None, init=False, repr=False)
     _seen_units: dict[int, UnitInfo] = field(default_factory=dict, init=False, repr=False)
+    # when given, `load` is read by this on first use (a choice made from the history alone, e.g. a
+    # cap reached, reads no load)
+    read_load: Callable[[], dict[int, dict[str, int]]] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.read_load is not None:
+            del self.__dict__["load"]  # __getattr__ reads it on first use
+
+    def __getattr__(self, name: str) -> Any:
+        read = self.__dict__.get("read_load")
+        if name != "load" or read is None:
+            raise AttributeError(name)
+        self.read_load = None
+        self.load = read()
+        return self.load
+
+    @property
+    def load_read(self) -> bool:
+        return "load" in self.__dict__
 
     def units(self, kind: str | None = None) -> list[UnitInfo]:
         if self.store is None:
@@ -85,14 +104,15 @@ class SchedulingView:
         entry = self.load.get(unit_id)
         return (entry["submitted"] + entry["assigned"]) if entry else 0
 
-    def totals(self, name: str, keys_of: Callable[[int], Iterable[Hashable]], token: object) -> dict[Hashable, int]:
+    def totals(self, name: str, keys_of: Callable[[int], Iterable[Hashable]], token: object) -> dict[Any, int]:
         """used() summed per key (`keys_of(unit id)`: a unit's keys, fixed while `token` is the same
         object), over every unit with a load; kept per process under `name` when read through the
         store (work.load_totals), so not a pass over every unit at each assignment. Read-only."""
+        load = self.load  # (read first: the kept sums follow it)
         if self.store is not None:
             return work.load_totals(self.store, self.study_id, name, keys_of, token)
         sums: dict[Hashable, int] = {}
-        for unit_id in self.load:
+        for unit_id in load:
             n = self.used(unit_id)
             if n:
                 for key in keys_of(unit_id):
@@ -133,9 +153,17 @@ def assign_in(
     (``Store.locked``): a method that stores an answer and the annotator's next assignment in one
     commit (ACUTE-Eval's submit)."""
     store, study_id = protocol.store, protocol.study.study_id
-    load = work.unit_load_cached(session, store, study_id)  # kept per process, not recounted
-    work.expire_due(session, store, study_id, recheck=recheck)
+
+    def read_load() -> dict[int, dict[str, int]]:
+        load = work.unit_load_cached(session, store, study_id)  # kept per process, not recounted
+        work.expire_due(session, store, study_id, recheck=recheck)  # expired ones no longer count
+        return load
+
     everything = work.annotator_assignments(session, study_id, annotator.id, include_expired=True)
+    now = clock.now()
+    if any(a.is_open and a.expires_at is not None and a.expires_at < now for a in everything):
+        read_load()  # their own open one is overdue: expired first, as for everybody
+        everything = work.annotator_assignments(session, study_id, annotator.id, include_expired=True)
     history = [a for a in everything if a.status not in work.EXCLUDED_ASSIGNMENT_STATUSES]
     for a in history:
         if a.is_open:  # another request of the same annotator got here first
@@ -147,15 +175,17 @@ def assign_in(
         study_id=study_id,
         annotator=annotator,
         history=history,
-        load=load,
+        load={},
         rng=protocol.study.fresh_rng(),
         past=[a for a in everything if a.status in work.EXCLUDED_ASSIGNMENT_STATUSES],
         store=store,
+        read_load=read_load,
     )
     choice = choose(view)
     if choice is None:
-        # before saying no: an expiry the kept copy does not know of (set back by hand) frees a unit
-        if not recheck and work.expire_due(session, store, study_id, recheck=True):
+        # before saying no from the load: an expiry the kept copy does not know of (set back by
+        # hand) frees a unit
+        if view.load_read and not recheck and work.expire_due(session, store, study_id, recheck=True):
             return assign_in(session, protocol, annotator, choose, recheck=True)
         return None
     return work.create_assignment(

@@ -516,7 +516,7 @@ class _Totals:
     sums: dict[Any, int]
 
 
-_LOG_KEPT = 100_000
+_LOG_KEPT = 20_000
 _COUNTED = ("assigned", "submitted")
 _FINAL = ("submitted", "abandoned", "returned")  # statuses an assignment never leaves
 _NEW_ASSIGNMENTS = select(_ASSIGNMENT.id, _ASSIGNMENT.unit_id, _ASSIGNMENT.status, _ASSIGNMENT.expires_at).where(
@@ -688,23 +688,31 @@ def create_assignment(
 ) -> AssignmentInfo:
     """Store an open assignment; `unit`: the unit as the caller already holds it (else it is read)."""
     if unit is None or unit.id != unit_id:
-        unit = session.get(UnitRow, unit_id)
-        if unit is None:  # the caller chose an existing unit inside this transaction
+        stored = session.get(UnitRow, unit_id)
+        if stored is None:  # the caller chose an existing unit inside this transaction
             raise StoreError(f"unit {unit_id} does not exist")
-    # Core inserts, not ORM objects to flush: one per assignment, under the study lock
-    values = {
-        "study_id": study_id,
-        "unit_id": unit_id,
-        "annotator_id": annotator_id,
-        "status": "assigned",
-        "shown_order": shown_order,
-        "state": dict(state or {}),
-        "started_at": clock.now(),
-        "expires_at": expires_at,
-        "submitted_at": None,
-    }
+        unit = UnitInfo(stored.id, stored.external_id, stored.kind, stored.conversation_ids, stored.payload)
+    # Core inserts, not ORM objects to flush: one per assignment, under the study lock (the
+    # caller's pending rows first, so the events keep their order)
+    session.flush()
+    started_at, state = clock.now(), dict(state or {})
     conn = session.connection()
-    (aid,) = conn.execute(_INSERT_ASSIGNMENT, values).inserted_primary_key
+    key = conn.execute(
+        _INSERT_ASSIGNMENT,
+        {
+            "study_id": study_id,
+            "unit_id": unit_id,
+            "annotator_id": annotator_id,
+            "status": "assigned",
+            "shown_order": shown_order,
+            "state": state,
+            "started_at": started_at,
+            "expires_at": expires_at,
+            "submitted_at": None,
+        },
+    ).inserted_primary_key
+    assert key is not None  # an insert of one row
+    aid = int(key[0])
     conn.execute(
         _INSERT_EVENT,
         {
@@ -726,14 +734,14 @@ def create_assignment(
         payload=dict(unit.payload or {}),
         status="assigned",
         shown_order=shown_order,
-        state=dict(values["state"]),
-        started_at=values["started_at"],
+        state=dict(state),
+        started_at=started_at,
         expires_at=_aware(expires_at),
     )
 
 
-_INSERT_ASSIGNMENT = insert(AssignmentRow.__table__)
-_INSERT_EVENT = insert(EventRow.__table__)
+_INSERT_ASSIGNMENT = insert(AssignmentRow)
+_INSERT_EVENT = insert(EventRow)
 
 
 def get_assignment(store: Transactions, assignment_id: int) -> AssignmentInfo | None:
@@ -1169,11 +1177,11 @@ def resume_assignment(
     # Only an open assignment past its expiry is written (its expiry extended). A Core read, no ORM rows.
     rows = annotator_assignments(store, study_id, annotator_id, include_expired=True)
     overdue = None
-    for a in rows:
-        if a.status == "assigned":
-            if a.expires_at is None or a.expires_at > now:
-                return a, None
-            overdue = a.id
+    for info in rows:
+        if info.status == "assigned":
+            if info.expires_at is None or info.expires_at > now:
+                return info, None
+            overdue = info.id
             break
     latest = rows[-1] if rows else None
     latest_id = latest.id if latest is not None else None
