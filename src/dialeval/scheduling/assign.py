@@ -1,10 +1,12 @@
 """Assignment helpers shared by every method: safe under concurrent annotators and worker processes.
 
 The one entry point that touches the database is :func:`assign_locked`: it takes the study's
-write lock (``Store.locked``: SQLite BEGIN IMMEDIATE / PostgreSQL advisory lock), expires abandoned
-assignments, re-checks that the annotator has no open assignment (two tabs, a double click), then
-asks the method's ``choose`` callback for a unit and stores the assignment with its randomised
-shown order -- all in one transaction, so no unit is over-assigned.
+write lock (``Store.locked``: SQLite BEGIN IMMEDIATE / PostgreSQL advisory lock), re-checks that
+the annotator has no open assignment (two tabs, a double click), then asks the method's ``choose``
+callback for a unit and stores the assignment with its randomised shown order -- all in one
+transaction, so no unit is over-assigned. ``view.load`` is read when choose first uses it, after
+expiring abandoned assignments; it is kept per process and brought up to date (store/work.py:
+unit_load_cached), as are sums of it per key (``view.totals``, e.g. per bot pair).
 
     def choose(view: SchedulingView) -> Choice | None:
         ...                      # read view.load / view.history, pick with least_loaded()
