@@ -51,6 +51,10 @@ from .schema import (
 
 IMPORT_EVENT = "import"  # an events row per imported source: {format, path, sha256, ...}
 WRITER_WAIT_S = 30.0
+_JUDGMENT_BY_REQUEST = select(JudgmentRow.__table__.c.id).where(
+    JudgmentRow.__table__.c.annotator_id == bindparam("annotator_id"),
+    JudgmentRow.__table__.c.client_request_id == bindparam("client_request_id"),
+)
 CONVERSATION_CACHE_SIZE = 5000
 
 
@@ -480,46 +484,47 @@ class Store:
         meta: dict | None = None,
         session: Session | None = None,
     ) -> tuple[int, bool]:
-        """Store one judgment; returns (row id, created). A repeated client_request_id returns the first."""
+        """Store one judgment; returns (row id, created). A repeated client_request_id returns the first.
+
+        Plain Core statements on the transaction's connection (no ORM row to build, track and flush:
+        every answer of every method comes here)."""
+        values = {
+            "study_id": study_id,
+            "annotator_id": annotator_id,
+            "question": question,
+            "value": value,
+            "unit_id": unit_id,
+            "assignment_id": assignment_id,
+            "conversation_id": conversation_id,
+            "justification": justification,
+            "elapsed_s": elapsed_s,
+            "shown_order": shown_order,
+            "client_request_id": client_request_id,
+            "meta": meta or {},
+        }
 
         def existing(s: Session) -> int | None:
             if client_request_id is None:
                 return None
-            return s.scalar(
-                select(JudgmentRow.id).where(
-                    JudgmentRow.annotator_id == annotator_id, JudgmentRow.client_request_id == client_request_id
-                )
+            return (
+                s.connection()
+                .execute(_JUDGMENT_BY_REQUEST, {"annotator_id": annotator_id, "client_request_id": client_request_id})
+                .scalar()
             )
 
-        row = JudgmentRow(
-            study_id=study_id,
-            annotator_id=annotator_id,
-            question=question,
-            value=value,
-            unit_id=unit_id,
-            assignment_id=assignment_id,
-            conversation_id=conversation_id,
-            justification=justification,
-            elapsed_s=elapsed_s,
-            shown_order=shown_order,
-            client_request_id=client_request_id,
-            meta=meta or {},
-        )
-        if session is not None:
-            found = existing(session)
+        def store_in(s: Session) -> tuple[int, bool]:
+            s.flush()  # the caller's pending ORM changes first (a Core statement does not autoflush)
+            found = existing(s)
             if found is not None:
                 return found, False
-            session.add(row)
-            session.flush()
-            return row.id, True
+            result = s.connection().execute(insert(JudgmentRow.__table__).values(**values))
+            return int(result.inserted_primary_key[0]), True
+
+        if session is not None:
+            return store_in(session)
         try:
             with self.session() as s:
-                found = existing(s)
-                if found is not None:
-                    return found, False
-                s.add(row)
-                s.flush()
-                return row.id, True
+                return store_in(s)
         except IntegrityError:
             # Two identical submissions raced; the other one was stored.
             with self.session() as s:

@@ -181,24 +181,53 @@ _ASSIGNMENT_WITH_UNIT = select(
 ).join_from(AssignmentRow.__table__, UnitRow.__table__, _UNIT.id == _ASSIGNMENT.unit_id)
 
 
-def get_annotator(store: Transactions, annotator_id: int) -> AnnotatorInfo | None:
-    with store.read() as s:
-        row = s.connection().execute(_ANNOTATOR_COLUMNS.where(_ANNOTATOR.id == annotator_id)).first()
-    if row is None:
-        return None
+_ANNOTATOR_BY_ID = _ANNOTATOR_COLUMNS.where(_ANNOTATOR.id == bindparam("aid"))
+_ASSIGNMENT_BY_ID = _ASSIGNMENT_WITH_UNIT.where(_ASSIGNMENT.id == bindparam("asid"))
+
+
+def _annotator_from_columns(row: Any) -> AnnotatorInfo:
     aid, external_id, platform, status, qc, meta, study_id = row
     return AnnotatorInfo(aid, external_id, platform, status, dict(qc or {}), dict(meta or {}), study_id)
+
+
+def get_annotator(store: Transactions, annotator_id: int) -> AnnotatorInfo | None:
+    with store.read() as s:
+        row = s.connection().execute(_ANNOTATOR_BY_ID, {"aid": annotator_id}).first()
+    return _annotator_from_columns(row) if row is not None else None
+
+
+def get_annotator_and_assignment(
+    store: Transactions, annotator_id: int, assignment_id: int
+) -> tuple[AnnotatorInfo | None, AssignmentInfo | None]:
+    """get_annotator and get_assignment in one read transaction (a post to an assignment needs both;
+    the assignment is not read when there is no such annotator)."""
+    with store.read() as s:
+        conn = s.connection()
+        row = conn.execute(_ANNOTATOR_BY_ID, {"aid": annotator_id}).first()
+        if row is None:
+            return None, None
+        assignment = conn.execute(_ASSIGNMENT_BY_ID, {"asid": assignment_id}).first()
+    return _annotator_from_columns(row), _assignment_from_columns(assignment) if assignment is not None else None
 
 
 def annotator_from_row(row: AnnotatorRow) -> AnnotatorInfo:
     return _annotator(row)
 
 
+_ANNOTATOR_META = select(_ANNOTATOR.meta).where(_ANNOTATOR.id == bindparam("aid"))
+_SET_ANNOTATOR_META = (
+    update(AnnotatorRow.__table__).where(_ANNOTATOR.id == bindparam("aid")).values(meta=bindparam("new_meta"))
+)
+
+
 def update_annotator_meta(store: Transactions, annotator_id: int, **meta: Any) -> None:
+    """Merge `meta` into the annotator's meta (one write transaction, plain Core statements: consent,
+    instructions and the done page of every annotator write here)."""
     with store.session() as s:
-        row = s.get(AnnotatorRow, annotator_id)
+        conn = s.connection()
+        row = conn.execute(_ANNOTATOR_META, {"aid": annotator_id}).first()
         if row is not None:
-            row.meta = {**(row.meta or {}), **meta}
+            conn.execute(_SET_ANNOTATOR_META, {"aid": annotator_id, "new_meta": {**(row[0] or {}), **meta}})
 
 
 def mark_simulated(store: Transactions, *annotator_ids: int) -> None:
@@ -265,18 +294,23 @@ def list_annotators(store: Transactions, study_id: int) -> list[dict[str, Any]]:
         return out
 
 
+_JUDGMENT = JudgmentRow.__table__.c
+# read after every answer of a method that checks reasons (Protocol.check_justifications): a Core select
+_JUSTIFICATIONS = (
+    select(_JUDGMENT.justification)
+    .where(
+        _JUDGMENT.study_id == bindparam("study_id"),
+        _JUDGMENT.annotator_id == bindparam("annotator_id"),
+        _JUDGMENT.question != "onboarding",
+    )
+    .order_by(_JUDGMENT.id)
+)
+
+
 def annotator_justifications(store: Transactions, study_id: int, annotator_id: int) -> list[str | None]:
     with store.read() as s:
         return list(
-            s.scalars(
-                select(JudgmentRow.justification)
-                .where(
-                    JudgmentRow.study_id == study_id,
-                    JudgmentRow.annotator_id == annotator_id,
-                    JudgmentRow.question != "onboarding",
-                )
-                .order_by(JudgmentRow.id)
-            )
+            s.connection().execute(_JUSTIFICATIONS, {"study_id": study_id, "annotator_id": annotator_id}).scalars()
         )
 
 

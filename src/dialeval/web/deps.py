@@ -21,13 +21,14 @@ from ..store import work
 from ..textclean import clean_value
 from .csrf import CSRF_FIELD, CSRF_HEADER, csrf_valid, same_origin
 from .error_pages import WebError
-from .limits import BadJSON, PathId, loads_json
+from .limits import MAX_ID, BadJSON, PathId, loads_json
 from .served import ServedStudy
 from .session import AnnotatorSession, find_session
 
 MAX_BODY = 64 * 1024
 ACTION_NAME = re.compile(r"[a-z][a-z0-9_\-]{0,39}")
 NOT_AVAILABLE = "This study's pages are not available."
+NO_SESSION = "Your session was not found. Please open the study link again."
 
 
 async def served_study(request: Request, slug: str) -> ServedStudy:
@@ -42,11 +43,20 @@ Served = Annotated[ServedStudy, Depends(served_study)]
 
 
 def annotator_session(request: Request, served: Served) -> AnnotatorSession:
-    """The annotator signed in to this study (403 when the browser has no valid session)."""
-    found = find_session(request, served)
+    """The annotator signed in to this study (403 when the browser has no valid session). On a path
+    naming an assignment, it is read with the annotator (owned_assignment checks it later)."""
+    found = find_session(request, served, path_id(request.path_params.get("assignment_id")))
     if found is None:
-        raise WebError(403, "Your session was not found. Please open the study link again.")
+        raise WebError(403, NO_SESSION)
     return found
+
+
+def path_id(value: Any) -> int | None:
+    """A path's id as FastAPI will accept it (PathId: 1 .. MAX_ID), else None."""
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit() or len(value) > 19:
+        return None
+    number = int(value)
+    return number if 1 <= number <= MAX_ID else None
 
 
 Session = Annotated[AnnotatorSession, Depends(annotator_session)]
@@ -145,7 +155,10 @@ ActionName = Annotated[str, Depends(action_name)]
 
 async def owned_assignment(assignment_id: PathId, served: Served, session: Session) -> AssignmentInfo:
     """Assignment {assignment_id} of this study (404), given to this annotator (403 otherwise)."""
-    assignment = await run_in_threadpool(work.get_assignment, served.ctx.store, assignment_id)
+    if session.assignment is not None and session.assignment[0] == assignment_id:
+        assignment = session.assignment[1]  # read with the session, in its transaction
+    else:
+        assignment = await run_in_threadpool(work.get_assignment, served.ctx.store, assignment_id)
     if assignment is None or assignment.study_id != served.ctx.study_id:
         raise WebError(404, "There is no such task.")
     if assignment.annotator_id != session.annotator.id:

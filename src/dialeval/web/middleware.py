@@ -15,15 +15,51 @@ from .auth import IDENTITY_COOKIE
 ACCESS_LOG_ENV = "DIALEVAL_ACCESS_LOG"
 
 
-def security_headers(headers: MutableHeaders, admin: bool = False) -> None:
+def security_header_values(admin: bool = False) -> list[tuple[str, str]]:
     frame = "'none'" if admin else "*"  # MTurk shows the task in an iframe
-    headers["Content-Security-Policy"] = (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        f"connect-src 'self'; form-action 'self' https://www.mturk.com https://workersandbox.mturk.com; "
-        f"frame-ancestors {frame}; base-uri 'none'"
-    )
-    headers["X-Content-Type-Options"] = "nosniff"
-    headers["Referrer-Policy"] = "same-origin"
+    return [
+        (
+            "Content-Security-Policy",
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+            f"connect-src 'self'; form-action 'self' https://www.mturk.com https://workersandbox.mturk.com; "
+            f"frame-ancestors {frame}; base-uri 'none'",
+        ),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "same-origin"),
+    ]
+
+
+def security_headers(headers: MutableHeaders, admin: bool = False) -> None:
+    for name, value in security_header_values(admin):
+        headers[name] = value
+
+
+# The same headers as raw ASGI pairs, made once: a response that has none of them yet (every one the
+# app makes) gets them appended as they are, without a MutableHeaders per response.
+_RAW_SECURITY = {
+    admin: [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in security_header_values(admin)]
+    for admin in (False, True)
+}
+_SECURITY_NAMES = frozenset(name for name, _ in _RAW_SECURITY[False])
+_NO_STORE = (b"cache-control", b"no-store")
+
+
+def add_headers(message: dict, admin: bool, study_page: bool) -> None:
+    """The security headers (and no-store on a study page without its own Cache-Control) of a
+    response start message."""
+    raw = message.get("headers") or ()
+    names = {name.lower() for name, _ in raw}
+    if names.isdisjoint(_SECURITY_NAMES):
+        extra = _RAW_SECURITY[admin]
+        # a new list: the response's own raw_headers stay as they were (MutableHeaders copied too)
+        message["headers"] = (
+            [*raw, *extra, _NO_STORE] if study_page and b"cache-control" not in names else [*raw, *extra]
+        )
+        return
+    headers = MutableHeaders(scope=message)  # a response that set one of them itself: replaced as before
+    security_headers(headers, admin=admin)
+    if study_page and "cache-control" not in headers:
+        headers["Cache-Control"] = "no-store"
 
 
 def access_logger() -> logging.Logger:
@@ -70,10 +106,7 @@ class ResponseHeaders:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                headers = MutableHeaders(scope=message)
-                security_headers(headers, admin=admin)
-                if study_page and "cache-control" not in headers:
-                    headers["Cache-Control"] = "no-store"
+                add_headers(message, admin, study_page)
             await send(message)
 
         try:

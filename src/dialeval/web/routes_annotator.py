@@ -8,6 +8,7 @@ for every method.
 
 from __future__ import annotations
 
+import inspect
 import re
 import uuid
 from typing import Any
@@ -23,7 +24,16 @@ from ..store import work
 from ..store.work import AnnotatorInfo
 from . import entry as entry_mod
 from .csrf import csrf_token
-from .deps import ActionName, CheckedForm, OwnedAssignment, Served, Session, StudyProtocol, protocol_of
+from .deps import (
+    ActionName,
+    CheckedForm,
+    OwnedAssignment,
+    Served,
+    Session,
+    StudyProtocol,
+    annotator_session,
+    protocol_of,
+)
 from .error_pages import WebError
 from .pages import render, wants_json
 from .served import ServedStudy, call
@@ -108,20 +118,63 @@ async def instructions_post(request: Request, served: Served, session: Session, 
     return RedirectResponse(url_for(request, served, "task"), status_code=303)
 
 
-@router.get("/s/{slug}/task", response_class=HTMLResponse)
-async def task(request: Request, served: Served, session: Session):
+_LATER = object()  # a task page's part not made in its worker thread (an async hook's): made on the loop
+
+
+def task_blocking(request: Request, served: ServedStudy, hooks_in_thread: bool) -> tuple[Any, ...]:
+    """What a task page needs from the database, in one worker thread: the session (403 without
+    one), the redirects of an annotator not ready or blocked, the assignment to show (resumed or
+    new), and -- when the protocol's hooks are plain functions -- its render context and progress.
+    (session, redirect, assignment, notice, context, progress); _LATER or an awaitable for a part
+    the loop still has to make."""
+    session = annotator_session(request, served)
     annotator = session.annotator
     redirect = not_ready(request, served, annotator)
     if redirect is not None:
-        return redirect
+        return session, redirect, None, None, None, None
     if annotator.status == "blocked":
-        return RedirectResponse(url_for(request, served, "done"), status_code=303)
+        return session, RedirectResponse(url_for(request, served, "done"), status_code=303), None, None, None, None
     protocol = protocol_of(served)
-    assignment, notice = await current_assignment(served, annotator)
+    assignment, notice = work.resume_assignment(served.ctx.store, served.ctx.study_id, annotator.id, protocol.expiry())
+    context = progress = _LATER
+    if assignment is None:
+        assignment = protocol.assign(annotator) if hooks_in_thread else _LATER
+    if hooks_in_thread and assignment is not None and not inspect.isawaitable(assignment):
+        context = protocol.render(annotator, assignment)
+        if not inspect.isawaitable(context):
+            progress = protocol.progress(annotator, assignment)
+    return session, None, assignment, notice, context, progress
+
+
+async def finish_hook(value: Any, fn, *args) -> Any:
+    """A part task_blocking left: the hook called now (_LATER), or its awaitable awaited."""
+    if value is _LATER:
+        return await call(fn, *args)
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+@router.get("/s/{slug}/task", response_class=HTMLResponse)
+async def task(request: Request, served: Served):
+    # One worker thread for the session and everything the page reads (it was one per step: the
+    # session, the resumed assignment, the render context, the progress).
+    protocol = served.protocol
+    hooks_in_thread = protocol is not None and not any(
+        inspect.iscoroutinefunction(hook) for hook in (protocol.assign, protocol.render, protocol.progress)
+    )
+    session, redirect, assignment, notice, context, progress = await run_in_threadpool(
+        task_blocking, request, served, hooks_in_thread
+    )
+    if redirect is not None:
+        return redirect
+    protocol = protocol_of(served)
+    annotator = session.annotator
+    assignment = await finish_hook(assignment, protocol.assign, annotator)
     if assignment is None:
         return RedirectResponse(url_for(request, served, "done" + ("?reassigned=1" if notice else "")), status_code=303)
-    context = await call(protocol.render, annotator, assignment)
-    progress = await call(protocol.progress, annotator, assignment)
+    context = await finish_hook(context, protocol.render, annotator, assignment)
+    progress = await finish_hook(progress, protocol.progress, annotator, assignment)
     page = {
         "assignment": assignment,
         "progress": progress,

@@ -14,17 +14,19 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from ..store import work
-from ..store.work import AnnotatorInfo
+from ..store.work import AnnotatorInfo, AssignmentInfo
 from .auth import COOKIE_MAX_AGE, IDENTITY_COOKIE, SESSION_HEADER, SESSION_PARAM, Identity
 from .served import ServedStudy
 
 
 @dataclass
 class AnnotatorSession:
-    """Who is asking: the signed identity (its nonce keys the CSRF token) and the annotator's row."""
+    """Who is asking: the signed identity (its nonce keys the CSRF token) and the annotator's row.
+    `assignment`: (id, the assignment or None) when find_session was asked to read it as well."""
 
     identity: Identity
     annotator: AnnotatorInfo
+    assignment: tuple[int, AssignmentInfo | None] | None = None
 
 
 def session_values(request: Request) -> list[tuple[str, bool]]:
@@ -40,13 +42,22 @@ def session_values(request: Request) -> list[tuple[str, bool]]:
     return out
 
 
-def find_session(request: Request, served: ServedStudy) -> AnnotatorSession | None:
-    """The annotator this request is signed in as (blocking: reads the database), or None."""
+def find_session(request: Request, served: ServedStudy, assignment_id: int | None = None) -> AnnotatorSession | None:
+    """The annotator this request is signed in as (blocking: reads the database), or None. With an
+    `assignment_id` (a post to an assignment) that assignment is read in the same read transaction,
+    for the ownership check that follows (deps.owned_assignment): one transaction, not two."""
     for value, from_token in session_values(request):
         ident = served.signer.read_identity(value)
         if ident is None:
             continue
-        annotator = work.get_annotator(served.ctx.store, ident.annotator_id)
+        found: tuple[int, AssignmentInfo | None] | None = None
+        if assignment_id is None:
+            annotator = work.get_annotator(served.ctx.store, ident.annotator_id)
+        else:
+            annotator, assignment = work.get_annotator_and_assignment(
+                served.ctx.store, ident.annotator_id, assignment_id
+            )
+            found = (assignment_id, assignment)
         if annotator is None or annotator.study_id != served.ctx.study_id:
             continue
         bound = annotator.meta.get("session_nonce")
@@ -54,7 +65,7 @@ def find_session(request: Request, served: ServedStudy) -> AnnotatorSession | No
             continue
         if from_token:
             request.state.session_token = value  # carried on in every link and redirect (see url_for)
-        return AnnotatorSession(ident, annotator)
+        return AnnotatorSession(ident, annotator, found)
     return None
 
 
