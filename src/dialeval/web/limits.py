@@ -78,7 +78,10 @@ def _no_constant(name: str) -> Any:
 
 def loads_json(body: bytes) -> Any:
     """Parse a request's JSON body within the limits above (BadJSON, a ValueError, otherwise)."""
-    if json_depth(body) > MAX_JSON_DEPTH:
+    # no deeper than the brackets it holds: the scan (a loop in Python over every character) only
+    # for a body with more of them than the limit
+    opening = body.count(b"[") + body.count(b"{") if isinstance(body, bytes) else body.count("[") + body.count("{")
+    if opening > MAX_JSON_DEPTH and json_depth(body) > MAX_JSON_DEPTH:
         raise BadJSON(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep")
     try:
         return json.loads(body or b"{}", parse_float=_finite_float, parse_int=_bounded_int, parse_constant=_no_constant)
