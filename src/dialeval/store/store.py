@@ -517,8 +517,8 @@ class Store:
             found = existing(s)
             if found is not None:
                 return found, False
-            result = s.connection().execute(insert(JudgmentRow.__table__).values(**values))
-            return int(result.inserted_primary_key[0]), True
+            result = s.connection().execute(insert(cast(Table, JudgmentRow.__table__)).values(**values))
+            return int(cast(Any, result.inserted_primary_key)[0]), True
 
         if session is not None:
             return store_in(session)

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, overload
+from typing import Any, Protocol, cast, overload
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -216,7 +216,9 @@ def annotator_from_row(row: AnnotatorRow) -> AnnotatorInfo:
 
 _ANNOTATOR_META = select(_ANNOTATOR.meta).where(_ANNOTATOR.id == bindparam("aid"))
 _SET_ANNOTATOR_META = (
-    update(AnnotatorRow.__table__).where(_ANNOTATOR.id == bindparam("aid")).values(meta=bindparam("new_meta"))
+    update(cast(Table, AnnotatorRow.__table__))
+    .where(_ANNOTATOR.id == bindparam("aid"))
+    .values(meta=bindparam("new_meta"))
 )
 
 

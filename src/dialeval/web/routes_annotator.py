@@ -135,8 +135,10 @@ def task_blocking(request: Request, served: ServedStudy, hooks_in_thread: bool) 
     if annotator.status == "blocked":
         return session, RedirectResponse(url_for(request, served, "done"), status_code=303), None, None, None, None
     protocol = protocol_of(served)
-    assignment, notice = work.resume_assignment(served.ctx.store, served.ctx.study_id, annotator.id, protocol.expiry())
-    context = progress = _LATER
+    resumed, notice = work.resume_assignment(served.ctx.store, served.ctx.study_id, annotator.id, protocol.expiry())
+    assignment: Any = resumed
+    context: Any = _LATER
+    progress: Any = _LATER
     if assignment is None:
         assignment = protocol.assign(annotator) if hooks_in_thread else _LATER
     if hooks_in_thread and assignment is not None and not inspect.isawaitable(assignment):
