@@ -288,7 +288,7 @@ def test_an_answer_and_the_next_assignment_are_one_commit(acute_app):
         "ok"
     ]
     served = study_of(acute_app)
-    page = ann.task()  # the first comparison: no answer before it to carry it
+    page = ann.task()  # the first comparison (the practice answer stored it; counted from here)
     writes = WriteTransactions(served.ctx.store.engine)
     shown = []
     for n in range(2):
@@ -308,6 +308,35 @@ def test_an_answer_and_the_next_assignment_are_one_commit(acute_app):
     )
     assert [a.status for a in mine if a.unit_kind != "acute-onboarding"] == ["submitted", "submitted"]
     assert len({a.unit_id for a in mine}) == len(mine)  # never the same unit twice
+
+
+def test_a_practice_answer_and_the_next_assignment_are_one_commit(acute_app):
+    """The practice answer commits with the annotator's next assignment too (another try after a
+    miss, the first comparison after a pass): the task page that follows writes nothing."""
+    from .test_live_support import WriteTransactions
+
+    ann = Annotator(acute_app, "acute-test")
+    page = ann.enter()
+    served = study_of(acute_app)
+    writes = WriteTransactions(served.ctx.store.engine)
+    for right, expect in ((False, "try 2 of 2"), (True, "Comparison 1 of 2")):
+        choice = onboarding_answer(acute_app, page.text, right)
+        r = ann.post(ann.action(page.text), {"choice": choice, "justification": "a person", "request_id": rid()})
+        assert r.status_code == 200 and r.json()["ok"], r.text
+        before = writes.count
+        page = ann.task()
+        assert expect in page.text and writes.count == before
+    assert writes.count == 2  # one per answer
+    annotator_id = work.get_assignment(
+        served.ctx.store, int(re.search(r"/a/(\d+)/submit", page.text).group(1))
+    ).annotator_id
+    mine = work.annotator_assignments(served.ctx.store, served.ctx.study_id, annotator_id)
+    assert [(a.unit_kind, a.status, a.state.get("passed")) for a in mine] == [
+        ("acute-onboarding", "submitted", False),
+        ("acute-onboarding", "submitted", True),
+        ("acute", "assigned", None),
+    ]
+    assert work.list_annotators(served.ctx.store, served.ctx.study_id)[0]["status"] == "active"
 
 
 def test_an_answer_is_kept_when_choosing_the_next_unit_fails(acute_app, monkeypatch):

@@ -417,12 +417,26 @@ class Protocol(Generic[OptionsT]):
 
     def check_justifications(self, annotator_id: int, minimum: int = 3) -> bool:
         """Flag an annotator who never gives a reason (after `minimum` justified judgments). True if flagged."""
-        if not self.config.quality.drop_never_justifies:
-            return False
-        from ..quality.filters import NEVER_GIVES_REASON, never_gives_reason
-
-        texts = self.db.annotator_justifications(annotator_id)
-        if len(texts) >= minimum and never_gives_reason(texts):
-            self.flag(annotator_id, [NEVER_GIVES_REASON])
+        if self.never_justifies(annotator_id, minimum):
+            self.flag_never_justifies(annotator_id)
             return True
         return False
+
+    def never_justifies(self, annotator_id: int, minimum: int = 3, *, session: Transaction | None = None) -> bool:
+        """check_justifications' test without the flag: with `session`, read in the caller's
+        transaction (an answer's own, so no read transaction of its own; the caller flags after
+        its commit with flag_never_justifies)."""
+        if not self.config.quality.drop_never_justifies:
+            return False
+        from ..quality.filters import never_gives_reason
+
+        if session is not None:
+            texts = work.annotator_justifications(session, self.study.study_id, annotator_id)
+        else:
+            texts = self.db.annotator_justifications(annotator_id)
+        return len(texts) >= minimum and never_gives_reason(texts)
+
+    def flag_never_justifies(self, annotator_id: int) -> None:
+        from ..quality.filters import NEVER_GIVES_REASON
+
+        self.flag(annotator_id, [NEVER_GIVES_REASON])

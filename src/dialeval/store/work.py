@@ -309,11 +309,21 @@ _JUSTIFICATIONS = (
 )
 
 
-def annotator_justifications(store: Transactions, study_id: int, annotator_id: int) -> list[str | None]:
-    with store.read() as s:
-        return list(
-            s.connection().execute(_JUSTIFICATIONS, {"study_id": study_id, "annotator_id": annotator_id}).scalars()
-        )
+def annotator_justifications(
+    session_or_store: Session | Transactions, study_id: int, annotator_id: int
+) -> list[str | None]:
+    """The annotator's justifications in order (onboarding left out); in the caller's transaction
+    when given a Session (its pending rows first)."""
+
+    def run(s: Session) -> list[str | None]:
+        params = {"study_id": study_id, "annotator_id": annotator_id}
+        return list(s.connection().execute(_JUSTIFICATIONS, params).scalars())
+
+    if isinstance(session_or_store, Session):
+        session_or_store.flush()  # the caller's pending rows first (a plain Core read does not autoflush)
+        return run(session_or_store)
+    with session_or_store.read() as s:
+        return run(s)
 
 
 def annotator_live_messages(store: Transactions, study_id: int, annotator_id: int) -> list[list[str]]:
@@ -902,30 +912,56 @@ def advance_state(
 def submit_assignment(
     session_or_store: Session | Transactions, assignment_id: int, state: dict[str, Any] | None = None
 ) -> None:
-    """Close an assignment as submitted; in the caller's transaction when given a Session."""
+    """Close an assignment as submitted; in the caller's transaction when given a Session. Core
+    statements (a read of three columns, an update, the event's insert): every answer closes one."""
 
     def run(s: Session) -> None:
-        row = s.get(AssignmentRow, assignment_id)
+        s.flush()  # the caller's pending rows first (the events keep their order)
+        conn = s.connection()
+        row = conn.execute(_ASSIGNMENT_TO_SUBMIT, {"asid": assignment_id}).first()
         if row is None:
             return
-        if state is not None:
-            row.state = dict(state)
-        if row.status != "submitted":
-            row.status = "submitted"
-            row.submitted_at = clock.now()
-            s.add(
-                EventRow(
-                    study_id=row.study_id,
-                    kind="assignment-submitted",
-                    annotator_id=row.annotator_id,
-                    payload={"assignment": row.id},
-                )
+        study_id, annotator_id, status = row
+        if status != "submitted":
+            params = {"asid": assignment_id, "at": clock.now()}
+            if state is None:
+                conn.execute(_SUBMIT_ASSIGNMENT, params)
+            else:
+                conn.execute(_SUBMIT_ASSIGNMENT_WITH_STATE, {**params, "new_state": dict(state)})
+            conn.execute(
+                _INSERT_EVENT,
+                {
+                    "study_id": study_id,
+                    "kind": "assignment-submitted",
+                    "annotator_id": annotator_id,
+                    "payload": {"assignment": assignment_id},
+                    "created_at": clock.now(),
+                },
             )
+        elif state is not None:
+            conn.execute(_SET_ASSIGNMENT_STATE, {"asid": assignment_id, "new_state": dict(state)})
+        else:
+            return
+        # an ORM copy of the row this transaction holds is read again on its next use
+        held = s.identity_map.get(s.identity_key(AssignmentRow, assignment_id))
+        if held is not None:
+            s.expire(held)
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
     with session_or_store.session() as s:
         return run(s)
+
+
+_ASSIGNMENT_TO_SUBMIT = select(_ASSIGNMENT.study_id, _ASSIGNMENT.annotator_id, _ASSIGNMENT.status).where(
+    _ASSIGNMENT.id == bindparam("asid")
+)
+_UPDATE_ASSIGNMENT = update(cast(Table, AssignmentRow.__table__)).where(_ASSIGNMENT.id == bindparam("asid"))
+_SUBMIT_ASSIGNMENT = _UPDATE_ASSIGNMENT.values(
+    status="submitted", submitted_at=bindparam("at", type_=_ASSIGNMENT.submitted_at.type)
+)
+_SUBMIT_ASSIGNMENT_WITH_STATE = _SUBMIT_ASSIGNMENT.values(state=bindparam("new_state", type_=_ASSIGNMENT.state.type))
+_SET_ASSIGNMENT_STATE = _UPDATE_ASSIGNMENT.values(state=bindparam("new_state", type_=_ASSIGNMENT.state.type))
 
 
 def assignment_status_counts(store: Transactions, study_id: int) -> dict[str, int]:

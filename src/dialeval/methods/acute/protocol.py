@@ -294,7 +294,8 @@ class AcuteProtocol(Protocol[AcuteOptions]):
         q = self.question(assignment.payload["question"])
         notice = None
         if assignment.unit_kind == ONBOARDING_KIND:
-            _passed, tries = self.onboarding_state(self.db.annotator_assignments(annotator.id))
+            # the practice answers submitted so far (a count: not the whole history again)
+            tries = self.db.submitted_count(annotator.id, ONBOARDING_KIND)
             if tries:
                 notice = (
                     f"That practice answer was not right. Read both conversations again: "
@@ -355,46 +356,41 @@ class AcuteProtocol(Protocol[AcuteOptions]):
         }
         if (assignment.state or {}).get("guided"):  # the judge-guided ticket this answers (scheduling/tickets.py)
             meta["guided"] = assignment.state["guided"]
-        if assignment.unit_kind == ONBOARDING_KIND:
-            passed = winner == p["correct"]
-            self.add_judgment(
-                annotator,
-                assignment,
-                "onboarding",
-                {"winner": winner, "loser": loser},
-                request_id=data["request_id"],
-                justification=justification,
-                elapsed_s=elapsed,
-                meta={**meta, "onboarding": True, "passed": passed},
-                finish=True,
-                state={"passed": passed},
-            )
-            if not passed:
-                history = self.db.annotator_assignments(annotator.id)
-                ok, tries = self.onboarding_state(history)
-                if not ok and tries >= self.config.onboarding.tries:
-                    block = self.config.onboarding.on_fail == "block"
-                    self.flag(annotator.id, ["failed onboarding"], block=block, onboarding="failed")
-            return Outcome(done=True)
+        onboarding = assignment.unit_kind == ONBOARDING_KIND
+        passed = onboarding and winner == p["correct"]
+        failed_tries: int | None = None  # a failed practice: the tries used, read in the answer's transaction
         # One commit per answer: the judgment, its closed assignment and the annotator's next
         # assignment, under the study lock the choice needs anyway; the task page that follows only
         # reads it (it was a second locked write transaction per judgment, the study's busiest).
+        # The practice answer too: the next unit is another try or the first comparison.
+        if onboarding:
+            meta = {**meta, "onboarding": True, "passed": passed}
         with self.store.locked(self.study.study_id) as session:
             _row, stored = self.add_judgment(
                 annotator,
                 assignment,
-                p["question"],
+                "onboarding" if onboarding else p["question"],
                 {"winner": winner, "loser": loser},
                 request_id=data["request_id"],
                 justification=justification,
                 elapsed_s=elapsed,
                 meta=meta,
                 finish=True,
+                state={"passed": passed} if onboarding else None,
                 session=session,
             )
+            if onboarding and not passed:
+                ok, tries = self.onboarding_state(work.annotator_assignments(session, self.study.study_id, annotator.id))
+                failed_tries = None if ok else tries
             if stored:
                 self._assign_next(session, annotator)
-        self.check_justifications(annotator.id)
+            # "never gives a reason" from this transaction's reads (no read transaction of its own)
+            never_justifies = not onboarding and self.never_justifies(annotator.id, session=session)
+        if failed_tries is not None and failed_tries >= self.config.onboarding.tries:
+            block = self.config.onboarding.on_fail == "block"
+            self.flag(annotator.id, ["failed onboarding"], block=block, onboarding="failed")
+        if never_justifies:
+            self.flag_never_justifies(annotator.id)
         return Outcome(done=True)
 
     def _assign_next(self, session: Any, annotator: AnnotatorInfo) -> None:
