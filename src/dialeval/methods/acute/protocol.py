@@ -380,7 +380,9 @@ class AcuteProtocol(Protocol[AcuteOptions]):
                 session=session,
             )
             if onboarding and not passed:
-                ok, tries = self.onboarding_state(work.annotator_assignments(session, self.study.study_id, annotator.id))
+                ok, tries = self.onboarding_state(
+                    work.annotator_assignments(session, self.study.study_id, annotator.id)
+                )
                 failed_tries = None if ok else tries
             if stored:
                 self._assign_next(session, annotator)
