@@ -135,7 +135,8 @@ def test_backup_during_load_then_restore_postgres(tmp_path, pg_url):
 
 
 def test_migrate_sqlite_to_postgres_keeps_every_id(tmp_path, pg_url):
-    folder = load.make_study(tmp_path / "s", conversations_per_pair=20, humans=10)
+    # enough packages for both loads (3 s + 2 s): 20 conversations per pair ran out once serving got faster
+    folder = load.make_study(tmp_path / "s", conversations_per_pair=60, humans=30)
     host = load.start_host(folder, workers=1)
     try:
         with ThreadPoolExecutor(1) as pool:
