@@ -26,18 +26,20 @@ def two_stores(request, tmp_path):
     b.close()
 
 
+def assign(store: Store, sid: int, unit: int, person: int, minutes: float = 30) -> int:
+    """A new assignment through `store` (another process's view), expiring `minutes` from now."""
+    with store.locked(sid) as s:
+        return work.create_assignment(
+            s, sid, unit, person, shown_order=None, expires_at=clock.now() + timedelta(minutes=minutes)
+        ).id
+
+
 def test_cached_load_follows_every_change(two_stores):
     mine, other = two_stores
     sid = mine.ensure_study("load-cache", "acute").id
     work.add_units(mine, sid, "acute", [Unit(id=f"u{i}", kind="acute", conversation_ids=[]) for i in range(3)])
     units = [u.id for u in work.list_units(mine, sid)]
     people = [mine.get_or_create_annotator(sid, f"p{i}").id for i in range(4)]
-
-    def assign(store, unit, person, minutes=30):
-        with store.locked(sid) as s:
-            return work.create_assignment(
-                s, sid, unit, person, shown_order=None, expires_at=clock.now() + timedelta(minutes=minutes)
-            ).id
 
     def check():
         with mine.locked(sid) as s:
@@ -52,12 +54,12 @@ def test_cached_load_follows_every_change(two_stores):
             assert {k: n for k, n in sums.items() if n} == {k: n for k, n in expected.items() if n}
 
     check()  # empty
-    a0 = assign(other, units[0], people[0])
-    a1 = assign(other, units[0], people[1])
+    a0 = assign(other, sid, units[0], people[0])
+    a1 = assign(other, sid, units[0], people[1])
     check()
     work.submit_assignment(other, a0)
     check()
-    late = assign(other, units[1], people[2], minutes=-1)  # already past its expiry
+    late = assign(other, sid, units[1], people[2], minutes=-1)  # already past its expiry
     check()
     with other.locked(sid) as s:
         assert work.expire_assignments(s, sid) == 1
@@ -66,7 +68,7 @@ def test_cached_load_follows_every_change(two_stores):
     check()  # revived: counted again
     assert work.mark_returned(other, sid, people[2]) == 1
     check()
-    assign(mine, units[2], people[3])  # this process's own assignment
+    assign(mine, sid, units[2], people[3])  # this process's own assignment
     work.submit_assignment(other, a1)
     check()
 
@@ -77,13 +79,9 @@ def test_expire_due_reads_only_the_overdue_and_rechecks_on_demand(two_stores):
     work.add_units(mine, sid, "acute", [Unit(id=f"u{i}", kind="acute", conversation_ids=[]) for i in range(2)])
     units = [u.id for u in work.list_units(mine, sid)]
     people = [mine.get_or_create_annotator(sid, f"p{i}").id for i in range(2)]
-    with other.locked(sid) as s:  # another process: one already overdue, one for 30 minutes
-        late = work.create_assignment(
-            s, sid, units[0], people[0], shown_order=None, expires_at=clock.now() - timedelta(minutes=1)
-        ).id
-        fresh = work.create_assignment(
-            s, sid, units[1], people[1], shown_order=None, expires_at=clock.now() + timedelta(minutes=30)
-        ).id
+    # another process: one already overdue, one for 30 minutes
+    late = assign(other, sid, units[0], people[0], minutes=-1)
+    fresh = assign(other, sid, units[1], people[1])
     with mine.locked(sid) as s:
         work.unit_load_cached(s, mine, sid)
         assert work.expire_due(s, mine, sid) == 1
