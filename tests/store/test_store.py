@@ -82,6 +82,32 @@ def test_dataset_round_trip(store):
     assert again["conversations"] == 0 and again["judgments"] == 1
 
 
+def test_json_values_read_back_as_they_went_in_by_each_write_path(store):
+    # JSON columns are written by msgspec (json_text): an ORM row, a streamed bulk insert, and
+    # (PostgreSQL) COPY; every value reads back equal, integers past 64 bits and non-ASCII included
+    from dataclasses import replace
+
+    value = {
+        "big": 2**70,
+        "neg": -(2**63) - 1,
+        "f": [0.1, -0.0, 1e-300],
+        "text": "\u00e9 \U0001f600 <script>alert(1)</script> [x](javascript:alert(1))",
+        "nested": {"a": [None, True, {"b": "\n\t"}]},
+    }
+    meta = {"note": "caf\u00e9", "k": {"1": 2}}
+    study = store.ensure_study("json", "spot-the-bot", {})
+    base = small_dataset()
+    judgment = replace(base.judgments[0], value=value, meta=meta, shown_order=["c1", "\u00e9"])
+    store.save_dataset(study.id, replace(base, judgments=[judgment]))
+    streamed = Judgment("w2", None, "overall", value, meta=meta, shown_order=["a", "b"])
+    store.save_stream(study.id, [(Annotator("w2", platform="import"), streamed, [])], lambda counts: {"ok": 1})
+    got = store.load_dataset(study.id).judgments
+    stored_meta = [{k: v for k, v in j.meta.items() if k not in ("judgment_id", "assignment_id")} for j in got]
+    assert [j.value for j in got] == [value, value] and stored_meta == [meta, meta]
+    assert [j.shown_order for j in got] == [["c1", "\u00e9"], ["a", "b"]]
+    assert type(got[1].value["big"]) is int and got[1].value["f"][1] == 0.0
+
+
 def test_failed_import_stores_nothing(store):
     study = store.ensure_study("s2", "acute")
     bad = small_dataset()

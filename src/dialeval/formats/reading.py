@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from dialeval.errors import ImportFormatError
+from dialeval.json_text import NOT_READ, strict_loads
 from dialeval.textclean import clean_imported, clean_imported_within, import_text_limit
 
 MAX_JSON_DEPTH = 64  # deeper than any real export; far below Python's recursion limit
@@ -317,6 +318,19 @@ def parse_json(text: str, path: str | Path, line: int | None = None, field: str 
     JSON, NaN/Infinity, numbers out of range, and nesting deeper than MAX_JSON_DEPTH."""
     depth_message = f"nested deeper than {MAX_JSON_DEPTH} levels; no export of this format is"
     try:
+        value = strict_loads(text)  # msgspec: the same values, where it reads the text at all
+    except NOT_READ:
+        value = _parse_json_stdlib(text, path, line, field, depth_message)
+    # cheap test first: fewer brackets than the limit cannot nest deeper than it
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth_exceeds(value, MAX_JSON_DEPTH):
+        raise ImportFormatError(str(path), depth_message, line=line, field=field)
+    return value
+
+
+def _parse_json_stdlib(text: str, path: str | Path, line: int | None, field: str | None, depth_message: str) -> Any:
+    """parse_json through the standard library's decoder: the text msgspec refused read as JSON
+    always was, or its error named."""
+    try:
         if text.startswith("\ufeff"):  # as json.loads says it
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
         value = _DECODER.decode(text)
@@ -330,9 +344,6 @@ def parse_json(text: str, path: str | Path, line: int | None = None, field: str 
         raise ImportFormatError(str(path), depth_message, line=line, field=field) from None
     except ValueError as exc:  # an integer of more digits than Python converts
         raise ImportFormatError(str(path), f"a number out of range ({exc})", line=line, field=field) from None
-    # cheap test first: fewer brackets than the limit cannot nest deeper than it
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth_exceeds(value, MAX_JSON_DEPTH):
-        raise ImportFormatError(str(path), depth_message, line=line, field=field)
     return value
 
 

@@ -9,6 +9,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
+from .. import json_text
 from ..errors import StoreBusy, StoreError
 
 DEFAULT_DB_NAME = "dialeval.db"
@@ -102,6 +103,12 @@ def _sqlite_begin(conn) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+# JSON columns written and read through msgspec (json_text): the same values as the standard
+# library's json, at a few times its speed (a million judgments' value and meta in an import or a
+# report; every answer a serve worker stores)
+_JSON_CODEC = {"json_serializer": json_text.dumps, "json_deserializer": json_text.loads}
+
+
 def make_engine(url: str) -> Engine:
     url = normalize_url(url)
     if url.startswith("sqlite"):
@@ -109,7 +116,11 @@ def make_engine(url: str) -> Engine:
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=20, max_overflow=20
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=20,
+            max_overflow=20,
+            **_JSON_CODEC,
         )
         event.listen(engine, "connect", _sqlite_pragmas)
 
@@ -127,7 +138,9 @@ def make_engine(url: str) -> Engine:
         size, timeout = pool_settings()
         # A fixed pool (no overflow): the process never opens more than its share of the budget;
         # a request that finds none free waits `timeout` s, then gets 503 + Retry-After.
-        return create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=0, pool_timeout=timeout)
+        return create_engine(
+            url, pool_pre_ping=True, pool_size=size, max_overflow=0, pool_timeout=timeout, **_JSON_CODEC
+        )
     raise StoreError(f"unsupported database URL {url!r}: use sqlite:///path.db or postgresql://user@host/db")
 
 

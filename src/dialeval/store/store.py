@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import gc
 import itertools
-import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from sqlalchemy import types as sa_types
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from .. import __version__, clock
+from .. import __version__, clock, json_text
 from ..errors import StoreBusy, StoreError
 from ..gc_pause import cyclic_gc_paused
 from ..records import (
@@ -1182,11 +1181,11 @@ class _BulkInsert:
             self.copy_sql = f"COPY {quote.format_table(table)} ({names}) FROM STDIN"
         # positional parameters in the columns' order: rows can go to the driver as they are
         self.in_order = self.copy_sql is None and self.positions == list(range(len(columns)))
-        if dialect.name == "sqlite" and getattr(dialect, "_json_serializer", None) is None:
-            # JSON on SQLite: the processor is json.dumps with default settings; the same text from
-            # one C encoder made once (json.dumps makes one per call, half its time on small dicts)
+        if dialect.name == "sqlite":
+            # JSON on SQLite: the processor calls the engine's serializer (json_text.dumps, see
+            # store/engine.py) behind a wrapper; the serializer itself, one call less a value
             self.processors = [
-                _json_dumps if isinstance(table.c[c].type, JSON) else p for c, p in zip(columns, self.processors)
+                json_text.dumps if isinstance(table.c[c].type, JSON) else p for c, p in zip(columns, self.processors)
             ]
         if dialect.name == "sqlite":
             impls = [table.c[c].type.dialect_impl(dialect) for c in columns]
@@ -1227,27 +1226,6 @@ class _BulkInsert:
             params = [dict(zip(self.columns, row)) for row in zip(*converted)]
         self.connection.exec_driver_sql(self.sql, params)
 
-
-def _make_json_dumps() -> Callable[[Any], str]:
-    """json.dumps(value) with default settings, the same text, from one C encoder made once.
-    Without the circular-reference check: the values come from parsed JSON, which has no cycles."""
-    from json import encoder
-
-    make = getattr(encoder, "c_make_encoder", None)
-    if make is None:  # a Python without the C accelerator
-        return json.dumps
-    default = json.JSONEncoder().default
-    chunks = make(None, default, encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
-
-    def dumps(value: Any) -> str:
-        if isinstance(value, str):  # as JSONEncoder.encode: the C encoder takes containers and scalars alike,
-            return encoder.encode_basestring_ascii(value)  # but encode() special-cases str
-        return "".join(chunks(value, 0))
-
-    return dumps
-
-
-_json_dumps = _make_json_dumps()
 
 # SQLAlchemy's default SQLite DATETIME text (its storage format): the date and time with
 # microseconds, the zone left out
