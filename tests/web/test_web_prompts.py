@@ -104,3 +104,71 @@ def test_one_session(prompts_app):
     assert [j.meta["passed"] for j in checks] == [True, False]
     annotator = next(x for x in ds.annotators if x.platform != "judge")
     assert annotator.meta.get("status") == "flagged"
+
+
+def test_each_answer_commits_with_the_next_assignment(prompts_app):
+    """Every answer (a missed practice, the passed one, the items, an attention check) commits
+    with the annotator's next assignment, and the task page that follows writes nothing: one write
+    transaction per judgment (two before: the page chose the next unit in a locked transaction of
+    its own). The answer after the last item finds no next unit; the done page records the end."""
+    from .test_live_support import WriteTransactions
+
+    ann = Annotator(prompts_app, "ps")
+    page = ann.enter()
+    served, a = _assignment(prompts_app, page.text)
+    writes = WriteTransactions(served.ctx.store.engine)
+    answers = 0
+    for passing in (False, True):  # the practice: a miss (try 2 of 2 follows), then a pass
+        right = _letter_of(a, a.payload["correct"])
+        choice = right if passing else "AB"[1 - "AB".index(right)]
+        r = ann.post(ann.action(page.text), {"choice": choice, "request_id": uuid.uuid4().hex})
+        assert r.json()["ok"] is True
+        answers += 1
+        assert writes.count == answers
+        page = ann.task()
+        assert writes.count == answers  # the page read the assignment the answer stored
+        served, a = _assignment(prompts_app, page.text)
+    kinds = []
+    while not page.url.path.endswith("/done"):
+        served, a = _assignment(prompts_app, page.text)
+        kinds.append(a.unit_kind)
+        choice = _letter_of(a, a.payload["correct"]) if a.unit_kind == "prompts-check" else "A"
+        r = ann.post(ann.action(page.text), {"choice": choice, "request_id": uuid.uuid4().hex})
+        assert r.json()["ok"] is True
+        answers += 1
+        assert writes.count == answers
+        page = ann.task()
+    assert kinds == ["prompts", "prompts", "prompts-check", "prompts", "prompts"]
+    assert writes.count == answers + 1  # the done page's completion record
+    mine = work.annotator_assignments(served.ctx.store, served.ctx.study_id, a.annotator_id)
+    assert [x.status for x in mine] == ["submitted"] * answers
+    assert len({x.unit_id for x in mine if x.unit_kind == "prompts"}) == 4  # never the same item twice
+    assert work.list_annotators(served.ctx.store, served.ctx.study_id)[0]["status"] == "active"
+
+
+def test_an_answer_is_kept_when_choosing_the_next_item_fails(prompts_app, monkeypatch):
+    """Choosing the next item runs in a savepoint of the answer's transaction: when it fails, the
+    answer still commits and the task page chooses the item as before."""
+    ann = Annotator(prompts_app, "ps")
+    page = ann.enter()
+    served, a = _assignment(prompts_app, page.text)
+    assert ann.post(
+        ann.action(page.text), {"choice": _letter_of(a, a.payload["correct"]), "request_id": uuid.uuid4().hex}
+    ).json()["ok"]
+    page = ann.task()
+    protocol = served.protocol
+    real_choose, calls = protocol.choose, []
+
+    def choose_once_broken(view):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a broken scheduler")
+        return real_choose(view)
+
+    monkeypatch.setattr(protocol, "choose", choose_once_broken)
+    r = ann.post(ann.action(page.text), {"choice": "B", "request_id": uuid.uuid4().hex})
+    assert r.status_code == 200 and r.json()["ok"], r.text
+    stored = served.ctx.store.load_dataset(served.ctx.study_id).judgments
+    assert [j.question for j in stored].count("overall") == 1
+    page = ann.task()
+    assert "Item 2 of 4" in page.text and len(calls) == 2

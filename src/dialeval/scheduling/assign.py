@@ -26,6 +26,7 @@ possible, per-annotator caps.
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ from sqlalchemy.orm import Session  # the store's transaction
 from .. import clock
 from ..store import work
 from ..store.work import AnnotatorInfo, AssignmentInfo, UnitInfo
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..config import StudyConfig
@@ -200,6 +203,23 @@ def assign_in(
         expires_at=protocol.expiry(),
         unit=view.unit(choice.unit_id),
     )
+
+
+def assign_next_in(
+    session: Session,
+    protocol: Protocol[Any],
+    annotator: AnnotatorInfo,
+    choose: Callable[[SchedulingView], Choice | None],
+) -> None:
+    """The annotator's next assignment stored in the transaction of the answer just given (which
+    holds the study lock), in a savepoint: one commit per judgment, and the task page that follows
+    only reads. Should choosing fail, the answer still commits and the task page assigns as it
+    always did."""
+    try:
+        with session.begin_nested():
+            assign_in(session, protocol, annotator, choose)
+    except Exception:  # noqa: BLE001 - never lose the answer over the next unit
+        _log.exception("choosing the next unit with the answer failed; the task page will choose it")
 
 
 def over_daily_cap(config: StudyConfig, annotator: AnnotatorInfo, history: Sequence[AssignmentInfo]) -> bool:

@@ -23,7 +23,15 @@ from ...errors import JudgmentError
 from ...plugin import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, session_progress
 from ...records import Conversation, Turn, Unit
 from ...scheduling import tickets
-from ...scheduling.assign import Choice, SchedulingView, assign_locked, group_load, least_loaded, pair_key
+from ...scheduling.assign import (
+    Choice,
+    SchedulingView,
+    assign_locked,
+    assign_next_in,
+    group_load,
+    least_loaded,
+    pair_key,
+)
 from ...scheduling.plan import adaptive_note, adaptive_plan
 from ...scheduling.tickets import GuidedUnits
 from ...store import work
@@ -269,11 +277,16 @@ class PromptsProtocol(Protocol[PromptsOptions]):
             for criterion in self.options.criteria
             if (answer := data.get(f"criterion-{criterion.id}")) in WINNERS
         ]
-        self.add_judgment(
-            annotator, assignment, QUESTION, value, request_id=data["request_id"],
-            justification=justification, elapsed_s=elapsed, meta=meta,
-            more=criteria, finish=True,  # one commit: the answer, its criteria and the closed assignment
-        )  # fmt: skip
+        # one commit: the answer, its criteria, the closed assignment and the annotator's next
+        # assignment (under the study lock the choice needs anyway; the task page then only reads)
+        with self.store.locked(self.study.study_id) as session:
+            _row, stored = self.add_judgment(
+                annotator, assignment, QUESTION, value, request_id=data["request_id"],
+                justification=justification, elapsed_s=elapsed, meta=meta,
+                more=criteria, finish=True, session=session,
+            )  # fmt: skip
+            if stored:
+                assign_next_in(session, self, annotator, self.choose)
         if self.config.annotation.require_justification:
             self.check_justifications(annotator.id)
         return Outcome(done=True)
@@ -293,20 +306,25 @@ class PromptsProtocol(Protocol[PromptsOptions]):
         correct = assignment.payload["correct"]
         passed = choice in ("A", "B") and order["AB".index(choice)] == correct
         practice = bool(assignment.state.get("practice"))
-        self.add_judgment(
-            annotator, assignment, "onboarding" if practice else CHECK_QUESTION, value,
-            request_id=data["request_id"], justification=justification, elapsed_s=elapsed,
-            meta={**meta, "onboarding": practice, "check": True, "passed": passed},
-            finish=True, state={"practice": practice, "passed": passed},  # one commit, as above
-        )  # fmt: skip
-        if not passed and practice:
-            history = self.db.annotator_assignments(annotator.id)
-            ok, tries = self._practice_state(history)
-            if not ok and tries >= self.config.onboarding.tries:
-                block = self.config.onboarding.on_fail == "block"
-                self.flag(annotator.id, ["failed onboarding"], block=block, onboarding="failed")
-        elif not passed:
+        failed_tries: int | None = None  # a failed practice: the tries used, read in the answer's transaction
+        with self.store.locked(self.study.study_id) as session:  # one commit, as in act
+            _row, stored = self.add_judgment(
+                annotator, assignment, "onboarding" if practice else CHECK_QUESTION, value,
+                request_id=data["request_id"], justification=justification, elapsed_s=elapsed,
+                meta={**meta, "onboarding": practice, "check": True, "passed": passed},
+                finish=True, state={"practice": practice, "passed": passed}, session=session,
+            )  # fmt: skip
+            if not passed and practice:
+                history = work.annotator_assignments(session, self.study.study_id, annotator.id)
+                ok, tries = self._practice_state(history)
+                failed_tries = None if ok else tries
+            if stored:  # another try, the first item, or the next one
+                assign_next_in(session, self, annotator, self.choose)
+        if not passed and not practice:
             self.flag(annotator.id, ["failed an attention check"])
+        elif failed_tries is not None and failed_tries >= self.config.onboarding.tries:
+            block = self.config.onboarding.on_fail == "block"
+            self.flag(annotator.id, ["failed onboarding"], block=block, onboarding="failed")
         return Outcome(done=True)
 
     # -- admin ---------------------------------------------------------------------------------------
