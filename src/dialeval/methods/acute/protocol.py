@@ -15,7 +15,6 @@ conversation pair used least, then the conversations used least; left/right draw
 from __future__ import annotations
 
 import itertools
-import logging
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -30,8 +29,8 @@ from ...scheduling import tickets
 from ...scheduling.assign import (
     Choice,
     SchedulingView,
-    assign_in,
     assign_locked,
+    assign_next_in,
     bot_pairs,
     cap_reached,
     least_loaded,
@@ -43,8 +42,6 @@ from ...store import work
 from ...store.work import UnitInfo
 from .options import AcuteOptions
 from .questions import ACUTE_QUESTIONS
-
-_log = logging.getLogger(__name__)
 
 KIND = "acute"
 ONBOARDING_KIND = "acute-onboarding"
@@ -385,7 +382,7 @@ class AcuteProtocol(Protocol[AcuteOptions]):
                 )
                 failed_tries = None if ok else tries
             if stored:
-                self._assign_next(session, annotator)
+                assign_next_in(session, self, annotator, self.choose)
             # "never gives a reason" from this transaction's reads (no read transaction of its own)
             never_justifies = not onboarding and self.never_justifies(annotator.id, session=session)
         if failed_tries is not None and failed_tries >= self.config.onboarding.tries:
@@ -394,15 +391,6 @@ class AcuteProtocol(Protocol[AcuteOptions]):
         if never_justifies:
             self.flag_never_justifies(annotator.id)
         return Outcome(done=True)
-
-    def _assign_next(self, session: Any, annotator: AnnotatorInfo) -> None:
-        """The next assignment in the answer's transaction, in a savepoint: should choosing fail, the
-        answer still commits and the task page assigns as it always did."""
-        try:
-            with session.begin_nested():
-                assign_in(session, self, annotator, self.choose)
-        except Exception:  # noqa: BLE001 - never lose the answer over the next unit
-            _log.exception("choosing the next unit with the answer failed; the task page will choose it")
 
     # -- admin ---------------------------------------------------------------------------------------
     def admin_summary(self) -> AdminSummary:
