@@ -18,8 +18,9 @@ registered through the entry-point group ``dialeval.methods``:
   `PlanningModel`.
 
 Scheduling: `assign_locked` gives an annotator a `Choice` under the study lock from a
-`SchedulingView` (`assign_in`: the same in a transaction of the method's own that holds the lock,
-e.g. an answer and the next assignment in one commit); `least_loaded`, `group_load`, `cap_reached`,
+`SchedulingView` (`assign_in`: the same in a transaction of the method's own that holds the lock;
+`assign_next_in`: that, in a savepoint, after an answer, so the answer and the next assignment are
+one commit and a failure to choose never loses the answer); `least_loaded`, `group_load`, `cap_reached`,
 `pair_key` and `bot_pairs` balance the work; `adaptive_plan` / `adaptive_note` stop pairs that are
 decided; `ticket_for` / `GuidedUnits` draw the judge-guided tickets; `voter_screen` is the admin
 page's screening of pairwise voters (dialeval.scheduling's docstring says why a pair was chosen).
@@ -61,6 +62,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time __getattr__
         SchedulingView,
         assign_in,
         assign_locked,
+        assign_next_in,
         bot_pairs,
         cap_reached,
         conversation_load,
@@ -114,6 +116,7 @@ _WHERE: dict[str, str] = {
     "adaptive_plan": ".scheduling.plan",
     "assign_in": ".scheduling.assign",
     "assign_locked": ".scheduling.assign",
+    "assign_next_in": ".scheduling.assign",
     "bot_pairs": ".scheduling.assign",
     "cap_reached": ".scheduling.assign",
     "conversation_load": ".scheduling.assign",
@@ -180,6 +183,7 @@ __all__ = [
     "adaptive_plan",
     "assign_in",
     "assign_locked",
+    "assign_next_in",
     "bot_pairs",
     "cap_reached",
     "conversation_load",
