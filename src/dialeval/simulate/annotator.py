@@ -24,15 +24,14 @@ import uuid
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any, cast
-from urllib.parse import urlsplit
-
-import httpx
+from urllib.parse import urljoin, urlsplit
 
 from .. import registry
 from ..registry import SimulationStep
 from ..store import work
 from ..web.auth import IDENTITY_COOKIE
 from . import model
+from .browser import Browser, BrowserError, Response
 from .model import AnnotatorProfile, SimTruth
 
 TOPICS = ("cooking", "football", "travel", "music", "films", "gardening", "books", "the weather", "pets", "hiking")
@@ -69,8 +68,8 @@ def _read_forms(stored: str) -> tuple[str, str]:
 
 @cache
 def _tls_context() -> ssl.SSLContext:
-    # One certificate store for every simulated annotator: httpx builds a new one per client (it
-    # reads the CA bundle: 16 ms CPU), and a load run starts a client for each of its annotators.
+    # One certificate store for every simulated annotator (reading the CA bundle takes 16 ms CPU),
+    # and a load run starts a browser for each of its annotators.
     return ssl.create_default_context()
 
 
@@ -102,13 +101,13 @@ class AnnotatorLog:
 
 
 class _Response:
-    def __init__(self, resp: httpx.Response, external: str | None = None):
+    def __init__(self, resp: Response, external: str | None = None):
         self.resp = resp
         self.external = external  # a redirect to another site (Prolific completion URL)
 
     @property
     def path(self) -> str:
-        return self.resp.url.path
+        return self.resp.path
 
     @property
     def text(self) -> str:
@@ -137,7 +136,9 @@ class SimulatedAnnotator:
         self.slug, self.method, self.store, self.study_id = slug, method, store, study_id
         self.truth, self.profile, self.rng, self.corpus = truth, profile, rng, corpus
         self.max_steps = max_steps
-        self.client = httpx.Client(base_url=self.base, timeout=timeout, follow_redirects=False, verify=_tls_context())
+        self.client = Browser(
+            self.base, timeout=timeout, tls=_tls_context() if self.base.startswith("https:") else None
+        )
         self.csrf = ""
         self.log = AnnotatorLog(profile.name, profile.careless, profile.platform)
         self._unit_plan: dict[int, dict[str, Any]] = {}
@@ -154,19 +155,18 @@ class SimulatedAnnotator:
     def url(self, path: str = "") -> str:
         return f"/s/{self.slug}/{path}"
 
-    def _follow(self, resp: httpx.Response) -> _Response:
+    def _follow(self, resp: Response) -> _Response:
         for _ in range(10):
             if resp.status_code not in (301, 302, 303, 307, 308):
                 break
-            location = resp.headers["location"]
-            parts = urlsplit(location)
-            if parts.netloc and parts.netloc != self.host:
+            location = urljoin(resp.url, resp.headers["location"])
+            if urlsplit(location).netloc != self.host:
                 return _Response(resp, external=location)
             resp = self.client.get(location)
         self._read_csrf(resp)
         return _Response(resp)
 
-    def _read_csrf(self, resp: httpx.Response) -> None:
+    def _read_csrf(self, resp: Response) -> None:
         if "text/html" in resp.headers.get("content-type", ""):
             m = _CSRF.search(resp.text)
             if m and m.group(1):
@@ -226,7 +226,7 @@ class SimulatedAnnotator:
         is readable without the key (only the signature needs it), as for any client of the app."""
         from itsdangerous import URLSafeTimedSerializer
 
-        value = self.client.cookies.get(IDENTITY_COOKIE)
+        value = self.client.cookie(IDENTITY_COOKIE)
         if not value:
             return None
         _valid, payload = URLSafeTimedSerializer("-").loads_unsafe(value)
@@ -272,7 +272,7 @@ class SimulatedAnnotator:
             else:
                 if not self.gone:
                     self.log.errors.append("too many steps")
-        except (httpx.HTTPError, SimulationError) as exc:
+        except (BrowserError, SimulationError) as exc:
             self.log.errors.append(f"{type(exc).__name__}: {exc}")
         finally:
             self.client.close()

@@ -706,13 +706,6 @@ def start_stub_bot(delay: float = 0.1, host: str = "127.0.0.1") -> tuple[str, su
 
 
 # -- the client for every method: the simulated annotators of simulate/annotator.py, timed -------------------
-class _RunOver(httpx.HTTPError):
-    """Raised at the next task page once the run's time is over (the annotator's run() ends)."""
-
-    def __init__(self) -> None:
-        super().__init__("_RunOver")
-
-
 @dataclass
 class MethodLoad:
     """What the crowd of one run saw (the client process writes it as JSON)."""
@@ -752,9 +745,15 @@ def drive_method(
     from ..registry import get
     from ..store import work
     from ..study import open_study
-    from .annotator import SimulatedAnnotator
+    from .annotator import SimulatedAnnotator, SimulationError
     from .crowd import study_truth
     from .model import sample_profile
+
+    class _RunOver(SimulationError):
+        """Raised at the next task page once the run's time is over (the annotator's run() ends)."""
+
+        def __init__(self) -> None:
+            super().__init__("_RunOver")
 
     opened = open_study(folder)
     spec = get(opened.config.method)
