@@ -143,6 +143,7 @@ class SimulatedAnnotator:
         self.log = AnnotatorLog(profile.name, profile.careless, profile.platform)
         self._unit_plan: dict[int, dict[str, Any]] = {}
         self._conv_cache: dict[str, Any] = {}
+        self._first_reads: dict[int, work.AssignmentInfo] = {}
         self._used_messages: dict[str, list[str]] = {}
         self.gone = False  # a step saw something it cannot handle: this annotator stops
         simulation = registry.get(method).simulation
@@ -296,10 +297,16 @@ class SimulatedAnnotator:
         m = _ASSIGNMENT.search(page)
         return int(m.group(1)) if m else None
 
-    def assignment(self, aid: int) -> work.AssignmentInfo:
+    def assignment(self, aid: int, *, as_first_read: bool = False) -> work.AssignmentInfo:
+        """The assignment as the store has it now; `as_first_read`: as this annotator first read
+        it, for what an assignment fixes when it is made (its unit, payload and shown order) and a
+        step reads again at each form of one unit (Spot The Bot's segments)."""
+        if as_first_read and aid in self._first_reads:
+            return self._first_reads[aid]
         info = work.get_assignment(self.store, aid)
         if info is None:
             raise SimulationError(f"assignment {aid} is not in the store")
+        self._first_reads.setdefault(aid, info)
         return info
 
     def conversation(self, conv_id: str):

@@ -33,13 +33,14 @@ class BrowserError(Exception):
 class Response:
     """One HTTP answer: status, headers, the URL it answers and its body."""
 
-    __slots__ = ("status_code", "headers", "url", "content")
+    __slots__ = ("status_code", "headers", "url", "content", "_text")
 
     def __init__(self, status_code: int, headers: http.client.HTTPMessage, url: str, content: bytes):
         self.status_code = status_code
         self.headers = headers  # case-insensitive .get(name)
         self.url = url
         self.content = content
+        self._text: str | None = None
 
     @property
     def path(self) -> str:
@@ -47,11 +48,14 @@ class Response:
 
     @property
     def text(self) -> str:
-        charset = self.headers.get_content_charset() or "utf-8"
-        try:
-            return self.content.decode(charset, errors="replace")
-        except LookupError:  # an unknown charset name
-            return self.content.decode("utf-8", errors="replace")
+        """The body decoded (once: a page is read for its form, its token and its texts)."""
+        if self._text is None:
+            charset = self.headers.get_content_charset() or "utf-8"
+            try:
+                self._text = self.content.decode(charset, errors="replace")
+            except LookupError:  # an unknown charset name
+                self._text = self.content.decode("utf-8", errors="replace")
+        return self._text
 
     def json(self) -> Any:
         """The body as JSON (ValueError when it is not)."""

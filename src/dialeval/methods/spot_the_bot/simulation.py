@@ -9,7 +9,7 @@ from ...simulate.annotator import SimulatedAnnotator, SimulationError, shown_tex
 
 
 def step(sim: SimulatedAnnotator, aid: int, page: str) -> None:
-    a = sim.assignment(aid)
+    a = sim.assignment(aid, as_first_read=True)  # its segments and their order, fixed when it was made
     m = re.search(r'name="position" value="(\d+)"', page)
     if m is None:
         raise SimulationError("no segment position on the Spot The Bot page")
