@@ -365,3 +365,43 @@ def test_an_answer_is_kept_when_choosing_the_next_unit_fails(acute_app, monkeypa
     assert [j.question for j in served.ctx.store.load_dataset(served.ctx.study_id).judgments].count("preference") == 1
     page = ann.task()
     assert "Comparison 2 of 2" in page.text and len(calls) == 2
+
+
+def _without_request_id(page: str) -> str:
+    return re.sub(r'name="request_id" value="[0-9a-f]+"', "", page)
+
+
+def test_a_task_page_reads_only_what_it_shows(acute_app, monkeypatch):
+    """A task page (here a refresh after two answers) is three short read transactions of one
+    statement each (the session, the assignment to show, the progress count), and of the
+    annotator's history it decodes only the rows it decides from (the open assignment and the
+    latest), not every assignment they were given."""
+    from sqlalchemy import event
+
+    ann = Annotator(acute_app, "acute-test")
+    r = ann.enter()
+    choice = onboarding_answer(acute_app, r.text, True)
+    assert ann.post(ann.action(r.text), {"choice": choice, "justification": "a person", "request_id": rid()}).json()[
+        "ok"
+    ]
+    page = ann.task()
+    assert ann.post(
+        ann.action(page.text), {"choice": "1", "justification": "more engaging", "request_id": rid()}
+    ).json()["ok"]
+    page = ann.task()
+    assert "Comparison 2 of 2" in page.text
+    served = study_of(acute_app)
+    statements: list[str] = []
+    event.listen(
+        served.ctx.store.engine,
+        "before_cursor_execute",
+        lambda _c, _cur, statement, *_: statements.append(statement.split(None, 1)[0].upper()),
+    )
+    decoded = []
+    original = work._assignment_from_columns
+    monkeypatch.setattr(work, "_assignment_from_columns", lambda row: decoded.append(row[0]) or original(row))
+    again = ann.task()
+    assert _without_request_id(again.text) == _without_request_id(page.text)
+    assert statements == ["BEGIN", "SELECT"] * 3
+    open_one = int(re.search(r"/a/(\d+)/submit", page.text).group(1))
+    assert decoded == [open_one]  # of three assignments (the practice, one answered, the open one)

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import JSON, Engine, Table, bindparam, func, insert, select, text, update
+from sqlalchemy import JSON, Connection, Engine, Table, bindparam, func, insert, select, text, update
 from sqlalchemy import types as sa_types
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -67,6 +67,10 @@ def _stored_conversation(session: Any, study_id: int, external_id: str) -> Conve
     return row
 
 
+# built once (a statement made per answer cost as much again in building and in its cache key)
+_INSERT_JUDGMENT = insert(cast(Table, JudgmentRow.__table__))
+
+
 class Store:
     def __init__(self, url: str):
         self.url = url
@@ -85,7 +89,8 @@ class Store:
         db_file = self.engine.url.database if self._writer is not None else None
         if db_file and db_file != ":memory:":
             self._writer_file = open(f"{db_file}-writer.lock", "a+b")  # noqa: SIM115 - kept open for flock
-        self._read_sessions = sessionmaker(self.engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
+        self._read_engine = self.engine.execution_options(**{READ_ONLY: True})
+        self._read_sessions = sessionmaker(self._read_engine, expire_on_commit=False)
 
     @classmethod
     def for_study_dir(cls, study_dir: str | Path, configured_url: str | None = None) -> Store:
@@ -144,6 +149,14 @@ class Store:
         """A read-only transaction (one consistent snapshot; on SQLite it takes no write lock)."""
         with self._read_sessions() as session, session.begin():
             yield session
+
+    @contextmanager
+    def read_connection(self) -> Iterator[Connection]:
+        """Store.read for Core statements only: the same read-only transaction on a plain
+        connection, without an ORM Session (whose set-up and tear-down cost about as much again as
+        a short query: every page's session lookup and task read go through here)."""
+        with self._read_engine.connect() as conn, conn.begin():
+            yield conn
 
     @contextmanager
     def locked(self, study_id: int) -> Iterator[Session]:
@@ -516,7 +529,7 @@ class Store:
             found = existing(s)
             if found is not None:
                 return found, False
-            result = s.connection().execute(insert(cast(Table, JudgmentRow.__table__)).values(**values))
+            result = s.connection().execute(_INSERT_JUDGMENT, values)
             return int(cast(Any, result.inserted_primary_key)[0]), True
 
         if session is not None:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, cast, overload
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Table, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Table, bindparam, func, insert, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -67,6 +67,7 @@ class Transactions(Protocol):
     @property
     def is_postgres(self) -> bool: ...
     def read(self) -> AbstractContextManager[Session]: ...
+    def read_connection(self) -> AbstractContextManager[Connection]: ...
     def session(self) -> AbstractContextManager[Session]: ...
     def locked(self, study_id: int) -> AbstractContextManager[Session]: ...
 
@@ -191,8 +192,8 @@ def _annotator_from_columns(row: Any) -> AnnotatorInfo:
 
 
 def get_annotator(store: Transactions, annotator_id: int) -> AnnotatorInfo | None:
-    with store.read() as s:
-        row = s.connection().execute(_ANNOTATOR_BY_ID, {"aid": annotator_id}).first()
+    with store.read_connection() as conn:
+        row = conn.execute(_ANNOTATOR_BY_ID, {"aid": annotator_id}).first()
     return _annotator_from_columns(row) if row is not None else None
 
 
@@ -201,8 +202,7 @@ def get_annotator_and_assignment(
 ) -> tuple[AnnotatorInfo | None, AssignmentInfo | None]:
     """get_annotator and get_assignment in one read transaction (a post to an assignment needs both;
     the assignment is not read when there is no such annotator)."""
-    with store.read() as s:
-        conn = s.connection()
+    with store.read_connection() as conn:
         row = conn.execute(_ANNOTATOR_BY_ID, {"aid": annotator_id}).first()
         if row is None:
             return None, None
@@ -691,27 +691,36 @@ def expire_due(session: Session, store: Transactions, study_id: int, *, recheck:
 def annotator_assignments(
     session_or_store: Session | Transactions, study_id: int, annotator_id: int, include_expired: bool = False
 ) -> list[AssignmentInfo]:
-    def run(s: Session) -> list[AssignmentInfo]:
-        q = _ASSIGNMENT_WITH_UNIT.where(_ASSIGNMENT.study_id == study_id, _ASSIGNMENT.annotator_id == annotator_id)
-        if not include_expired:
-            q = q.where(_ASSIGNMENT.status.not_in(tuple(EXCLUDED_ASSIGNMENT_STATUSES)))
-        s.flush()  # the caller's own pending changes first (a plain Core read does not autoflush)
-        return [_assignment_from_columns(row) for row in s.connection().execute(q.order_by(_ASSIGNMENT.id))]
-
+    query = _ANNOTATOR_ASSIGNMENTS_ALL if include_expired else _ANNOTATOR_ASSIGNMENTS
+    params = {"study_id": study_id, "annotator_id": annotator_id}
     if isinstance(session_or_store, Session):
-        return run(session_or_store)
-    with session_or_store.read() as s:
-        return run(s)
+        session_or_store.flush()  # the caller's own pending changes first (a plain Core read does not autoflush)
+        return [_assignment_from_columns(row) for row in session_or_store.connection().execute(query, params)]
+    with session_or_store.read_connection() as conn:
+        return [_assignment_from_columns(row) for row in conn.execute(query, params)]
+
+
+# built once, with bound parameters (as _SUBMITTED_COUNT below)
+_ANNOTATOR_ASSIGNMENTS_ALL = _ASSIGNMENT_WITH_UNIT.where(
+    _ASSIGNMENT.study_id == bindparam("study_id"), _ASSIGNMENT.annotator_id == bindparam("annotator_id")
+).order_by(_ASSIGNMENT.id)
+_ANNOTATOR_ASSIGNMENTS = (
+    _ASSIGNMENT_WITH_UNIT.where(
+        _ASSIGNMENT.study_id == bindparam("study_id"),
+        _ASSIGNMENT.annotator_id == bindparam("annotator_id"),
+        _ASSIGNMENT.status.not_in(tuple(EXCLUDED_ASSIGNMENT_STATUSES)),
+    )
+).order_by(_ASSIGNMENT.id)
 
 
 def submitted_count(store: Transactions, study_id: int, annotator_id: int, kind: str) -> int:
     """How many units of this kind the annotator has finished (a count, not their whole history:
     every task page's progress header asks)."""
-    with store.read() as s:
+    with store.read_connection() as conn:
         return int(
-            s.connection()
-            .execute(_SUBMITTED_COUNT, {"study_id": study_id, "annotator_id": annotator_id, "kind": kind})
-            .scalar_one()
+            conn.execute(
+                _SUBMITTED_COUNT, {"study_id": study_id, "annotator_id": annotator_id, "kind": kind}
+            ).scalar_one()
         )
 
 
@@ -799,8 +808,8 @@ _INSERT_EVENT = insert(EventRow)
 
 
 def get_assignment(store: Transactions, assignment_id: int) -> AssignmentInfo | None:
-    with store.read() as s:
-        row = s.connection().execute(_ASSIGNMENT_WITH_UNIT.where(_ASSIGNMENT.id == assignment_id)).first()
+    with store.read_connection() as conn:
+        row = conn.execute(_ASSIGNMENT_WITH_UNIT.where(_ASSIGNMENT.id == assignment_id)).first()
     return _assignment_from_columns(row) if row is not None else None
 
 
@@ -1241,6 +1250,22 @@ def _revive(session: Session, row: AssignmentRow, expires_at: datetime | None) -
     )
 
 
+_LATEST = AssignmentRow.__table__.alias("latest")
+# An annotator's open assignments and their latest one (whatever its status), in id order: what
+# resume_assignment decides from.
+_RESUME_ROWS = _ASSIGNMENT_WITH_UNIT.where(
+    _ASSIGNMENT.study_id == bindparam("study_id"),
+    _ASSIGNMENT.annotator_id == bindparam("annotator_id"),
+    (_ASSIGNMENT.status == "assigned")
+    | (
+        _ASSIGNMENT.id
+        == select(func.max(_LATEST.c.id))
+        .where(_LATEST.c.study_id == bindparam("study_id"), _LATEST.c.annotator_id == bindparam("annotator_id"))
+        .scalar_subquery()
+    ),
+).order_by(_ASSIGNMENT.id)
+
+
 def resume_assignment(
     store: Transactions, study_id: int, annotator_id: int, expires_at: datetime | None, now: datetime | None = None
 ) -> tuple[AssignmentInfo | None, str | None]:
@@ -1254,8 +1279,14 @@ def resume_assignment(
     now = now or clock.now()
     # Read first, in a read transaction: every task page comes here, and on SQLite a write
     # transaction waits its turn behind every other writer of the study (Store._writer_turn).
-    # Only an open assignment past its expiry is written (its expiry extended). A Core read, no ORM rows.
-    rows = annotator_assignments(store, study_id, annotator_id, include_expired=True)
+    # Only an open assignment past its expiry is written (its expiry extended). A Core read, no ORM
+    # rows, and only the rows looked at below: the open ones and the latest (not the whole history,
+    # each row's JSON decoded, at every task page).
+    with store.read_connection() as conn:
+        rows = [
+            _assignment_from_columns(row)
+            for row in conn.execute(_RESUME_ROWS, {"study_id": study_id, "annotator_id": annotator_id})
+        ]
     overdue = None
     for info in rows:
         if info.status == "assigned":
