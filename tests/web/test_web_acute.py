@@ -405,3 +405,30 @@ def test_a_task_page_reads_only_what_it_shows(acute_app, monkeypatch):
     assert statements == ["BEGIN", "SELECT"] * 3
     open_one = int(re.search(r"/a/(\d+)/submit", page.text).group(1))
     assert decoded == [open_one]  # of three assignments (the practice, one answered, the open one)
+
+
+def test_a_task_page_lays_out_its_conversations_once(acute_app):
+    """The two conversations of a task page are laid out once per process (web/pages.py: fragment),
+    not at every view: a refresh renders no side again and shows the same page, byte for byte, as
+    one laid out afresh."""
+    from dialeval.web import pages
+
+    env = acute_app.state.env
+    laid_out = []
+    get_template = env.get_template
+
+    def counting(name, *args, **kwargs):
+        if name == "acute_side.html":
+            laid_out.append(name)
+        return get_template(name, *args, **kwargs)
+
+    env.get_template = counting
+    ann = Annotator(acute_app, "acute-test")
+    first = ann.enter()
+    assert len(laid_out) == 2 and "Speaker 1's conversation" in first.text and "Speaker 2's conversation" in first.text
+    again = ann.task()
+    assert len(laid_out) == 2  # from the cache
+    pages._fragments.clear()
+    fresh = ann.task()
+    assert len(laid_out) == 4
+    assert _without_request_id(first.text) == _without_request_id(again.text) == _without_request_id(fresh.text)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import jinja2
 from fastapi import Request
@@ -30,6 +32,7 @@ def make_environment() -> jinja2.Environment:
     render_bot_text("")  # parser and sanitiser built now, not on a live reply's first words
     env.globals["instructions_template"] = lambda method: registry.get(method).instructions
     env.globals["method_static"] = method_static_url
+    env.globals["fragment"] = fragment
     return env
 
 
@@ -65,6 +68,30 @@ def bot_markdown(context: Any, text: str, markdown: bool | None = None) -> Marku
 # A task page shows the same stored conversations again and again (units point at them): each text
 # is parsed and sanitised once per process, not on every page view. Bounded, for live chats' texts.
 rendered_bot_text = lru_cache(maxsize=8192)(render_bot_text)
+
+
+FRAGMENT_CACHE_SIZE = 4096  # per served study: e.g. ACUTE-Eval's sides (conversation x speaker x side)
+_fragments: WeakKeyDictionary[Any, dict[tuple[str, Hashable], Markup]] = WeakKeyDictionary()
+
+
+@jinja2.pass_context
+def fragment(context: Any, template: str, key: Hashable, **values: Any) -> Markup:
+    """`{{ fragment("part.html", key, name=value) }}`: the template rendered with the page's `study`
+    and the given values, kept per process and study under `key` -- which must determine
+    everything the part shows (e.g. a stored conversation's id, the speaker highlighted and its
+    side). A task page shows the same stored conversations again and again: their turns are laid
+    out once, not at every page view (it was most of the page's rendering). Never for what
+    depends on the annotator, the request or a live chat."""
+    study = context.get("study")
+    cache = _fragments.setdefault(study, {}) if study is not None else None
+    html = cache.get((template, key)) if cache is not None else None
+    if html is None:
+        html = Markup(context.environment.get_template(template).render(study=study, **values))
+        if cache is not None:
+            if len(cache) >= FRAGMENT_CACHE_SIZE:
+                cache.pop(next(iter(cache)))  # the oldest entry
+            cache[(template, key)] = html
+    return html
 
 
 def template_loader() -> jinja2.BaseLoader:
