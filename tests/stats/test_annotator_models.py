@@ -308,3 +308,51 @@ def test_label_models_are_the_em_as_first_written_bit_for_bit(seed, classes):
         )
         assert np.array_equal(mc.posteriors, T) and np.array_equal(mc.reliability, theta)
         assert np.array_equal(mc.spam_labels, xi) and mc.iterations == iterations
+
+
+def test_crowd_bt_with_other_scores_is_the_em_as_first_written_bit_for_bit():
+    """Scores besides 0, 1/2 and 1 take the full expressions (the 0 and 1 groups their one quotient)."""
+    rng = np.random.default_rng(5)
+    n, k, voters = 20_000, 12, 300
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    s = rng.choice([0.0, 1.0, 0.5, 0.25, 0.9], n)
+    v = rng.integers(0, voters, n)
+    fit = crowd_bt(a, b, s, v, k, voters)
+    theta, eta, wins, iterations = _crowd_bt_as_first_written(a, b, s, v, k, voters)
+    assert np.array_equal(fit.theta, theta) and np.array_equal(fit.eta, eta) and np.array_equal(fit.wins, wins)
+    assert fit.iterations == iterations
+
+
+def test_vote_scores_by_columns_are_the_per_vote_ones():
+    import random
+
+    from dialeval.analysis.annotators import _score, _scores
+
+    values = ["model_a", "model_b", "a", "b", "left", "right", "tie", None, float("nan"), "x", "y", 1, "A"]
+    rng = random.Random(0)
+    for _ in range(300):
+        n = rng.randint(1, 40)
+        w, x, y = ([rng.choice(values) for _ in range(n)] for _ in range(3))
+        assert np.array_equal(_scores(w, x, y), np.array([_score(*t) for t in zip(w, x, y)]))
+
+
+def test_screen_voters_with_the_callers_codes_is_the_same_screen():
+    import pandas as pd
+
+    from dialeval.analysis.annotators import _codes, screen_voters
+
+    rng = np.random.default_rng(6)
+    names = np.array(["zeta", "alpha", "Mu", "beta-2", "beta-10"])
+    votes = pd.DataFrame(
+        {
+            "annotator": [f"w{k}" for k in rng.integers(0, 40, 2000)],
+            "a": names[rng.integers(0, 5, 2000)],
+            "b": names[rng.integers(0, 5, 2000)],
+            "score": rng.choice([0.0, 0.5, 1.0], 2000),
+        }
+    )
+    order = {n: k for k, n in enumerate(sorted(names))}
+    people, who = _codes(votes["annotator"])
+    codes = (people, who, votes["a"].map(order).to_numpy(), votes["b"].map(order).to_numpy())
+    assert screen_voters(votes, 0.05, codes=codes) == screen_voters(votes, 0.05)

@@ -84,7 +84,8 @@ def annotator_options(config: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _codes(values: Iterable[Any]) -> tuple[list[Any], np.ndarray]:
-    s = pd.Series(list(values), dtype=object)
+    # an object column as it is: the same elements as its list, without a million-item list
+    s = values if isinstance(values, pd.Series) and values.dtype == object else pd.Series(list(values), dtype=object)
     codes, uniques = pd.factorize(s.astype(str), sort=True)
     return list(uniques), codes
 
@@ -207,6 +208,17 @@ def _score(winner: Any, a: Any, b: Any) -> float:
     return 0.5
 
 
+def _scores(winner: Any, a: Any, b: Any) -> np.ndarray:
+    """_score of every vote, column-wise: the same tests (an alias, or the winner equal to one side
+    and not the other: Python's == per element), in the same order."""
+    w, x, y = (np.asarray(c, dtype=object) for c in (winner, a, b))
+    chosen = pd.Series(w, dtype=object)
+    to_a, to_b = w == x, w == y
+    first = chosen.isin(["model_a", "a", "left"]).to_numpy() | (to_a & ~to_b)
+    second = chosen.isin(["model_b", "b", "right"]).to_numpy() | (to_b & ~to_a)
+    return np.where(first, 1.0, np.where(second, 0.0, 0.5))
+
+
 def vote_frame(votes: pd.DataFrame, a: str = "a", b: str = "b", winner: str = "winner") -> pd.DataFrame:
     """annotator, a, b, score (1: a won, 0: b won, 0.5: tie), self-battles dropped, order kept."""
     different = votes[a] != votes[b]
@@ -216,20 +228,29 @@ def vote_frame(votes: pd.DataFrame, a: str = "a", b: str = "b", winner: str = "w
             "annotator": v["annotator"].astype(str).to_numpy(),
             "a": v[a].astype(str).to_numpy(),
             "b": v[b].astype(str).to_numpy(),
-            "score": [_score(w, x, y) for w, x, y in zip(v[winner], v[a], v[b])],
+            "score": _scores(v[winner], v[a], v[b]),
         }
     )
 
 
-def screen_voters(votes: pd.DataFrame, alpha: float, per: str = "study") -> dict[str, Any]:
+def screen_voters(
+    votes: pd.DataFrame,
+    alpha: float,
+    per: str = "study",
+    codes: tuple[list[Any], np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> dict[str, Any]:
     """The per-voter e-process (stats.annotators.screen_votes) on vote_frame rows: {alpha, per,
-    threshold, flagged, voters (the 20 highest e-values)}."""
-    people, who = _codes(votes["annotator"]) if not votes.empty else ([], np.zeros(0, int))
-    # the systems coded in their names' sorted order (what screen_votes would do, by hash not sort)
-    systems, _ = pd.factorize(pd.concat([votes["a"], votes["b"]], ignore_index=True).astype(str), sort=True)
-    e, threshold, kinds = screen_votes(
-        systems[: len(votes)], systems[len(votes) :], votes["score"].to_numpy(float), who, alpha=alpha, per=per
-    )
+    threshold, flagged, voters (the 20 highest e-values)}. `codes`: (people, who, a, b) as this
+    function would make them (the voters by _codes, the systems by their names' sorted order), when
+    the caller has them already."""
+    if codes is not None:
+        people, who, first, second = codes
+    else:
+        people, who = _codes(votes["annotator"]) if not votes.empty else ([], np.zeros(0, int))
+        # the systems coded in their names' sorted order (what screen_votes would do, by hash not sort)
+        systems, _ = pd.factorize(pd.concat([votes["a"], votes["b"]], ignore_index=True).astype(str), sort=True)
+        first, second = systems[: len(votes)], systems[len(votes) :]
+    e, threshold, kinds = screen_votes(first, second, votes["score"].to_numpy(float), who, alpha=alpha, per=per)
     n = np.bincount(who, minlength=len(people))
     hit = e >= threshold
     top = np.argsort(-e, kind="stable")[:20]
@@ -319,7 +340,10 @@ def pairwise_section(
         {"annotator": str(people[k]), "votes": int(n_votes[k]), **_interval(fit.eta[k], lo[k], hi[k])}
         for k in np.argsort(fit.eta)[:50]
     ]
-    screening = screen_voters(crowd, float(options["screening_alpha"]), options["screening_per"])
+    # the voters and systems coded as screen_voters codes them: the same codes (names sorted)
+    screening = screen_voters(
+        crowd, float(options["screening_alpha"]), options["screening_per"], codes=(people, who, a, b)
+    )
     out: dict[str, Any] = {
         "votes": int(len(crowd)),
         "leaderboard": board,

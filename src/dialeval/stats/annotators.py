@@ -295,17 +295,39 @@ def crowd_bt(
     # a million votes: what does not change between steps is computed once, P(a beats b) once
     # per pair of systems (the same numbers as per vote, term by term)
     n_v = np.bincount(v, minlength=n_voters)
-    pair, not_s = cells[: len(a)], 1 - s
+    pair = cells[: len(a)]
+    # A vote won by a (s = 1) needs only follow_a, one won by b (s = 0) only follow_b: the other
+    # term of its sums is 0 * x = 0.0 (x in [0, 1]), and y + 0.0 is y, so each group's soft count
+    # and agreement are its one quotient, the very bits of the full expressions. Ties and any
+    # other score take the full expressions. The arrays stay in vote order for the sums.
+    won, lost = np.flatnonzero(s == 1.0), np.flatnonzero(s == 0.0)
+    mixed = np.flatnonzero((s != 1.0) & (s != 0.0))
+    groups = [(k, pair[k], v[k]) for k in (won, lost, mixed)]
+    s_m = s[mixed]
+    to_a, agrees = np.empty(len(s)), np.empty(len(s))
     for it in range(1, max_iter + 1):  # noqa: B007 (the count is reported)
-        p = (1.0 / (1.0 + np.exp(-(theta[:, None] - theta[None, :])))).ravel()[pair]  # P(a beats b) under BT
-        q, e = 1 - p, eta[v]
-        e_p, e_q, reverse = e * p, e * q, 1 - e
-        follow_a = e_p / (e_p + reverse * q + EPS)  # a vote for a followed the preference
-        follow_b = e_q / (e_q + reverse * p + EPS)
-        # soft counts: a vote for a that was a reversal is evidence b is better, and vice versa
-        to_a = s * follow_a + not_s * (1 - follow_b)
+        table = (1.0 / (1.0 + np.exp(-(theta[:, None] - theta[None, :])))).ravel()  # P(a beats b) under BT
+        for group, (k, pairs, who) in enumerate(groups):
+            p, e = table[pairs], eta[who]
+            q, reverse = 1 - p, 1 - e
+            if group == 0:  # a won: follow_a = the vote for a followed the preference
+                e_p = e * p
+                to_a[k] = agrees[k] = e_p / (e_p + reverse * q + EPS)
+                continue
+            e_q = e * q
+            follow_b = e_q / (e_q + reverse * p + EPS)
+            if group == 1:  # b won
+                to_a[k] = 1 - follow_b
+                agrees[k] = follow_b
+                continue
+            e_p = e * p
+            follow_a = e_p / (e_p + reverse * q + EPS)
+            # soft counts: a vote for a that was a reversal is evidence b is better, and vice versa
+            not_s = 1 - s_m
+            to_a[k] = s_m * follow_a + not_s * (1 - follow_b)
+            agrees[k] = s_m * follow_a + not_s * follow_b
         W = pair_sums(cells, to_a, n_systems)
-        agree = np.bincount(v, weights=s * follow_a + not_s * follow_b, minlength=n_voters)
+        agree = np.bincount(v, weights=agrees, minlength=n_voters)
         new_eta = (agree + prior[0] - 1 + 1e-3) / (n_v + prior[0] + prior[1] - 2 + 2e-3)
         new_theta = fit_bt(W)
         # the strengths settle long before the etas of near-perfect voters creep to their limit

@@ -25,7 +25,7 @@ METHOD = Method(
     options=f"{_P}.options:ArenaOptions",
     analysis=f"{_P}.analysis:analyze_arena",
     protocol=f"{_P}.protocol:ArenaProtocol",
-    settle=f"{_P}.protocol:settle_held_votes",
+    settle=f"{_P}.settle:settle_held_votes",
     figures=f"{_P}.figures:figures",
     methods_text=(
         "Each vote compared two anonymous models answering the same messages: model_a, model_b, tie or "

@@ -456,11 +456,15 @@ def _annotator_model(
     apart = [a.id for a in dataset.annotators if is_judge_annotator(a)]
     judge_ids = model_judges(dataset)
     both = pd.concat([crowd, battle_frame(dataset, set(apart))]) if apart else crowd
-    both = both[both["model_a"] != both["model_b"]]
+    both = _rows(both, both["model_a"] != both["model_b"])
     label = both["winner"].astype(str)  # the side chosen (a judge's position bias shows in its confusion)
-    # a live vote without a battle id is an item of its own
-    item = [b if b is not None and b == b else f"vote-{k}" for k, b in enumerate(both["battle"])]
-    items = both.assign(label=label, item=item)
+    # a live vote without a battle id (None or NaN: not equal to itself) is an item of its own
+    item = both["battle"].to_numpy(dtype=object, copy=True)
+    lacking = np.flatnonzero(~((item == item) & (item != None)))  # noqa: E711 (per element)
+    item[lacking] = [f"vote-{k}" for k in lacking]
+    # the three columns the label models read, not a copy of every vote's frame
+    columns = {"annotator": both["annotator"].to_numpy(), "label": label.to_numpy(), "item": item}
+    items = pd.DataFrame(columns, index=both.index)
     return pairwise_model_section(
         vote_frame(crowd, "model_a", "model_b"),
         pairwise_labels(items, "item", "label"),
