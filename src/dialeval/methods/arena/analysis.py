@@ -51,6 +51,7 @@ from dialeval.stats.bradley_terry import (
     bradley_terry,
     ci_rank,
     fit_bt,
+    one_blas_thread,
     pairwise_tables,
     sandwich_intervals,
     to_elo,
@@ -344,6 +345,65 @@ def analyze_arena(
         votes = votes[~votes["annotator"].astype(str).isin(set(excluded_voters))]
         if votes.empty:
             return report
+    # The annotator models (Crowd-BT, the voter screen, Dawid-Skene and MACE: half of a million
+    # votes' analysis) need only the crowd's votes: they run in a second thread while this one fits
+    # the leaderboard (numpy's large array operations and its random draws leave the GIL). The same
+    # functions on the same data in the same order within each thread: the same numbers. The thread
+    # gets its own frame of the columns it reads (pandas frames are not for two threads at once).
+    # BLAS's thread count is the process's: one thread while both run (their fits' own one_blas_thread
+    # then set and restore 1, in whatever order the two threads interleave), restored after.
+    with one_blas_thread():  # type: ignore[no-untyped-call]
+        model = _Beside(
+            _annotator_model, dataset, crowd_votes[MODEL_COLUMNS].copy(), screen, excluded_voters, n_boot, ci, seed
+        )
+        try:
+            return _ranked(report, dataset, votes, crowd_votes, crowd_ids, model, n_boot, ci, seed)
+        finally:
+            model.wait()  # no thread left behind, should this one fail
+
+
+class _Beside:
+    """`fn(*args)` computed in a second thread; `result()` waits for it and returns its value or
+    raises its error."""
+
+    def __init__(self, fn: Any, *args: Any) -> None:
+        import threading
+
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                self._value = fn(*args)
+            except BaseException as error:  # noqa: BLE001 - raised in the caller's thread by result()
+                self._error = error
+
+        self._thread = threading.Thread(target=run, name="dialeval-annotator-model", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> Any:
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def _ranked(
+    report: dict[str, Any],
+    dataset: Dataset,
+    votes: pd.DataFrame,
+    crowd_votes: pd.DataFrame,
+    crowd_ids: set[str],
+    model: _Beside,
+    n_boot: int,
+    ci: float,
+    seed: int,
+) -> dict[str, Any]:
+    """The rest of analyze_arena: the leaderboard and its sections; `model`: the annotator_model
+    section, computed beside."""
     outcomes = Counter(votes["winner"])
     options = ranking_options(dataset.meta.get("config"))
     tie_model = options["ties"]
@@ -429,7 +489,7 @@ def analyze_arena(
     judges = _judges(dataset, votes)
     if judges:
         report["judges"] = judges
-    report["annotator_model"] = _annotator_model(dataset, crowd_votes, screen, excluded_voters, n_boot, ci, seed)
+    report["annotator_model"] = model.result()
     from ...judges.audit import people_section  # the same measures the judge audit sets judges against
 
     # only when the data can say something: answers' texts (length preference) or recognised items
@@ -439,6 +499,10 @@ def analyze_arena(
         if people:
             report["people"] = people
     return report
+
+
+# the columns of the crowd's votes _annotator_model reads
+MODEL_COLUMNS = ["annotator", "battle", "model_a", "model_b", "winner"]
 
 
 def _annotator_model(
@@ -455,7 +519,7 @@ def _annotator_model(
     # judges kept apart (their verdicts are added as labels); with --include-judges they are in `crowd`
     apart = [a.id for a in dataset.annotators if is_judge_annotator(a)]
     judge_ids = model_judges(dataset)
-    both = pd.concat([crowd, battle_frame(dataset, set(apart))]) if apart else crowd
+    both = pd.concat([crowd, battle_frame(dataset, set(apart))[crowd.columns]]) if apart else crowd
     both = _rows(both, both["model_a"] != both["model_b"])
     label = both["winner"].astype(str)  # the side chosen (a judge's position bias shows in its confusion)
     # a live vote without a battle id (None or NaN: not equal to itself) is an item of its own
