@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
+import threading
 import time
+from urllib.parse import urlsplit
 
 import pytest
 from starlette.applications import Starlette
@@ -84,3 +87,91 @@ def test_form_body_encodes_like_a_browser():
     assert form_body({"t": "é&=", "n": 3}) == b"t=%C3%A9%26%3D&n=3"
     with pytest.raises(ValueError):
         Browser("ftp://example.org")
+
+
+class RecordingProxy:
+    """A forward proxy on 127.0.0.1 (plain-http requests by absolute URL, https by CONNECT
+    tunnel) that records each request line it is sent."""
+
+    def __init__(self):
+        import socketserver
+
+        self.lines: list[str] = []
+        proxy = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                line = self.rfile.readline().decode("latin-1").rstrip("\r\n")
+                proxy.lines.append(line)
+                head = b""
+                while (header := self.rfile.readline()) not in (b"\r\n", b"\n", b""):
+                    head += header
+                method, target, _version = line.split(" ")
+                if method == "CONNECT":
+                    host, port = target.rsplit(":", 1)
+                    upstream = socket.create_connection((host, int(port)))
+                    self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                else:  # absolute URL: the same request, to the origin, on a fresh connection
+                    parts = urlsplit(target)
+                    upstream = socket.create_connection((parts.hostname, parts.port))
+                    path = parts.path + ("?" + parts.query if parts.query else "")
+                    upstream.sendall(f"{method} {path} HTTP/1.1\r\n".encode() + head + b"\r\n")
+                self._relay(upstream)
+
+            def _relay(self, upstream):
+                import selectors
+
+                own = self.connection
+                with selectors.DefaultSelector() as sel:
+                    sel.register(own, selectors.EVENT_READ, upstream)
+                    sel.register(upstream, selectors.EVENT_READ, own)
+                    while True:
+                        for key, _ in sel.select(timeout=5):
+                            data = key.fileobj.recv(65536)
+                            if not data:
+                                upstream.close()
+                                return
+                            key.data.sendall(data)
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_the_environments_proxy_is_used_for_http_and_https(monkeypatch, tls_cert):  # noqa: F811
+    # HTTP_PROXY / HTTPS_PROXY as httpx honoured them: http by absolute URL, https by CONNECT
+    for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    trusted = ssl.create_default_context(cafile=str(tls_cert[0]))
+    with (
+        RecordingProxy() as proxy,
+        ThreadServer(cookie_app()) as plain,
+        ThreadServer(cookie_app(), cert=tls_cert) as tls,
+    ):
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("https_proxy", f"http://127.0.0.1:{proxy.port}")
+        browser = Browser(f"http://127.0.0.1:{plain.port}")
+        assert browser.get("/s/x/set").status_code == 303 and browser.get("/s/x/show").text == "gone=1;who=me"
+        secure = Browser(f"https://127.0.0.1:{tls.port}", tls=trusted)
+        assert secure.get("/s/x/set").status_code == 303 and secure.get("/s/x/show").text == "gone=1;who=me"
+        browser.close()
+        secure.close()
+        monkeypatch.setenv("no_proxy", "127.0.0.1")
+        direct = Browser(f"http://127.0.0.1:{plain.port}")
+        assert direct.get("/s/x/show").text == ""
+        direct.close()
+    # one kept-alive connection each, through the proxy (this test proxy relays a connection as it
+    # is after its first request): the first http request by absolute URL, one CONNECT for https
+    assert proxy.lines == [
+        f"GET http://127.0.0.1:{plain.port}/s/x/set HTTP/1.1",
+        f"CONNECT 127.0.0.1:{tls.port} HTTP/1.0",
+    ]

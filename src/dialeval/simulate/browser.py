@@ -18,8 +18,8 @@ import select
 import ssl
 from http.cookiejar import CookieJar
 from typing import Any
-from urllib.parse import urlencode, urljoin, urlsplit
-from urllib.request import Request
+from urllib.parse import SplitResult, urlencode, urljoin, urlsplit
+from urllib.request import Request, getproxies, proxy_bypass
 
 from .. import __version__
 
@@ -88,12 +88,19 @@ class Browser:
         self.host = parts.netloc
         self.cookies = CookieJar()
         self._cookie_header: dict[str, str | None] = {}  # request path -> Cookie header, until a cookie changes
+        # HTTP(S)_PROXY and NO_PROXY, as httpx and urllib read them: https through the proxy's
+        # CONNECT tunnel, http as absolute request targets sent to the proxy
+        proxy = _proxy_for(parts.scheme, parts.hostname)
+        self._absolute_targets = proxy is not None and parts.scheme == "http"
+        host, port = (proxy.hostname, proxy.port or 80) if proxy is not None else (parts.hostname, parts.port)
         if parts.scheme == "https":
             self.conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                parts.hostname, parts.port, timeout=timeout, context=tls or ssl.create_default_context()
+                host, port, timeout=timeout, context=tls or ssl.create_default_context()
             )
+            if proxy is not None:
+                self.conn.set_tunnel(parts.hostname, parts.port or 443)
         else:
-            self.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+            self.conn = http.client.HTTPConnection(host, port, timeout=timeout)
 
     def cookie(self, name: str) -> str | None:
         """The value of a cookie this site set (the first of that name)."""
@@ -119,6 +126,8 @@ class Browser:
         target = parts.path or "/"
         if parts.query:
             target += "?" + parts.query
+        if self._absolute_targets:  # a plain-http proxy takes the whole URL
+            target = f"{parts.scheme}://{parts.netloc}{target}"
         hdrs = {"User-Agent": USER_AGENT, "Accept": "*/*", **(headers or {})}
         cookie = self._cookies_for(full, parts.path or "/")
         if cookie:
@@ -155,6 +164,15 @@ class Browser:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _proxy_for(scheme: str, hostname: str) -> SplitResult | None:
+    """The proxy the environment names for this scheme and host (None: connect directly)."""
+    proxy = getproxies().get(scheme)
+    if not proxy or proxy_bypass(hostname):
+        return None
+    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    return parts if parts.hostname else None
 
 
 def _closed_by_peer(sock: Any) -> bool:
