@@ -175,3 +175,25 @@ def test_the_environments_proxy_is_used_for_http_and_https(monkeypatch, tls_cert
         f"GET http://127.0.0.1:{plain.port}/s/x/set HTTP/1.1",
         f"CONNECT 127.0.0.1:{tls.port} HTTP/1.0",
     ]
+
+
+def test_a_simulated_annotator_reads_the_page_it_lands_on(tmp_path):
+    # as a browser: the instructions' redirect lands on the task page, which is read, not fetched
+    # again
+    folder = make_stb_study(tmp_path / "stb", per_pair=2, humans=2, packages_per_annotator=2)
+    app = create_app([folder], prepare=True)
+    task_gets: list[str] = []
+
+    async def counting(scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"].endswith("/task"):
+            task_gets.append(scope["path"])
+        await app(scope, receive, send)
+
+    with ThreadServer(counting) as server:
+        result = simulate_study(
+            folder, annotators=1, seed=5, careless_share=0.0, abandon_p=0.0, refresh_p=0.0,
+            base_url=f"http://127.0.0.1:{server.port}",
+        )  # fmt: skip
+    assert result.errors == [] and result.judgments_stored == result.judgments_submitted > 0
+    # a task page before each answer, and the last one, which leads to the done page (one more before)
+    assert len(task_gets) == result.judgments_submitted + 1

@@ -140,6 +140,7 @@ class SimulatedAnnotator:
             self.base, timeout=timeout, tls=_tls_context() if self.base.startswith("https:") else None
         )
         self.csrf = ""
+        self._landed: _Response | None = None  # the page entering ended on (see enter)
         self.log = AnnotatorLog(profile.name, profile.careless, profile.platform)
         self._unit_plan: dict[int, dict[str, Any]] = {}
         self._conv_cache: dict[str, Any] = {}
@@ -212,7 +213,10 @@ class SimulatedAnnotator:
         page = self.post_form(self.url("consent"), {"csrf": self.csrf, "agree": "yes"})
         if not page.path.endswith("/instructions"):
             raise SimulationError(f"consent did not lead to the instructions but to {page.path}")
-        self.post_form(self.url("instructions"), {"csrf": self.csrf})
+        # the page the instructions lead to (the task page, through the redirect): what a browser
+        # shows next, read by run() instead of fetched a second time
+        landed = self.post_form(self.url("instructions"), {"csrf": self.csrf})
+        self._landed = landed if landed.external or landed.path.endswith(("/task", "/done")) else None
         if self.log.annotator_id is None:
             self.log.annotator_id = self._signed_in_as()
         if self.log.annotator_id is not None:  # before any judgment: never counted as a person's
@@ -242,7 +246,7 @@ class SimulatedAnnotator:
             steps = 0
             while steps < self.max_steps and not self.gone:
                 steps += 1
-                page = self.get(self.url("task"))
+                page, self._landed = self._landed or self.get(self.url("task")), None
                 if page.external or page.path.endswith("/done"):
                     self.log.finished = True
                     break
