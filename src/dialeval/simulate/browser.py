@@ -92,7 +92,7 @@ class Browser:
         # CONNECT tunnel, http as absolute request targets sent to the proxy
         proxy = _proxy_for(parts.scheme, parts.hostname)
         self._absolute_targets = proxy is not None and parts.scheme == "http"
-        host, port = (proxy.hostname, proxy.port or 80) if proxy is not None else (parts.hostname, parts.port)
+        host, port = (str(proxy.hostname), proxy.port or 80) if proxy is not None else (parts.hostname, parts.port)
         if parts.scheme == "https":
             self.conn: http.client.HTTPConnection = http.client.HTTPSConnection(
                 host, port, timeout=timeout, context=tls or ssl.create_default_context()
