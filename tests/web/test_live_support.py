@@ -129,6 +129,21 @@ class WriteTransactions:
         conn.info.pop("wrote", False)
 
 
+def break_first_choice(monkeypatch, protocol) -> list[int]:
+    """Make the protocol's next `choose` raise once (a broken scheduler), then choose as before;
+    the returned list grows by one per call."""
+    real_choose, calls = protocol.choose, []
+
+    def choose_once_broken(view):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a broken scheduler")
+        return real_choose(view)
+
+    monkeypatch.setattr(protocol, "choose", choose_once_broken)
+    return calls
+
+
 def rid() -> str:
     return uuid.uuid4().hex
 

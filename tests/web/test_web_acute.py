@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import Any
 
 from dialeval.store import work
 
@@ -339,26 +340,25 @@ def test_a_practice_answer_and_the_next_assignment_are_one_commit(acute_app):
     assert work.list_annotators(served.ctx.store, served.ctx.study_id)[0]["status"] == "active"
 
 
-def test_an_answer_is_kept_when_choosing_the_next_unit_fails(acute_app, monkeypatch):
-    """Choosing the next unit runs in a savepoint of the answer's transaction: when it fails, the
-    answer still commits and the task page chooses the unit as before."""
+def _past_the_practice(acute_app) -> tuple[Annotator, Any]:
+    """A new annotator who passed the practice, and their first comparison's page."""
     ann = Annotator(acute_app, "acute-test")
     r = ann.enter()
     choice = onboarding_answer(acute_app, r.text, True)
     assert ann.post(ann.action(r.text), {"choice": choice, "justification": "a person", "request_id": rid()}).json()[
         "ok"
     ]
-    page = ann.task()
+    return ann, ann.task()
+
+
+def test_an_answer_is_kept_when_choosing_the_next_unit_fails(acute_app, monkeypatch):
+    """Choosing the next unit runs in a savepoint of the answer's transaction: when it fails, the
+    answer still commits and the task page chooses the unit as before."""
+    ann, page = _past_the_practice(acute_app)
+    from .test_live_support import break_first_choice
+
     protocol = study_of(acute_app).protocol
-    real_choose, calls = protocol.choose, []
-
-    def choose_once_broken(view):
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("a broken scheduler")
-        return real_choose(view)
-
-    monkeypatch.setattr(protocol, "choose", choose_once_broken)
+    calls = break_first_choice(monkeypatch, protocol)
     r = ann.post(ann.action(page.text), {"choice": "1", "justification": "more engaging answers", "request_id": rid()})
     assert r.status_code == 200 and r.json()["ok"], r.text
     served = study_of(acute_app)
@@ -378,13 +378,7 @@ def test_a_task_page_reads_only_what_it_shows(acute_app, monkeypatch):
     latest), not every assignment they were given."""
     from sqlalchemy import event
 
-    ann = Annotator(acute_app, "acute-test")
-    r = ann.enter()
-    choice = onboarding_answer(acute_app, r.text, True)
-    assert ann.post(ann.action(r.text), {"choice": choice, "justification": "a person", "request_id": rid()}).json()[
-        "ok"
-    ]
-    page = ann.task()
+    ann, page = _past_the_practice(acute_app)
     assert ann.post(
         ann.action(page.text), {"choice": "1", "justification": "more engaging", "request_id": rid()}
     ).json()["ok"]

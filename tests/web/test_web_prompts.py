@@ -156,16 +156,10 @@ def test_an_answer_is_kept_when_choosing_the_next_item_fails(prompts_app, monkey
         ann.action(page.text), {"choice": _letter_of(a, a.payload["correct"]), "request_id": uuid.uuid4().hex}
     ).json()["ok"]
     page = ann.task()
+    from .test_live_support import break_first_choice
+
     protocol = served.protocol
-    real_choose, calls = protocol.choose, []
-
-    def choose_once_broken(view):
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("a broken scheduler")
-        return real_choose(view)
-
-    monkeypatch.setattr(protocol, "choose", choose_once_broken)
+    calls = break_first_choice(monkeypatch, protocol)
     r = ann.post(ann.action(page.text), {"choice": "B", "request_id": uuid.uuid4().hex})
     assert r.status_code == 200 and r.json()["ok"], r.text
     stored = served.ctx.store.load_dataset(served.ctx.study_id).judgments
