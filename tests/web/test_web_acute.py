@@ -426,3 +426,54 @@ def test_a_task_page_lays_out_its_conversations_once(acute_app):
     fresh = ann.task()
     assert len(laid_out) == 4
     assert _without_request_id(first.text) == _without_request_id(again.text) == _without_request_id(fresh.text)
+
+
+def test_task_post_refusals_keep_their_order(acute_app):
+    """The task post checks, in one worker thread, what the other posts' dependencies check, in
+    the same order: session (403) before the body (413), token (403) before the action name (404),
+    the action name before the assignment (404/403), the request id (400) last."""
+    alice, bob = Annotator(acute_app, "acute-test"), Annotator(acute_app, "acute-test")
+    url_a = alice.action(alice.enter().text)
+    bob.enter()
+    big = {"choice": "1", "justification": "x" * 100_000, "request_id": rid()}
+    stranger = Annotator(acute_app, "acute-test")
+    assert stranger.post(url_a, big).status_code == 403  # no session: refused before the body is looked at
+    r = alice.post(url_a, big)
+    assert r.status_code == 413 and r.json()["ok"] is False
+    bad_action = url_a.rsplit("/", 1)[0] + "/Not-An-Action!"
+    r = alice.client.post(bad_action, data={"request_id": rid()}, headers={"Accept": "application/json"})
+    assert r.status_code == 403 and "token" in r.json()["error"]
+    assert alice.post(bad_action, {"request_id": rid()}).json()["error"] == "Unknown action."
+    unknown = re.sub(r"/a/\d+/", "/a/987654/", url_a)
+    assert alice.post(unknown, {"choice": "1", "request_id": rid()}).status_code == 404
+    r = bob.post(url_a, {"choice": "1", "justification": "not mine", "request_id": "short"})
+    assert r.status_code == 403 and "somebody else" in r.json()["error"]
+    r = alice.post(url_a, {"choice": "1", "justification": "no id", "request_id": "short"})
+    assert r.status_code == 400 and "request id" in r.json()["error"]
+    served = study_of(acute_app)
+    assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == 0
+
+
+def test_an_answer_takes_one_worker_thread(acute_app, monkeypatch):
+    """Session, checks and the answer's transaction share one hand-off to a worker thread (each
+    hand-off costs the server CPU per judgment); the answer is stored all the same."""
+    import anyio.to_thread
+
+    ann = Annotator(acute_app, "acute-test")
+    page = ann.enter()
+    handoffs = []
+    real = anyio.to_thread.run_sync
+
+    async def counting(func, *args, **kwargs):
+        handoffs.append(getattr(func, "__name__", repr(func)))
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
+    r = ann.post(
+        ann.action(page.text),
+        {"choice": onboarding_answer(acute_app, page.text, True), "justification": "a person", "request_id": rid()},
+    )
+    assert r.status_code == 200 and r.json()["ok"] is True
+    assert len(handoffs) == 1, handoffs
+    served = study_of(acute_app)
+    assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == 1

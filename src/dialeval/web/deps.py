@@ -5,7 +5,9 @@ ownership of an assignment.
 FastAPI runs a route's dependencies in the order its parameters are declared (each at most once
 per request), so a route lists them in the order its checks apply: study (404), session (403),
 form (413/400, then Origin and CSRF: 403), protocol (503), assignment (404/403).
-Plain ``def`` dependencies read the database and run in a worker thread.
+Plain ``def`` dependencies read the database and run in a worker thread. The task post, the
+busiest route, calls the same checks as plain functions in that order, in one worker thread
+(routes_annotator.act_blocking).
 """
 
 from __future__ import annotations
@@ -104,14 +106,19 @@ async def same_site_form(request: Request, served: Served) -> dict[str, Any]:
 SameSiteForm = Annotated[dict[str, Any], Depends(same_site_form)]
 
 
-async def checked_form(request: Request, served: Served, session: Session) -> dict[str, Any]:
-    """The signed-in annotator's form: from this site (Origin) and with their CSRF token."""
-    data = await posted_form(request)
+def check_sender(request: Request, served: ServedStudy, session: AnnotatorSession, data: dict[str, Any]) -> None:
+    """403 unless the signed-in annotator's form came from this site (Origin) with their CSRF token."""
     if not same_origin(request):
         raise WebError(403, "This form was sent from another site and was refused.")
     token = request.headers.get(CSRF_HEADER) or data.get(CSRF_FIELD)
     if not isinstance(token, str) or not csrf_valid(served.secret, session.identity.nonce, token):
         raise WebError(403, "The form's security token is missing or out of date. Reload the page and try again.")
+
+
+async def checked_form(request: Request, served: Served, session: Session) -> dict[str, Any]:
+    """The signed-in annotator's form: from this site (Origin) and with their CSRF token."""
+    data = await posted_form(request)
+    check_sender(request, served, session, data)
     return data
 
 
@@ -125,13 +132,6 @@ def protocol_of(served: ServedStudy) -> Protocol:
     return served.protocol
 
 
-async def served_protocol(served: Served) -> Protocol:
-    return protocol_of(served)
-
-
-StudyProtocol = Annotated[Protocol, Depends(served_protocol)]
-
-
 async def live_protocol(served: Served) -> Any:
     """The protocol of a live-chat study (one with an ``event_stream``); 404 for the others."""
     protocol = served.protocol
@@ -143,27 +143,31 @@ async def live_protocol(served: Served) -> Any:
 LiveChat = Annotated[Any, Depends(live_protocol)]
 
 
-async def action_name(action: str) -> str:
+def check_action_name(action: str) -> str:
     """The {action} of a task post: a short lower-case name (the protocol decides what it means)."""
     if not ACTION_NAME.fullmatch(action):
         raise WebError(404, "Unknown action.")
     return action
 
 
-ActionName = Annotated[str, Depends(action_name)]
-
-
-async def owned_assignment(assignment_id: PathId, served: Served, session: Session) -> AssignmentInfo:
-    """Assignment {assignment_id} of this study (404), given to this annotator (403 otherwise)."""
+def owned(served: ServedStudy, session: AnnotatorSession, assignment_id: int) -> AssignmentInfo:
+    """Assignment {assignment_id} of this study (404), given to this annotator (403 otherwise).
+    Blocking when the session was not read with it (find_session's `assignment_id`)."""
     if session.assignment is not None and session.assignment[0] == assignment_id:
         assignment = session.assignment[1]  # read with the session, in its transaction
     else:
-        assignment = await run_in_threadpool(work.get_assignment, served.ctx.store, assignment_id)
+        assignment = work.get_assignment(served.ctx.store, assignment_id)
     if assignment is None or assignment.study_id != served.ctx.study_id:
         raise WebError(404, "There is no such task.")
     if assignment.annotator_id != session.annotator.id:
         raise WebError(403, "This task belongs to somebody else.")
     return assignment
+
+
+async def owned_assignment(assignment_id: PathId, served: Served, session: Session) -> AssignmentInfo:
+    if session.assignment is not None and session.assignment[0] == assignment_id:
+        return owned(served, session, assignment_id)  # no database read left: not worth a thread
+    return await run_in_threadpool(owned, served, session, assignment_id)
 
 
 OwnedAssignment = Annotated[AssignmentInfo, Depends(owned_assignment)]
