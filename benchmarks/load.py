@@ -11,8 +11,11 @@ OpenAI-compatible bot that answers after 100 ms, streamed word by word.
 
 Beside each figure, the limits measured in the same run: the database's raw commit rate, the
 judgments/s the two cores allow at the measured CPU per judgment (server + client, and on PostgreSQL
-the local database server's processes), and the judgments/s the annotators' own round trips allow
-(annotators / seconds per judgment cycle).
+the local database server's processes), the judgments/s the annotators' own round trips allow
+(annotators / seconds per judgment cycle), and, without pause, the framework's: the same server's
+/healthz driven by as many keep-alive clients for 10 s (one thread hand-off and a trivial query per
+request), divided by the requests the crowd sent per judgment -- what uvicorn, Starlette/FastAPI,
+our middleware and the client allow if the method's own work cost nothing.
 
     python benchmarks/load.py                                    # the full run (both databases, 200 annotators)
     python benchmarks/load.py --dbs sqlite --annotators 20 --seconds 20 --methods acute spot-the-bot
@@ -250,6 +253,7 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
         db_cpu = sum(cpu_seconds([pid]) - db_cpu_before.get(pid, 0.0) for pid in postgres_pids()) if db_url else 0.0
         pg_after = pg_counters(url) if db_url else None
         load_after = loadavg()
+        floor = None if think else serving_floor(host.url, annotators, out)
         stop_host(host)
         if client.returncode != 0:
             raise RuntimeError(f"the client process failed ({client.returncode})")
@@ -270,6 +274,8 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
         client_ms = 1000 * (usage.ru_utime + usage.ru_stime) / max(1, n)
         db_ms = 1000 * db_cpu / max(1, n)
         cores = os.cpu_count() or 1
+        requests_per_judgment = res.requests / n if n else None
+        floor_rps = floor["requests/s"] if floor else None
         cycle = (statistics.mean(res.task_ms) if res.task_ms else 0) + (
             statistics.mean(res.submit_ms) if res.submit_ms else 0
         )
@@ -295,6 +301,9 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
             "limit: cores": 1000 * cores / (server_ms + client_ms + db_ms) if n else None,
             "limit: commit/s": ceiling,
             "limit: annotators/cycle": (1000 * annotators / cycle) if cycle and not think else None,
+            "limit: framework": floor_rps / requests_per_judgment if floor_rps and requests_per_judgment else None,
+            "floor requests/s": floor_rps,
+            "requests/judgment": requests_per_judgment,
             "db write commits/judgment": (pg_after[0] - pg_before[0] - 1) / max(1, n) if db_url else None,
             "rows written/judgment": (pg_after[1] - pg_before[1]) / max(1, n) if db_url else None,
             "5xx": sum(v for k, v in res.statuses.items() if k >= 500),
@@ -313,6 +322,25 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
             drop()
 
 
+FLOOR_SECONDS = 10.0
+
+
+def serving_floor(url: str, annotators: int, out: Path) -> dict | None:
+    """The same server's /healthz driven by as many keep-alive clients as the run had annotators,
+    from a separate client process (dialeval.simulate.load.drive_floor): the requests/s the
+    framework, the middleware and the client allow when a route costs one thread hand-off and a
+    trivial query."""
+    import json
+    import subprocess
+
+    result = out / "floor.json"
+    cmd = [sys.executable, "-m", "dialeval.simulate.load", "floor", "--url", url, "--connections", str(annotators)]
+    cmd += ["--seconds", str(FLOOR_SECONDS), "--out", str(result)]
+    if subprocess.run(cmd).returncode != 0:
+        return None
+    return json.loads(result.read_text(encoding="utf-8"))
+
+
 METHOD_COLUMNS = [
     "db",
     "method",
@@ -320,8 +348,10 @@ METHOD_COLUMNS = [
     "pace",
     "judgments/s",
     "limit: cores",
+    "limit: framework",
     "limit: commit/s",
     "limit: annotators/cycle",
+    "requests/judgment",
     "task p50",
     "task p99",
     "submit p99",

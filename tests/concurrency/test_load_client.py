@@ -56,6 +56,24 @@ def test_load_client_integrity(served, method):
     assert not any(code >= 500 for code in res.statuses), res.statuses
     checks = load.check_method(folders[method], res)
     assert checks["judgments"] == res.judgments  # a fresh study: every stored judgment is this run's
+    # every request is counted (the benchmark's requests per judgment): the timed task pages and
+    # posts are a part of them, and each judgment takes at least its post and a page
+    assert res.requests >= sum(res.statuses.values()) and res.requests >= 2 * res.judgments
+
+
+def test_floor_client_process(served, tmp_path):
+    """The benchmark's framework floor, as benchmarks/load.py runs it: /healthz of the same server
+    from a separate client process, every answer a 200."""
+    import json
+    import subprocess
+    import sys
+
+    host, _folders = served
+    out = tmp_path / "floor.json"
+    cmd = [sys.executable, "-m", "dialeval.simulate.load", "floor", "--url", host.url]
+    subprocess.run([*cmd, "--connections", "3", "--seconds", "1", "--out", str(out)], check=True, timeout=120)
+    floor = json.loads(out.read_text(encoding="utf-8"))
+    assert floor["failed"] == 0 and floor["requests/s"] > 0 and floor["seconds"] >= 1
 
 
 def test_check_method_sees_a_lost_judgment(served):

@@ -87,6 +87,7 @@ class Browser:
         self.base = f"{parts.scheme}://{parts.netloc}"
         self.host = parts.netloc
         self.cookies = CookieJar()
+        self.requests = 0  # sent by this browser (the load benchmark's requests per judgment)
         self._cookie_header: dict[str, str | None] = {}  # request path -> Cookie header, until a cookie changes
         # HTTP(S)_PROXY and NO_PROXY, as httpx and urllib read them: https through the proxy's
         # CONNECT tunnel, http as absolute request targets sent to the proxy
@@ -133,6 +134,7 @@ class Browser:
         if cookie:
             hdrs["Cookie"] = cookie
         conn = self.conn
+        self.requests += 1
         if conn.sock is not None and _closed_by_peer(conn.sock):
             conn.close()  # the server ended the kept-alive connection while it was idle: a new one
         try:

@@ -722,6 +722,7 @@ class MethodLoad:
     statuses: dict[int, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     sessions: int = 0
+    requests: int = 0  # every HTTP request the crowd sent (pages, forms, fetch()es)
 
 
 def drive_method(
@@ -842,6 +843,7 @@ def drive_method(
             log = sim.run()
             with lock:
                 res.sessions += 1
+                res.requests += sim.client.requests
                 res.judgments += log.judgments
                 res.request_ids.extend(log.request_ids)
                 if log.annotator_id is not None:
@@ -863,6 +865,39 @@ def drive_method(
         work.mark_simulated(opened.store, *arrived)
         opened.close()
     return res
+
+
+def drive_floor(base_url: str, path: str, connections: int, seconds: float) -> dict[str, float]:
+    """The server's floor: `connections` keep-alive clients (the crowd's browser) asking for `path`
+    without pause for `seconds`. With /healthz (one worker-thread hand-off and a trivial query),
+    this is what the framework, our middleware and this client allow per second when a route costs
+    nothing else: the load benchmark's "limit: framework" divides it by the requests per judgment."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .browser import Browser, BrowserError
+
+    stop_at = time.monotonic() + seconds
+    counts = [0] * connections
+    failures = [0] * connections
+
+    def client(i: int) -> None:
+        browser = Browser(base_url, timeout=30)
+        try:
+            while time.monotonic() < stop_at:
+                try:
+                    ok = browser.get(path).status_code == 200
+                except BrowserError:
+                    ok = False
+                counts[i] += ok
+                failures[i] += not ok
+        finally:
+            browser.close()
+
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=connections) as pool:
+        list(pool.map(client, range(connections)))
+    elapsed = time.monotonic() - t0
+    return {"requests/s": sum(counts) / elapsed, "seconds": elapsed, "failed": sum(failures)}
 
 
 def check_method(folder: Path, res: MethodLoad) -> dict[str, Any]:
@@ -971,8 +1006,8 @@ def unit_caps(opened):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m dialeval.simulate.load stub-bot|drive ...`: the stub bot and the client, each in its
-    own process (benchmarks/load.py starts them)."""
+    """`python -m dialeval.simulate.load stub-bot|drive|floor ...`: the stub bot, the client and the
+    floor's client, each in its own process (benchmarks/load.py starts them)."""
     import argparse
     import json
     from dataclasses import asdict
@@ -990,7 +1025,17 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--seconds", type=float, required=True)
     d.add_argument("--think", type=float, nargs=2)
     d.add_argument("--out", required=True)
+    f = sub.add_parser("floor")
+    f.add_argument("--url", required=True)
+    f.add_argument("--path", default="/healthz")
+    f.add_argument("--connections", type=int, required=True)
+    f.add_argument("--seconds", type=float, required=True)
+    f.add_argument("--out", required=True)
     args = p.parse_args(argv)
+    if args.cmd == "floor":
+        floor = drive_floor(args.url, args.path, args.connections, args.seconds)
+        Path(args.out).write_text(json.dumps(floor), encoding="utf-8")
+        return
     if args.cmd == "stub-bot":
         import uvicorn
 
