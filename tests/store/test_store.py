@@ -218,3 +218,31 @@ def test_report_load_keeps_only_the_turns_a_report_reads(store):
     said = Turn("entity0", "typed by a person", meta={"input": {"chars": 17, "typed": 17}})
     store.save_dataset(typed.id, replace(base, conversations=[replace(conv, turns=[*conv.turns, said])]))
     assert len(store.load_dataset(typed.id, all_turns=False).conversations[0].turns) == len(conv.turns) + 1
+
+
+def test_shared_reads_are_one_transaction_and_see_the_block_s_own_writes(store):
+    """Store.shared_reads: the thread's reads share one read transaction; a write in the block ends
+    it, so the next read sees the write; a failed statement ends it too, and the next read works."""
+    from sqlalchemy import event
+
+    from dialeval.store import work
+
+    study = store.ensure_study("s1", "spot-the-bot", {})
+    store.save_dataset(study.id, small_dataset())
+    with store.read_connection() as conn:
+        annotator_id = conn.execute(text("SELECT id FROM annotators")).scalar_one()
+    begins = []
+    event.listen(store.engine, "begin", lambda conn: begins.append(1))
+    with store.shared_reads():
+        for _ in range(3):
+            assert work.get_annotator(store, annotator_id).meta.get("note") is None
+        assert len(begins) == 1
+        work.update_annotator_meta(store, annotator_id, note="written in the block")  # a write: its own transaction
+        assert work.get_annotator(store, annotator_id).meta["note"] == "written in the block"
+        with pytest.raises(Exception), store.read_connection() as conn:
+            conn.execute(text("SELECT no_such_column FROM annotators"))
+        assert work.get_annotator(store, annotator_id).meta["note"] == "written in the block"
+    assert len(begins) == 4  # the reads, the write, the reads after it, the read after the failure
+    begins.clear()
+    work.get_annotator(store, annotator_id)
+    assert len(begins) == 1  # outside the block, each read is a transaction of its own, as before

@@ -128,7 +128,12 @@ def task_blocking(request: Request, served: ServedStudy, hooks_in_thread: bool) 
     one), the redirects of an annotator not ready or blocked, the assignment to show (resumed or
     new), and -- when the protocol's hooks are plain functions -- its render context and progress.
     (session, redirect, assignment, notice, context, progress); _LATER or an awaitable for a part
-    the loop still has to make."""
+    the loop still has to make. Its reads share one read transaction (Store.shared_reads)."""
+    with served.ctx.store.shared_reads():
+        return _task_reads(request, served, hooks_in_thread)
+
+
+def _task_reads(request: Request, served: ServedStudy, hooks_in_thread: bool) -> tuple[Any, ...]:
     session = annotator_session(request, served)
     annotator = session.annotator
     redirect = not_ready(request, served, annotator)
