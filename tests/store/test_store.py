@@ -224,6 +224,7 @@ def test_shared_reads_are_one_transaction_and_see_the_block_s_own_writes(store):
     """Store.shared_reads: the thread's reads share one read transaction; a write in the block ends
     it, so the next read sees the write; a failed statement ends it too, and the next read works."""
     from sqlalchemy import event
+    from sqlalchemy.exc import DBAPIError
 
     from dialeval.store import work
 
@@ -239,7 +240,7 @@ def test_shared_reads_are_one_transaction_and_see_the_block_s_own_writes(store):
         assert len(begins) == 1
         work.update_annotator_meta(store, annotator_id, note="written in the block")  # a write: its own transaction
         assert work.get_annotator(store, annotator_id).meta["note"] == "written in the block"
-        with pytest.raises(Exception), store.read_connection() as conn:
+        with pytest.raises(DBAPIError), store.read_connection() as conn:
             conn.execute(text("SELECT no_such_column FROM annotators"))
         assert work.get_annotator(store, annotator_id).meta["note"] == "written in the block"
     assert len(begins) == 4  # the reads, the write, the reads after it, the read after the failure

@@ -220,6 +220,7 @@ class Store:
         On PostgreSQL the threads of one process first queue on a lock of their own, so that
         waiting for the study costs no pooled connection (other pages keep theirs).
         """
+        self._end_shared_read()  # before the queue: a thread waiting for the study holds no connection
         if not self.is_postgres:
             with self.session() as session:
                 yield session
