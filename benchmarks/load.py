@@ -13,7 +13,7 @@ Beside each figure, the limits measured in the same run: the database's raw comm
 judgments/s the two cores allow at the measured CPU per judgment (server + client, and on PostgreSQL
 the local database server's processes), the judgments/s the annotators' own round trips allow
 (annotators / seconds per judgment cycle), and, without pause, the framework's: the same server's
-/healthz driven by as many keep-alive clients for 10 s (one thread hand-off and a trivial query per
+/healthz driven by as many keep-alive clients (10 s counted after 2 s; one thread hand-off and a trivial query per
 request), divided by the requests the crowd sent per judgment -- what uvicorn, Starlette/FastAPI,
 our middleware and the client allow if the method's own work cost nothing.
 
