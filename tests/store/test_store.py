@@ -247,3 +247,21 @@ def test_shared_reads_are_one_transaction_and_see_the_block_s_own_writes(store):
     begins.clear()
     work.get_annotator(store, annotator_id)
     assert len(begins) == 1  # outside the block, each read is a transaction of its own, as before
+
+
+def test_turns_are_found_by_their_unique_index_alone(tmp_path):
+    """A new database gives turns one index, the unique (conversation_id, idx): reading or deleting a
+    conversation's turns searches it (a second index on conversation_id only slowed imports)."""
+    import sqlite3
+
+    path = tmp_path / "dialeval.db"
+    Store(f"sqlite:///{path}").close()
+    with sqlite3.connect(path) as conn:
+        indexes = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='turns'")]
+        assert len(indexes) == 1 and indexes[0].startswith("sqlite_autoindex_turns")
+        for query in (
+            "SELECT * FROM turns WHERE conversation_id = 5 ORDER BY idx",
+            "DELETE FROM turns WHERE conversation_id = 5",
+        ):
+            plan = " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + query))
+            assert f"USING INDEX {indexes[0]} (conversation_id=?)" in plan, plan
