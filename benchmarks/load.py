@@ -15,7 +15,9 @@ the local database server's processes), the judgments/s the annotators' own roun
 (annotators / seconds per judgment cycle), and, without pause, the framework's: the same server's
 /healthz driven by as many keep-alive clients (10 s counted after 2 s; one thread hand-off and a trivial query per
 request), divided by the requests the crowd sent per judgment -- what uvicorn, Starlette/FastAPI,
-our middleware and the client allow if the method's own work cost nothing.
+our middleware and the client allow if the method's own work cost nothing. The serve processes' CPU
+per /healthz request times the requests per judgment is "framework CPU ms/judgment": of the
+server's CPU per judgment, what is not the method's own work.
 
     python benchmarks/load.py                                    # the full run (both databases, 200 annotators)
     python benchmarks/load.py --dbs sqlite --annotators 20 --seconds 20 --methods acute spot-the-bot
@@ -253,7 +255,7 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
         db_cpu = sum(cpu_seconds([pid]) - db_cpu_before.get(pid, 0.0) for pid in postgres_pids()) if db_url else 0.0
         pg_after = pg_counters(url) if db_url else None
         load_after = loadavg()
-        floor = None if think else serving_floor(host.url, annotators, out)
+        floor = None if think else serving_floor(host.url, annotators, out, server_pids)
         stop_host(host)
         if client.returncode != 0:
             raise RuntimeError(f"the client process failed ({client.returncode})")
@@ -303,6 +305,11 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
             "limit: annotators/cycle": (1000 * annotators / cycle) if cycle and not think else None,
             "limit: framework": floor_rps / requests_per_judgment if floor_rps and requests_per_judgment else None,
             "floor requests/s": floor_rps,
+            # the server's CPU for what the framework alone costs at this run's requests per judgment
+            # (the floor's server ms per request x requests per judgment); the rest is the method's
+            "framework CPU ms/judgment": floor["server ms/request"] * requests_per_judgment
+            if floor and floor.get("server ms/request") and requests_per_judgment
+            else None,
             "requests/judgment": requests_per_judgment,
             "db write commits/judgment": (pg_after[0] - pg_before[0] - 1) / max(1, n) if db_url else None,
             "rows written/judgment": (pg_after[1] - pg_before[1]) / max(1, n) if db_url else None,
@@ -325,20 +332,24 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
 FLOOR_SECONDS = 10.0
 
 
-def serving_floor(url: str, annotators: int, out: Path) -> dict | None:
+def serving_floor(url: str, annotators: int, out: Path, server_pids: list[int]) -> dict | None:
     """The same server's /healthz driven by as many keep-alive clients as the run had annotators,
     from a separate client process (dialeval.simulate.load.drive_floor): the requests/s the
     framework, the middleware and the client allow when a route costs one thread hand-off and a
-    trivial query."""
+    trivial query; and the serve processes' CPU per answered request meanwhile."""
     import json
     import subprocess
 
     result = out / "floor.json"
     cmd = [sys.executable, "-m", "dialeval.simulate.load", "floor", "--url", url, "--connections", str(annotators)]
     cmd += ["--seconds", str(FLOOR_SECONDS), "--out", str(result)]
+    before = cpu_seconds(server_pids)
     if subprocess.run(cmd).returncode != 0:
         return None
-    return json.loads(result.read_text(encoding="utf-8"))
+    floor = json.loads(result.read_text(encoding="utf-8"))
+    used = cpu_seconds(server_pids) - before
+    floor["server ms/request"] = 1000 * used / floor["answered"] if floor.get("answered") else None
+    return floor
 
 
 METHOD_COLUMNS = [
@@ -357,6 +368,7 @@ METHOD_COLUMNS = [
     "submit p99",
     "first word p50",
     "server CPU ms/judgment",
+    "framework CPU ms/judgment",
     "client CPU ms/judgment",
     "database CPU ms/judgment",
     "db write commits/judgment",

@@ -74,6 +74,7 @@ def test_floor_client_process(served, tmp_path):
     subprocess.run([*cmd, "--connections", "3", "--seconds", "1", "--out", str(out)], check=True, timeout=120)
     floor = json.loads(out.read_text(encoding="utf-8"))
     assert floor["failed"] == 0 and floor["requests/s"] > 0 and floor["seconds"] >= 1
+    assert floor["answered"] >= floor["requests/s"] * floor["seconds"]  # the window's answers and the warm-up's
 
 
 def test_check_method_sees_a_lost_judgment(served):
