@@ -205,6 +205,7 @@ def act_blocking(
     data: dict[str, Any],
     form_error: WebError | None,
     act_in_thread: bool,
+    signals: dict[str, int] | None,
 ) -> tuple[AnnotatorSession, AssignmentInfo, Any]:
     """A task post's checks, in the order the dependencies of the other posts apply them, and --
     when the protocol's `act` is a plain function -- the act itself: one worker thread for the
@@ -245,8 +246,7 @@ def act_blocking(
             )
     if not act_in_thread:
         return session, assignment, _LATER
-    # how the texts of this form were entered (pasted, typed; counts only): stored with what it makes
-    with input_signals.use(input_signals.parse_signals(data.get("input_signals"))):
+    with input_signals.use(signals):
         return session, assignment, protocol.act(annotator, assignment, action, data)
 
 
@@ -262,11 +262,13 @@ async def act(request: Request, served: Served, assignment_id: PathId, action: s
         data, form_error = {}, exc
     protocol = served.protocol
     act_in_thread = protocol is not None and not inspect.iscoroutinefunction(protocol.act)
+    # how the texts of this form were entered (pasted, typed; counts only): stored with what it makes
+    signals = input_signals.parse_signals(data.get("input_signals"))
     session, assignment, outcome = await run_in_threadpool(
-        act_blocking, request, served, assignment_id, action, data, form_error, act_in_thread
+        act_blocking, request, served, assignment_id, action, data, form_error, act_in_thread, signals
     )
     if outcome is _LATER:
-        with input_signals.use(input_signals.parse_signals(data.get("input_signals"))):
+        with input_signals.use(signals):
             outcome = await call(protocol_of(served).act, session.annotator, assignment, action, data)
     elif inspect.isawaitable(outcome):
         outcome = await outcome
