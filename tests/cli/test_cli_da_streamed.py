@@ -165,3 +165,27 @@ def test_streamed_import_on_postgresql_stores_the_whole_file_import_rows(tmp_pat
         whole.save_dataset(study.id, read_dialogue_eval_csv(path))
         whole.close()
         assert rows(streamed_url) == rows(whole_url)
+
+
+def test_a_file_cut_short_names_the_line_and_the_missing_column_and_stores_nothing(tmp_path):
+    """A download cut off mid-row: the last row lacks the answers column. The command says which line
+    and column, in one line without a traceback, and creates no study (it was a KeyError)."""
+    import subprocess
+    import sys
+
+    path = write_csv(tmp_path, mixed_rows()[:3])
+    text = path.read_text(encoding="utf-8").rstrip("\r\n")
+    cut = text[: text.rindex("\n") + 1] + "H9,A9,W1"  # the last row: its first three cells only
+    path.write_text(cut + "\n", encoding="utf-8")
+    folder = tmp_path / "study"
+    done = subprocess.run(
+        [sys.executable, "-m", "dialeval.cli", "import", "dialogue-eval", str(path), str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    message = " ".join(done.stderr.split()) + " ".join(done.stdout.split())
+    assert done.returncode == 2, message
+    assert "Traceback" not in message and "KeyError" not in message
+    assert "line 4" in message and "Answer.taskAnswers" in message and "cut short" in message
+    assert not folder.exists()

@@ -191,7 +191,7 @@ class DialogueEvalStream:
         try:
             first = next(records, None)
         except ImportFormatError as e:
-            if e.field in REQUIRED_COLUMNS:  # say what file was expected
+            if e.field in REQUIRED_COLUMNS and e.line == 1:  # not in the header: say what file was expected
                 message = f"missing column '{e.field}' (is this a Dialogue-Eval MTurk batch file?)"
                 raise ImportFormatError(spath, message, 1, e.field) from None
             raise

@@ -405,6 +405,7 @@ def csv_rows(path: str | Path, required: tuple[str, ...] = ()) -> Iterator[Recor
         for col in required:
             if col not in header:
                 raise ImportFormatError(str(path), f"missing column '{col}'", line=1, field=col)
+        needed = max((header.index(col) + 1 for col in required), default=0)  # cells a row must have
         end = reader.line_num
         while True:
             start = end + 1
@@ -421,6 +422,15 @@ def csv_rows(path: str | Path, required: tuple[str, ...] = ()) -> Iterator[Recor
             if len(cells) > len(header):
                 raise ImportFormatError(
                     str(path), f"{len(cells)} cells but the header has {len(header)} columns", line=start
+                )
+            if len(cells) < needed:  # a short row (a cut file, say) may lack only optional columns
+                missing = next(col for col in required if header.index(col) >= len(cells))
+                raise ImportFormatError(
+                    str(path),
+                    f"{len(cells)} cells but the header has {len(header)} columns: no '{missing}' "
+                    "(is the file cut short?)",
+                    line=start,
+                    field=missing,
                 )
             yield Record(dict(zip(header, cells)), path, start)
     finally:
