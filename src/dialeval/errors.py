@@ -26,6 +26,16 @@ class ImportFormatError(DialevalError):
         self.path, self.line, self.field = path, line, field
 
 
+class TextTooLongError(ImportFormatError):
+    """A text read from a file that is longer than the import limit (textclean.import_text_limit)."""
+
+    def __init__(
+        self, path: str, message: str, length: int, limit: int, line: int | None = None, field: str | None = None
+    ):
+        super().__init__(path, message, line=line, field=field)
+        self.length, self.limit = length, limit
+
+
 class BotError(DialevalError):
     """A bot that could not answer. `kind` is one of: timeout, refused, client, server, malformed, config."""
 

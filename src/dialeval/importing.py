@@ -107,7 +107,10 @@ def import_into_study(fmt, paths, study, domain, rename, method, paper_names, ju
     if own is not None:  # a method's import into an existing study of it (e.g. answers to its prompts)
         if not (study / STUDY_FILE).exists():
             raise DialevalError(f"{study}: no study here; create it first (dialeval init METHOD {study})")
-        registry.load_part(own)(study, list(paths), lambda line: console.print(line, highlight=False, markup=False))
+        from .textclean import import_text_limit_of
+
+        with import_text_limit_of(max_text_chars):  # the files it reads and the study's own (e.g. its prompts)
+            registry.load_part(own)(study, list(paths), lambda line: console.print(line, highlight=False, markup=False))
         return
     if len(paths) != 1:
         raise DialevalError(f"import {fmt} reads one file or folder, not {len(paths)}")

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .errors import ImportFormatError
+from .errors import ImportFormatError, TextTooLongError
 
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 DEFAULT_IMPORT_TEXT_CHARS = 20_000
@@ -91,10 +91,12 @@ def clean_imported_within(obj: Any, path: str, line: int | None, field: str, lim
     # the limit is looked up once per record, not once per string (an environment lookup each)
     if isinstance(obj, str):
         if len(obj) > limit:
-            raise ImportFormatError(
+            raise TextTooLongError(
                 path,
                 f"a text of {len(obj):,} characters is longer than the limit of "
                 f"{limit:,} (--max-text-chars or ${IMPORT_LIMIT_ENV})",
+                len(obj),
+                limit,
                 line=line,
                 field=field or None,
             )

@@ -164,9 +164,25 @@ def read_bytes(path: str | Path) -> bytes:
     return path.read_bytes()
 
 
+# the first bytes of compressed files that public releases ship (hh-rlhf's *.jsonl.gz, zipped dumps)
+_PACKED = ((b"\x1f\x8b", "gzip-compressed", "gunzip -k"), (b"PK\x03\x04", "a zip archive", "unzip"))
+
+
+def _refuse_packed(head: bytes, path: str | Path) -> None:
+    """A compressed file is named as such (not as text in a wrong encoding, whatever --encoding says)."""
+    for magic, kind, tool in _PACKED:
+        if head.startswith(magic):
+            raise ImportFormatError(
+                str(path),
+                f"is {kind}, not text; unpack it first ({tool} {Path(path).name}) and import the unpacked file",
+            )
+
+
 def decode(data: bytes, path: str | Path, encoding: str | None = None) -> str:
     """`data` as text: a byte-order mark wins, then `encoding`, then the session's, then UTF-8.
-    Undecodable bytes raise ImportFormatError with the byte offset and line."""
+    Undecodable bytes raise ImportFormatError with the byte offset and line; a gzip or zip file
+    is named as such."""
+    _refuse_packed(data[:4], path)
     chosen = encoding or _current().encoding
     for mark, codec in _BOMS:
         if data.startswith(mark):
@@ -215,6 +231,7 @@ def text_blocks(path: str | Path) -> Iterator[tuple[str, bool]]:
     it is the last: read_text's text and decoding errors (byte offset and line counted from the
     start of the file), a block at a time in the encodings where a newline is one byte (see lines)."""
     head = read_bytes_head(path)
+    _refuse_packed(head, path)
     chosen = _current().encoding
     for mark, codec in _BOMS:
         if head.startswith(mark):

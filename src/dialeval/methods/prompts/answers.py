@@ -128,17 +128,41 @@ def read_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return [(f"{path} line {r.line}", dict(r.data)) for r in json_lines(path, "an answer (a JSON object)")]
 
 
+def _answer_text(value: Any, where: str, field: str) -> str:
+    """An answer's text: a string; a turn object {"content": text} (Arena-Hard's model_answer of
+    2024); an assistant content {"answer": text, ...} (Arena-Hard's of 2025: the other keys, such as
+    a reasoning trace, are not the answer shown); or OpenAI text parts [{"type": "text", "text": ...}]
+    (joined). Anything else is an error naming the field, never its Python repr stored as the text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("content", "answer"):
+            text = value.get(key)
+            if isinstance(text, str):
+                return text
+    if isinstance(value, list) and value and all(isinstance(p, dict) for p in value):
+        texts = [p["text"] for p in value if p.get("type") == "text" and isinstance(p.get("text"), str)]
+        if texts:
+            return "".join(texts)
+    found = {type(None): "null", dict: "an object", list: "a list"}.get(type(value), f"a {type(value).__name__}")
+    raise DialevalError(
+        f"{where}: '{field}' is {found}, not an answer's text (a string, {{\"content\": text}}, "
+        '{"answer": text} or a list of {"type": "text", "text": ...} parts)'
+    )
+
+
 def _answer_of(where: str, record: Any, by_text: dict[str, Prompt]) -> tuple[str, str, list[str]]:
     """(prompt id, system, answers) of one record in any of the four formats."""
     if not isinstance(record, dict):
         raise DialevalError(f"{where}: an answer is a JSON object (or a CSV row)")
-    if "choices" in record and "question_id" in record:  # FastChat MT-Bench model_answer
+    if "choices" in record and "question_id" in record:  # FastChat MT-Bench model_answer (and Arena-Hard's of 2024)
         system = record.get("model_id")
         choices = record.get("choices") or []
         turns = choices[0].get("turns") if choices and isinstance(choices[0], dict) else None
         if not system or not isinstance(turns, list):
             raise DialevalError(f"{where}: an MT-Bench answer needs model_id and choices[0].turns")
-        return str(record["question_id"]), str(system), [str(t) for t in turns]
+        texts = [_answer_text(t, where, f"choices[0].turns[{n}]") for n, t in enumerate(turns)]
+        return str(record["question_id"]), str(system), texts
     if "instruction" in record and "output" in record:  # AlpacaEval outputs
         system = record.get("generator")
         if not system:
@@ -151,10 +175,10 @@ def _answer_of(where: str, record: Any, by_text: dict[str, Prompt]) -> tuple[str
                     f"{where}: no prompt of the study has this instruction: {str(record['instruction'])[:60]!r}"
                 )
             pid = prompt.id
-        return str(pid), str(system), [str(record["output"])]
-    if "messages" in record:  # OpenAI chat messages: the prompt's messages, then the answer(s)
+        return str(pid), str(system), [_answer_text(record["output"], where, "output")]
+    if "messages" in record:  # OpenAI chat messages (and Arena-Hard's model_answer): the prompt, then the answer(s)
         system = record.get("system", record.get("model", record.get("generator")))
-        pid = record.get("prompt_id", record.get("id", record.get("question_id")))
+        pid = record.get("prompt_id", record.get("id", record.get("question_id", record.get("uid"))))
         messages = record["messages"]
         if not system or not isinstance(messages, list):
             raise DialevalError(f"{where}: a messages answer needs 'model' (or 'system') and a 'messages' list")
@@ -166,17 +190,22 @@ def _answer_of(where: str, record: Any, by_text: dict[str, Prompt]) -> tuple[str
                     f"{where}: no 'prompt_id', and no prompt of the study starts with its first message"
                 )
             pid = prompt.id
-        return (
-            str(pid),
-            str(system),
-            [str(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "assistant"],
-        )
+        texts = [
+            _answer_text(m.get("content"), where, f"messages[{n}].content")
+            for n, m in enumerate(messages)
+            if isinstance(m, dict) and m.get("role") == "assistant"
+        ]
+        return str(pid), str(system), texts
     keys = {k.lower(): k for k in record}
     pid_key = next((keys[k] for k in ("prompt_id", "id", "question_id") if k in keys), None)
     sys_key = next((keys[k] for k in ("system", "model", "generator") if k in keys), None)
     ans_key = next((keys[k] for k in ("answer", "output", "response") if k in keys), None)
     if pid_key and sys_key and ans_key:  # a plain CSV (or JSONL) of prompt id, system, answer
-        return str(record[pid_key]).strip(), str(record[sys_key]).strip(), [str(record[ans_key])]
+        return (
+            str(record[pid_key]).strip(),
+            str(record[sys_key]).strip(),
+            [_answer_text(record[ans_key], where, ans_key)],
+        )
     raise DialevalError(
         f"{where}: not an answer in a known format (AlpacaEval instruction/output/generator, MT-Bench "
         "question_id/model_id/choices, OpenAI messages with model, or prompt_id/system/answer)"
@@ -199,6 +228,7 @@ def import_answers(folder: Path, paths: list[Path], echo: Callable[[str], None])
         bots = set(compared_systems(config))
         found: dict[tuple[str, str], Conversation] = {}
         unknown_prompts: dict[str, str] = {}
+        empty: list[str] = []
         for path in paths:
             if not path.is_file():
                 raise DialevalError(f"{path}: no such file")
@@ -209,8 +239,16 @@ def import_answers(folder: Path, paths: list[Path], echo: Callable[[str], None])
                     unknown_prompts.setdefault(pid, where)
                     continue
                 need = len(prompt.slots())
-                if len(answers) < need or not all(a.strip() for a in answers[:need]):
+                if len(answers) < need:
                     raise DialevalError(f"{where}: prompt '{pid}' asks for {need} answer(s); this has {len(answers)}")
+                blank = next((k for k, a in enumerate(answers[:need]) if not a.strip()), None)
+                if blank is not None:  # kept as a failed answer, as a failed `generate` is: never shown
+                    error = f"empty answer {blank + 1} of {need} in {where}"
+                    found[(system, pid)] = answer_conversation(
+                        prompt, system, answers[:blank], source=SOURCE_IMPORTED, error=error
+                    )
+                    empty.append(f"{system} to {pid} ({where})")
+                    continue
                 found[(system, pid)] = answer_conversation(prompt, system, answers[:need], source=SOURCE_IMPORTED)
         strangers = sorted({s for s, _ in found} - bots)
         if strangers:
@@ -220,7 +258,10 @@ def import_answers(folder: Path, paths: list[Path], echo: Callable[[str], None])
             )
         for conv in found.values():
             opened.store.save_conversation(opened.id, conv)
-        echo(f"imported {len(found)} answers of {len({s for s, _ in found})} systems into {folder}")
+        echo(f"imported {len(found) - len(empty)} answers of {len({s for s, _ in found})} systems into {folder}")
+        if empty:
+            listed = ", ".join(empty[:10]) + (" ..." if len(empty) > 10 else "")
+            echo(f"{len(empty)} answers are empty, kept as failed answers (never shown to people): {listed}")
         if unknown_prompts:
             listed = ", ".join(f"{pid} ({where})" for pid, where in list(unknown_prompts.items())[:10])
             echo(f"{len(unknown_prompts)} answers name prompts not in the prompt set, left out: {listed}")

@@ -79,17 +79,21 @@ def answer_turns(conversation: Conversation, prompt: Prompt) -> list[Turn]:
 def _text(value: Any, where: str, field: str) -> str:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         value = "\n\n".join(value)
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
+        found = {type(None): "null", dict: "an object", list: "a list"}.get(type(value), f"a {type(value).__name__}")
+        raise DialevalError(f"{where}: '{field}' must be text, found {found}")
+    if not value.strip():
         raise DialevalError(f"{where}: '{field}' must be non-empty text")
     return value
 
 
 def prompt_from_record(record: dict[str, Any], where: str) -> Prompt:
-    """One prompt from a JSON object or CSV row: id (or question_id), then `messages` (chat messages),
-    `turns` (user turns, as MT-Bench's question.jsonl), or `prompt` / `instruction` (one text)."""
-    pid = record.get("id", record.get("question_id", record.get("prompt_id")))
+    """One prompt from a JSON object or CSV row: id (or question_id, prompt_id, or uid as Arena-Hard
+    names it), then `messages` (chat messages), `turns` (user turns, as MT-Bench's question.jsonl; a
+    turn may be {"content": text}, as in Arena-Hard's of 2024), or `prompt` / `instruction` (one text)."""
+    pid = record.get("id", record.get("question_id", record.get("prompt_id", record.get("uid"))))
     if pid is None or str(pid).strip() == "":
-        raise DialevalError(f"{where}: no 'id' (or question_id)")
+        raise DialevalError(f"{where}: no 'id' (or question_id, prompt_id, uid)")
     pid = str(pid).strip()
     messages: list[tuple[str, str]] = []
     if record.get("messages") not in (None, ""):
@@ -113,7 +117,10 @@ def prompt_from_record(record: dict[str, Any], where: str) -> Prompt:
         turns = record["turns"]
         if not isinstance(turns, list) or not turns:
             raise DialevalError(f"{where}: 'turns' must be a non-empty list of user messages")
-        messages = [("user", _text(t, where, f"turns[{n}]")) for n, t in enumerate(turns, start=1)]
+        messages = [
+            ("user", _text(t["content"] if isinstance(t, dict) and "content" in t else t, where, f"turns[{n}]"))
+            for n, t in enumerate(turns, start=1)
+        ]
     else:
         text = record.get("prompt", record.get("instruction"))
         if text is None:
@@ -175,13 +182,27 @@ def load_prompts(options: Any, folder: str | Path) -> list[Prompt]:
     if not path.is_file():
         raise DialevalError(f"protocol.prompts: no file {path}")
     # the importers' reading layer (formats/reading.py): decoding, JSON limits, CSV field limit
-    from dialeval.formats.reading import csv_rows, json_lines
+    from dialeval.errors import ImportFormatError, TextTooLongError
+    from dialeval.formats.reading import csv_rows, json_document, json_lines, read_text, records_of
+    from dialeval.textclean import IMPORT_LIMIT_ENV
 
-    if path.suffix.lower() == ".csv":
-        records = [(r.line, {k.strip(): v for k, v in r.items() if k}) for r in csv_rows(path)]
-    else:
-        records = [(r.line, dict(r.data)) for r in json_lines(path, "a prompt (a JSON object)")]
-    return _checked([prompt_from_record(rec, f"{path} line {line}") for line, rec in records], str(path))
+    try:
+        if path.suffix.lower() == ".csv":
+            records = [(f"line {r.line}", {k.strip(): v for k, v in r.items() if k}) for r in csv_rows(path)]
+        elif read_text(path).lstrip().startswith("["):  # one JSON list of prompts (AlpacaEval's shape)
+            items = records_of(json_document(path), path, "a prompt (a JSON object)")
+            records = [(f"item {r.line}", dict(r.data)) for r in items]
+        else:
+            records = [(f"line {r.line}", dict(r.data)) for r in json_lines(path, "a prompt (a JSON object)")]
+    except TextTooLongError as exc:  # every command reads the prompts: name the setting they all honour
+        raise ImportFormatError(
+            exc.path,
+            f"a prompt's text of {exc.length:,} characters is longer than the limit of {exc.limit:,}; set "
+            f"{IMPORT_LIMIT_ENV}={exc.length} (or more) for every dialeval command on this study, or shorten it",
+            line=exc.line,
+            field=exc.field,
+        ) from None
+    return _checked([prompt_from_record(rec, f"{path} {where}") for where, rec in records], str(path))
 
 
 def compared_systems(config: Any) -> list[str]:
