@@ -9,6 +9,8 @@ would): each is written here by hand, small, in the release's shape, and run thr
   answers --max-text-chars` was ignored, and the other commands named an option they do not have.
 - A prompt file that is one JSON list (AlpacaEval's shape): "line 1: not valid JSON".
 - A gzip-compressed release (hh-rlhf's *.jsonl.gz): "not utf-8 text ... pass --encoding".
+- A JSON list over many lines (FastChat's ShareGPT-style data/dummy_conversation.json) given to a
+  JSON-lines importer: "line 1: not valid JSON (Expecting value at column 2)".
 """
 
 from __future__ import annotations
@@ -202,3 +204,13 @@ def test_a_compressed_release_is_named_as_such(tmp_path):
             assert done.returncode == 2 and "Traceback" not in done.stderr
             assert f"{name}: is {kind}, not text; unpack it first ({tool} {name})" in done.stderr
             assert not (tmp_path / "om").exists()
+
+
+def test_a_json_list_over_many_lines_given_to_a_json_lines_importer_is_named(tmp_path):
+    rows = [{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}]
+    (tmp_path / "chats.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    done = run("import", "openai-messages", "chats.json", "om", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "chats.json, line 1: is one JSON list over many lines; this reads JSON lines" in done.stderr
+    assert "jq -c '.[]' chats.json > chats.jsonl" in done.stderr
+    assert not (tmp_path / "om").exists()

@@ -374,10 +374,22 @@ def json_lines(path: str | Path, what: str = "a JSON object") -> Iterator[Record
     """A Record per non-blank line of a JSON-lines file; a line that is not one JSON object is an
     error naming it. Texts are cleaned and bounded (textclean.clean_imported)."""
     where, limit = str(path), import_text_limit()  # looked up once per file, not per line
+    first = True
     for number, raw in lines(path):
         if not raw.strip():
             continue
-        obj = parse_json(raw, path, number)
+        try:
+            obj = parse_json(raw, path, number)
+        except ImportFormatError:
+            if first and (raw.strip() == "[" or raw.lstrip().startswith(("[{", "[ {"))):  # a list over many lines
+                raise ImportFormatError(
+                    str(path),
+                    f"is one JSON list over many lines; this reads JSON lines, {what} per line "
+                    f"(jq -c '.[]' {Path(path).name} > {Path(path).stem}.jsonl writes them)",
+                    line=number,
+                ) from None
+            raise
+        first = False
         if not isinstance(obj, dict):
             raise ImportFormatError(str(path), f"each line must be {what}, found {type_name(obj)}", line=number)
         if len(raw) <= limit and raw.isprintable() and "\\" not in raw:
