@@ -1,6 +1,6 @@
 """The load client of every method (dialeval.simulate.load.drive_method, used by benchmarks/load.py)
-against a real `dialeval serve` process: a few annotators for a few seconds on ACUTE and Spot The
-Bot with caps small enough to bind, then the integrity checks (nothing lost, nothing counted twice,
+against a real `dialeval serve` process: a few annotators for a few seconds on ACUTE, Spot The
+Bot and a prompt set with caps small enough to bind, then the integrity checks (nothing lost, nothing counted twice,
 no unit or bot pair over its cap). Asserts outcomes, never timings."""
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ SMALL = {
         "bots": BOTS,
         "generation": {"mode": "bot-bot", "conversations": 2, "turns": 5, "human_conversations": 2},
         "protocol": {"annotations_per_segment": 1, "packages_per_annotator": 1},
+    },
+    # an attention check after every item: the shared check items are answered by more people than
+    # an item's cap of 1 allows, as they should be (the checks counted them over the cap)
+    "prompts": {
+        "bots": BOTS,
+        "protocol": {"annotations_per_item": 1, "items_per_session": 3, "attention_every": 1},
     },
 }
 

@@ -998,13 +998,15 @@ UNIT_CAP_OPTIONS = (
 
 def unit_caps(opened):
     """unit -> the most assignments (submitted + open) it may have: the method's option of
-    UNIT_CAP_OPTIONS; None for onboarding units and for methods without a per-unit cap (ACUTE caps
-    its bot pairs: check_method checks annotations_per_pair per question and pair)."""
+    UNIT_CAP_OPTIONS; None for onboarding units, for attention checks (a prompt set's check items
+    go to every annotator every `attention_every` items: shared, never capped) and for methods
+    without a per-unit cap (ACUTE caps its bot pairs: check_method checks annotations_per_pair
+    per question and pair)."""
     options = opened.config.options
     limit = next((getattr(options, o) for o in UNIT_CAP_OPTIONS if hasattr(options, o)), None)
 
     def cap(unit) -> int | None:
-        if unit.payload.get("is_onboarding") or "onboarding" in unit.kind:
+        if unit.payload.get("is_onboarding") or unit.payload.get("is_check") or "onboarding" in unit.kind:
             return None
         return limit
 
