@@ -457,18 +457,9 @@ def test_task_post_refusals_keep_their_order(acute_app):
 def test_an_answer_takes_one_worker_thread(acute_app, monkeypatch):
     """Session, checks and the answer's transaction share one hand-off to a worker thread (each
     hand-off costs the server CPU per judgment); the answer is stored all the same."""
-    import anyio.to_thread
-
     ann = Annotator(acute_app, "acute-test")
     page = ann.enter()
-    handoffs = []
-    real = anyio.to_thread.run_sync
-
-    async def counting(func, *args, **kwargs):
-        handoffs.append(getattr(func, "__name__", repr(func)))
-        return await real(func, *args, **kwargs)
-
-    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
+    handoffs = _count_handoffs(monkeypatch)
     r = ann.post(
         ann.action(page.text),
         {"choice": onboarding_answer(acute_app, page.text, True), "justification": "a person", "request_id": rid()},
@@ -477,3 +468,90 @@ def test_an_answer_takes_one_worker_thread(acute_app, monkeypatch):
     assert len(handoffs) == 1, handoffs
     served = study_of(acute_app)
     assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == 1
+
+
+def _count_handoffs(monkeypatch) -> list[str]:
+    """The names of the functions handed to a worker thread from now on (anyio.to_thread.run_sync)."""
+    import anyio.to_thread
+
+    handoffs: list[str] = []
+    real = anyio.to_thread.run_sync
+
+    async def counting(func, *args, **kwargs):
+        inner = getattr(func, "func", func)  # run_in_threadpool hands over a functools.partial
+        handoffs.append(getattr(inner, "__name__", repr(inner)))
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
+    return handoffs
+
+
+def _to(response) -> str:
+    """Where a redirect goes, without its query (a new session's token rides along as ?sid=)."""
+    return response.headers["location"].split("?", 1)[0]
+
+
+def test_each_page_of_a_session_takes_one_worker_thread(tmp_path, monkeypatch):
+    """A Prolific arrival, the consent and instructions posts, and the done page each hand their
+    database work to one worker thread (they took 5, 2, 2 and up to 6); what they store is the same:
+    the arrival signs in, the posts record consent and instructions, the done page records the
+    session complete and sends the annotator to Prolific with the code."""
+    import yaml
+
+    from dialeval.web.app import create_app
+
+    from .studies import make_acute_study
+
+    folder = make_acute_study(tmp_path / "p", onboarding=False, comparisons=1)
+    data = yaml.safe_load((folder / "study.yaml").read_text())
+    data["recruitment"] = {"platform": "prolific", "completion_code": "C0DE42"}
+    (folder / "study.yaml").write_text(yaml.safe_dump(data))
+    app = create_app([folder])
+    ann = Annotator(app, "acute-test", {"PROLIFIC_PID": "pid77", "STUDY_ID": "s1", "SESSION_ID": "x9"})
+    handoffs = _count_handoffs(monkeypatch)
+    arrival = ann.client.get(ann.url(), params=ann.params, follow_redirects=False)
+    assert arrival.status_code == 303 and _to(arrival).endswith("/consent")
+    assert handoffs == ["arrive"], handoffs
+    consent_page = ann.client.get(ann.url("consent"))
+    ann.csrf = re.search(r'name="csrf" value="([^"]+)"', consent_page.text).group(1)
+    handoffs.clear()
+    refused = ann.client.post(ann.url("consent"), data={"csrf": ann.csrf})  # the box not ticked
+    assert refused.status_code == 400 and "tick the box" in refused.text and len(handoffs) == 1
+    handoffs.clear()
+    consented = ann.client.post(ann.url("consent"), data={"csrf": ann.csrf, "agree": "yes"}, follow_redirects=False)
+    instructed = ann.client.post(ann.url("instructions"), data={"csrf": ann.csrf}, follow_redirects=False)
+    assert _to(consented).endswith("/instructions") and _to(instructed).endswith("/task")
+    assert len(handoffs) == 2, handoffs
+    served = study_of(app)
+    (row,) = work.list_annotators(served.ctx.store, served.ctx.study_id)
+    meta = work.get_annotator(served.ctx.store, row["id"]).meta
+    assert meta["consented_at"] and meta["instructed_at"] and meta["prolific_session_id"] == "x9"
+    handoffs.clear()
+    early = ann.client.get(ann.url("done"), follow_redirects=False)  # work is left: back to it
+    assert early.status_code == 303 and _to(early).endswith("/task") and len(handoffs) == 1
+    page = ann.task()
+    r = ann.post(ann.action(page.text), {"choice": "2", "justification": "nicer and kinder", "request_id": rid()})
+    assert r.json()["ok"] is True
+    handoffs.clear()
+    done = ann.client.get(ann.url("done"), follow_redirects=False)
+    assert done.status_code == 303
+    assert done.headers["location"] == "https://app.prolific.com/submissions/complete?cc=C0DE42"
+    assert handoffs == ["done_blocking"], handoffs
+    completed = work.get_annotator(served.ctx.store, row["id"]).meta
+    assert completed["completed_at"] and completed["completion"]["state"] == "complete"
+
+
+def test_a_volunteer_start_post_takes_one_worker_thread_and_keeps_a_signed_in_browser(acute_app, monkeypatch):
+    """The start post: the session read, the new annotator and the cookie in one worker thread (they
+    were three); a browser already signed in goes on to consent as the same annotator."""
+    ann = Annotator(acute_app, "acute-test")
+    ann.client.get(ann.url())
+    handoffs = _count_handoffs(monkeypatch)
+    first = ann.client.post(ann.url("start"), data={"volunteer": "1"}, follow_redirects=False)
+    assert first.status_code == 303 and _to(first).endswith("/consent")
+    assert handoffs == ["sign_in"], handoffs
+    again = ann.client.post(ann.url("start"), data={}, follow_redirects=False)
+    assert again.status_code == 303 and _to(again).endswith("/consent")
+    served = study_of(acute_app)
+    rows = work.list_annotators(served.ctx.store, served.ctx.study_id)
+    assert [r["platform"] for r in rows] == ["volunteer"]  # the second post made nobody new

@@ -115,14 +115,26 @@ def check_sender(request: Request, served: ServedStudy, session: AnnotatorSessio
         raise WebError(403, "The form's security token is missing or out of date. Reload the page and try again.")
 
 
-async def checked_form(request: Request, served: Served, session: Session) -> dict[str, Any]:
-    """The signed-in annotator's form: from this site (Origin) and with their CSRF token."""
-    data = await posted_form(request)
+async def form_or_error(request: Request) -> tuple[dict[str, Any], WebError | None]:
+    """The posted form, read on the event loop; or ({}, the error), raised later by signed_in_sender
+    so that a post without a session gets its 403 first, as the dependencies order it."""
+    try:
+        return await posted_form(request), None
+    except WebError as exc:
+        return {}, exc
+
+
+def signed_in_sender(
+    request: Request, served: ServedStudy, data: dict[str, Any], form_error: WebError | None
+) -> AnnotatorSession:
+    """A signed-in annotator's post checked in a worker thread, in this order: the session
+    (403), the body (413/400, read before by form_or_error), the sender (403). Blocking (reads the
+    database): a post's handler calls it in the same worker thread as its own database work."""
+    session = annotator_session(request, served)
+    if form_error is not None:
+        raise form_error
     check_sender(request, served, session, data)
-    return data
-
-
-CheckedForm = Annotated[dict[str, Any], Depends(checked_form)]
+    return session
 
 
 def protocol_of(served: ServedStudy) -> Protocol:

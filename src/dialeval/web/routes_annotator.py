@@ -25,20 +25,19 @@ from ..store.work import AnnotatorInfo, AssignmentInfo
 from . import entry as entry_mod
 from .csrf import csrf_token
 from .deps import (
-    CheckedForm,
     Served,
     Session,
     annotator_session,
     check_action_name,
-    check_sender,
+    form_or_error,
     owned,
-    posted_form,
     protocol_of,
+    signed_in_sender,
 )
 from .error_pages import WebError
 from .limits import PathId
 from .pages import render, wants_json
-from .served import ServedStudy, call
+from .served import ServedStudy, call, hook_in_thread
 from .session import AnnotatorSession, url_for
 
 router = APIRouter()
@@ -63,18 +62,6 @@ def not_ready(request: Request, served: ServedStudy, annotator: AnnotatorInfo) -
     return None
 
 
-async def current_assignment(served: ServedStudy, annotator: AnnotatorInfo, *, assign: bool = True):
-    """(assignment or None, notice): the annotator's own unfinished assignment (also one that expired
-    while nobody else took its unit), else new work from the protocol when `assign`."""
-    protocol = protocol_of(served)
-    assignment, notice = await run_in_threadpool(
-        work.resume_assignment, served.ctx.store, served.ctx.study_id, annotator.id, protocol.expiry()
-    )
-    if assignment is None and assign:
-        assignment = await call(protocol.assign, annotator)
-    return assignment, notice
-
-
 def outcome_response(request: Request, served: ServedStudy, outcome: Outcome) -> Response:
     target = outcome.redirect or served.ctx.url("task")
     if target.startswith(f"/s/{served.slug}/"):
@@ -90,8 +77,18 @@ async def consent(request: Request, served: Served, session: Session):
 
 
 @router.post("/s/{slug}/consent")
-async def consent_post(request: Request, served: Served, session: Session, data: CheckedForm):
-    if data.get("agree") != "yes":  # the form again, with the message beside its box (also without JavaScript)
+async def consent_post(request: Request, served: Served):
+    data, form_error = await form_or_error(request)
+    agreed = data.get("agree") == "yes"
+
+    def checked_then_stored() -> AnnotatorSession:  # one worker thread: the checks and the write
+        session = signed_in_sender(request, served, data, form_error)
+        if agreed:
+            work.update_annotator_meta(served.ctx.store, session.annotator.id, consented_at=clock.now().isoformat())
+        return session
+
+    session = await run_in_threadpool(checked_then_stored)
+    if not agreed:  # the form again, with the message beside its box (also without JavaScript)
         return render(
             request,
             "consent.html",
@@ -99,9 +96,6 @@ async def consent_post(request: Request, served: Served, session: Session, data:
             error="Please tick the box to agree before you continue, or close this page to leave.",
             **page_context(served, session),
         )
-    await run_in_threadpool(
-        work.update_annotator_meta, served.ctx.store, session.annotator.id, consented_at=clock.now().isoformat()
-    )
     return RedirectResponse(url_for(request, served, "instructions"), status_code=303)
 
 
@@ -113,10 +107,14 @@ async def instructions(request: Request, served: Served, session: Session):
 
 
 @router.post("/s/{slug}/instructions")
-async def instructions_post(request: Request, served: Served, session: Session, data: CheckedForm):
-    await run_in_threadpool(
-        work.update_annotator_meta, served.ctx.store, session.annotator.id, instructed_at=clock.now().isoformat()
-    )
+async def instructions_post(request: Request, served: Served):
+    data, form_error = await form_or_error(request)
+
+    def checked_then_stored() -> None:  # one worker thread: the checks and the write
+        session = signed_in_sender(request, served, data, form_error)
+        work.update_annotator_meta(served.ctx.store, session.annotator.id, instructed_at=clock.now().isoformat())
+
+    await run_in_threadpool(checked_then_stored)
     return RedirectResponse(url_for(request, served, "task"), status_code=303)
 
 
@@ -211,10 +209,7 @@ def act_blocking(
     when the protocol's `act` is a plain function -- the act itself: one worker thread for the
     whole answer (it was three: the session, the ownership, the act). (session, assignment,
     Outcome, or _LATER when an async `act` is left to the loop, or an Outcome that ends here)."""
-    session = annotator_session(request, served)  # 403
-    if form_error is not None:  # 413/400: the body was read on the loop, refused after the session
-        raise form_error
-    check_sender(request, served, session, data)  # 403
+    session = signed_in_sender(request, served, data, form_error)  # 403, 413/400, 403
     protocol = protocol_of(served)  # 503
     check_action_name(action)  # 404
     assignment = owned(served, session, assignment_id)  # 404/403
@@ -255,11 +250,7 @@ async def act(request: Request, served: Served, assignment_id: PathId, action: s
     """Every form and fetch() of a task page: checked here, then handed to ``protocol.act``.
     Its checks are not FastAPI dependencies: resolving six of them cost about a tenth of the
     server's CPU per answer (py-spy, ACUTE under load); act_blocking applies them in their order."""
-    form_error: WebError | None = None
-    try:
-        data = await posted_form(request)
-    except WebError as exc:
-        data, form_error = {}, exc
+    data, form_error = await form_or_error(request)
     protocol = served.protocol
     act_in_thread = protocol is not None and not inspect.iscoroutinefunction(protocol.act)
     # how the texts of this form were entered (pasted, typed; counts only): stored with what it makes
@@ -291,52 +282,37 @@ def return_link(served: ServedStudy, annotator: AnnotatorInfo) -> dict[str, str]
     return None
 
 
-@router.get("/s/{slug}/done", response_class=HTMLResponse)
-async def done(request: Request, served: Served, session: Session):
-    """The completion page: a code, the Prolific redirect or the MTurk submit only for a complete
-    session (protocols' `completion`); otherwise back to the task, or why nothing is left."""
+def done_blocking(request: Request, served: ServedStudy) -> tuple[AnnotatorSession, Response | None, dict[str, Any]]:
+    """The done page's reads and writes in one worker thread (they were up to six): the session
+    (403), the redirects of an annotator not ready or with work left, and what the page shows --
+    {"state": "failed" | "nothing-left" | "complete", ...}. A session it finds complete is recorded
+    as such (completed_at). The protocol's hooks run here; an async one on the event loop."""
+    session = annotator_session(request, served)
     annotator = session.annotator
-    page: dict[str, Any] = {
-        "study": served.ctx,
-        "annotator": annotator,
-        "code": None,
-        "mturk": None,
-        "csrf": "",
-        "state": None,
-        "return_link": return_link(served, annotator),
-        "sid": None,
-    }
     if annotator.status == "blocked":
-        return render(request, "done.html", **{**page, "state": "failed", "blocked": True})
+        return session, None, {"state": "failed", "blocked": True}
     redirect = not_ready(request, served, annotator)
     if redirect is not None:
-        return redirect
-    protocol = protocol_of(served)
+        return session, redirect, {}
     notice = "reassigned" if request.query_params.get("reassigned") else None
     if not annotator.meta.get("completed_at"):
-        assignment, resumed = await current_assignment(served, annotator, assign=False)
+        protocol = protocol_of(served)
+        store, study_id = served.ctx.store, served.ctx.study_id
+        to_task = RedirectResponse(url_for(request, served, "task"), status_code=303)
+        assignment, resumed = work.resume_assignment(store, study_id, annotator.id, protocol.expiry())
         if assignment is not None:  # unfinished work: back to it
-            return RedirectResponse(url_for(request, served, "task"), status_code=303)
+            return session, to_task, {}
         if resumed:
             notice = "reassigned"
-        completion = await run_in_threadpool(protocol.completion, annotator, False)
-        if completion.done < completion.quota:
-            more, _ = await current_assignment(served, annotator)  # is there more work for them?
-            if more is not None:
-                return RedirectResponse(url_for(request, served, "task"), status_code=303)
+        completion = hook_in_thread(protocol.completion)(annotator, False)
+        if completion.done < completion.quota and hook_in_thread(protocol.assign)(annotator) is not None:
+            return session, to_task, {}  # more work for them
         if completion.state != "complete":
-            await run_in_threadpool(
-                served.ctx.store.log_event,
-                served.ctx.study_id,
-                "nothing-left",
-                {"done": completion.done},
-                annotator.id,
-            )
-            return render(request, "done.html", **{**page, "state": "nothing-left", "blocked": False, "notice": notice})
+            store.log_event(study_id, "nothing-left", {"done": completion.done}, annotator.id)
+            return session, None, {"state": "nothing-left", "blocked": False, "notice": notice}
         mturk_id = annotator.meta.get("mturk_assignment_id")
-        await run_in_threadpool(
-            work.update_annotator_meta,
-            served.ctx.store,
+        work.update_annotator_meta(
+            store,
             annotator.id,
             completed_at=clock.now().isoformat(),
             completion={
@@ -347,8 +323,30 @@ async def done(request: Request, served: Served, session: Session):
             },
             **({"completed_mturk_assignment": mturk_id} if mturk_id else {}),
         )
-        reread = await run_in_threadpool(work.get_annotator, served.ctx.store, annotator.id)
-        annotator = reread or annotator
+        annotator = work.get_annotator(store, annotator.id) or annotator
+    return session, None, {"state": "complete", "blocked": False, "notice": notice, "annotator": annotator}
+
+
+@router.get("/s/{slug}/done", response_class=HTMLResponse)
+async def done(request: Request, served: Served):
+    """The completion page: a code, the Prolific redirect or the MTurk submit only for a complete
+    session (protocols' `completion`); otherwise back to the task, or why nothing is left."""
+    session, redirect, shown = await run_in_threadpool(done_blocking, request, served)
+    if redirect is not None:
+        return redirect
+    annotator = shown.pop("annotator", session.annotator)
+    page: dict[str, Any] = {
+        "study": served.ctx,
+        "annotator": annotator,
+        "code": None,
+        "mturk": None,
+        "csrf": "",
+        "state": None,
+        "return_link": return_link(served, annotator),
+        "sid": None,
+    }
+    if shown["state"] != "complete":
+        return render(request, "done.html", **{**page, **shown})
     rec = served.ctx.config.recruitment
     code = completion_code(served, annotator)
     if annotator.platform == "prolific" and rec.completion_code:
@@ -365,8 +363,4 @@ async def done(request: Request, served: Served, session: Session):
                 **{**page, "state": "already-done", "blocked": False, "finished_with": finished_with},
             )
         mturk = {"url": entry_mod.mturk_submit_url(annotator.meta), "assignment_id": current}
-    return render(
-        request,
-        "done.html",
-        **{**page, "state": "complete", "blocked": False, "code": code, "mturk": mturk, "notice": notice},
-    )
+    return render(request, "done.html", **{**page, **shown, "code": code, "mturk": mturk})

@@ -85,35 +85,40 @@ async def entry_page(request: Request, served: Served):
 async def platform_entry(request: Request, served: ServedStudy, ent: entry_mod.Entry) -> Response:
     """A Prolific/MTurk arrival. The platform id is bound to the first browser session that used it;
     another browser is refused or asked to confirm (recruitment.second_browser)."""
-    store, sid = served.ctx.store, served.ctx.study_id
     assert ent.external_id is not None  # entry_page sends only arrivals the platform names here
-    row = await run_in_threadpool(store.get_or_create_annotator, sid, ent.external_id, ent.platform, ent.meta)
-    annotator = await run_in_threadpool(work.get_annotator, store, row.id)
-    if annotator is None:  # created just above; gone only if the study was deleted meanwhile
-        raise WebError(404, "This study is no longer available.")
-    current = await run_in_threadpool(find_session, request, served)
-    same_browser = current is not None and current.annotator.id == annotator.id
-    if not same_browser and annotator.meta.get("session_nonce"):
-        if served.ctx.config.recruitment.second_browser == "refuse":
-            raise WebError(
-                403,
-                "This study was already started with your id in another browser or "
-                "device. Please continue there; if you cannot, contact the researcher.",
+    external_id = ent.external_id
+
+    def arrive() -> Response:  # one worker thread for its reads and writes (they were five)
+        store, sid = served.ctx.store, served.ctx.study_id
+        row = store.get_or_create_annotator(sid, external_id, ent.platform, ent.meta)
+        annotator = work.get_annotator(store, row.id)
+        if annotator is None:  # created just above; gone only if the study was deleted meanwhile
+            raise WebError(404, "This study is no longer available.")
+        current = find_session(request, served)
+        same_browser = current is not None and current.annotator.id == annotator.id
+        if not same_browser and annotator.meta.get("session_nonce"):
+            if served.ctx.config.recruitment.second_browser == "refuse":
+                raise WebError(
+                    403,
+                    "This study was already started with your id in another browser or "
+                    "device. Please continue there; if you cannot, contact the researcher.",
+                )
+            return render(
+                request,
+                "confirm_browser.html",
+                study=served.ctx,
+                annotator=annotator,
+                ticket=served.signer.confirm_token(annotator.id),
+                meta=json.dumps({k: v for k, v in ent.meta.items() if v}),
             )
-        return render(
-            request,
-            "confirm_browser.html",
-            study=served.ctx,
-            annotator=annotator,
-            ticket=served.signer.confirm_token(annotator.id),
-            meta=json.dumps({k: v for k, v in ent.meta.items() if v}),
-        )
-    await run_in_threadpool(record_platform_meta, served, annotator, ent.meta)
-    response = RedirectResponse("", status_code=303)
-    nonce = current.identity.nonce if current is not None and same_browser else None
-    await run_in_threadpool(set_identity, response, request, served, annotator.id, nonce)
-    response.headers["location"] = url_for(request, served, "consent")
-    return response
+        record_platform_meta(served, annotator, ent.meta)
+        response = RedirectResponse("", status_code=303)
+        nonce = current.identity.nonce if current is not None and same_browser else None
+        set_identity(response, request, served, annotator.id, nonce)
+        response.headers["location"] = url_for(request, served, "consent")
+        return response
+
+    return await run_in_threadpool(arrive)
 
 
 def record_platform_meta(served: ServedStudy, annotator: AnnotatorInfo, meta: dict[str, Any]) -> None:
@@ -168,17 +173,22 @@ async def confirm_browser(request: Request, served: Served, data: SameSiteForm):
 
 @router.post("/s/{slug}/start")
 async def start_post(request: Request, served: Served, data: SameSiteForm):
-    found = await run_in_threadpool(find_session, request, served)
-    if found is not None and data.get("new") != "1":
-        return RedirectResponse(url_for(request, served, "consent"), status_code=303)
-    platform = "volunteer" if data.get("volunteer") == "1" else "link"
-    external = entry_mod.new_external_id(platform)
-    nonce = new_nonce()  # a new annotator is made bound to this browser: one commit, not two
-    row = await run_in_threadpool(
-        served.ctx.store.get_or_create_annotator, served.ctx.study_id, external, platform, {"session_nonce": nonce}
-    )
     response = RedirectResponse("", status_code=303)
-    bound = (row.meta or {}).get("session_nonce") == nonce  # else an id made twice: bind it now
-    await run_in_threadpool(set_identity, response, request, served, row.id, nonce, stored=bound)
-    response.headers["location"] = url_for(request, served, "consent")
+
+    def sign_in() -> None:  # one worker thread: the session read, the new annotator, the cookie
+        found = find_session(request, served)
+        if found is not None and data.get("new") != "1":  # already signed in: on to consent
+            response.headers["location"] = url_for(request, served, "consent")  # with their token
+            return
+        platform = "volunteer" if data.get("volunteer") == "1" else "link"
+        external = entry_mod.new_external_id(platform)
+        nonce = new_nonce()  # a new annotator is made bound to this browser: one commit, not two
+        row = served.ctx.store.get_or_create_annotator(
+            served.ctx.study_id, external, platform, {"session_nonce": nonce}
+        )
+        bound = (row.meta or {}).get("session_nonce") == nonce  # else an id made twice: bind it now
+        set_identity(response, request, served, row.id, nonce, stored=bound)
+        response.headers["location"] = url_for(request, served, "consent")  # with the new session's token
+
+    await run_in_threadpool(sign_in)
     return response

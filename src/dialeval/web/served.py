@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from anyio import from_thread
 from starlette.concurrency import run_in_threadpool
 
 from ..asyncrun import run_blocking
@@ -78,6 +79,14 @@ async def call(fn, *args, **kwargs):
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+def hook_in_thread(fn):
+    """`fn` to call from a worker thread of run_in_threadpool: a plain hook as it is; an async one
+    runs on the event loop (anyio.from_thread), where its clients and locks live."""
+    if not inspect.iscoroutinefunction(fn):
+        return fn
+    return lambda *args: from_thread.run(fn, *args)
 
 
 def run_hook_blocking(fn, *args):
