@@ -555,3 +555,30 @@ def test_a_volunteer_start_post_takes_one_worker_thread_and_keeps_a_signed_in_br
     served = study_of(acute_app)
     rows = work.list_annotators(served.ctx.store, served.ctx.study_id)
     assert [r["platform"] for r in rows] == ["volunteer"]  # the second post made nobody new
+
+
+def test_the_done_page_runs_an_async_completion_hook_on_the_event_loop(acute_app):
+    """A plug-in's async `completion` is awaited on the event loop from the done page's worker
+    thread (served.hook_in_thread), and its verdict decides the page."""
+    import asyncio
+    import threading
+
+    served = study_of(acute_app)
+    plain = served.protocol.completion
+    ran_on: list[str] = []
+
+    async def completion(annotator, final):
+        asyncio.get_running_loop()  # raises outside a running event loop
+        ran_on.append(threading.current_thread().name)
+        return plain(annotator, final)
+
+    served.protocol.completion = completion
+    ann = Annotator(acute_app, "acute-test")
+    ann.client.get(ann.url())
+    consent = ann.client.post(ann.url("start"), data={})
+    ann.csrf = re.search(r'name="csrf" value="([^"]+)"', consent.text).group(1)
+    ann.client.post(ann.url("consent"), data={"csrf": ann.csrf, "agree": "yes"})
+    ann.client.post(ann.url("instructions"), data={"csrf": ann.csrf}, follow_redirects=False)  # no task yet
+    page = ann.client.get(ann.url("done"), follow_redirects=False)
+    assert page.status_code == 303 and _to(page).endswith("/task")  # work is left: to it
+    assert ran_on and all(not name.startswith("AnyIO worker") for name in ran_on), ran_on
