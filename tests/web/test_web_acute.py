@@ -582,3 +582,36 @@ def test_the_done_page_runs_an_async_completion_hook_on_the_event_loop(acute_app
     page = ann.client.get(ann.url("done"), follow_redirects=False)
     assert page.status_code == 303 and _to(page).endswith("/task")  # work is left: to it
     assert ran_on and all(not name.startswith("AnyIO worker") for name in ran_on), ran_on
+
+
+def test_an_answer_writes_without_looking_up_first(acute_app):
+    """The answer's judgment is one INSERT ... ON CONFLICT DO NOTHING (no look-up of its request id
+    first) and its assignment is closed by one UPDATE ... RETURNING (no read first); the same
+    request id again stores nothing and is acknowledged as a repeat."""
+    from sqlalchemy import event
+
+    ann, page = _past_the_practice(acute_app)
+    served = study_of(acute_app)
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, params, context, executemany):
+        statements.append(" ".join(statement.split()))
+
+    event.listen(served.ctx.store.engine, "before_cursor_execute", seen)
+    try:
+        body = {"choice": "1", "justification": "the clearer one", "request_id": rid()}
+        first = ann.post(ann.action(page.text), body)
+        writes = list(statements)
+        again = ann.post(ann.action(page.text), body)
+    finally:
+        event.remove(served.ctx.store.engine, "before_cursor_execute", seen)
+    assert first.json()["ok"] is True and again.json().get("repeat") is True
+    assert not any(s.startswith("SELECT judgments.id") for s in writes), writes
+    inserts = [s for s in writes if s.startswith("INSERT INTO judgments")]
+    assert len(inserts) == 1 and "ON CONFLICT" in inserts[0] and "RETURNING" in inserts[0]
+    closing = [s for s in writes if s.startswith("UPDATE assignments SET status")]
+    assert len(closing) == 1 and "RETURNING" in closing[0]
+    assert not any(
+        s.startswith("SELECT assignments.study_id, assignments.annotator_id, assignments.status") for s in writes
+    )
+    assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == 2  # the practice answer and this one

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from sqlalchemy import JSON, Connection, Engine, Table, bindparam, func, insert, select, text, update
 from sqlalchemy import types as sa_types
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -69,6 +70,18 @@ def _stored_conversation(session: Any, study_id: int, external_id: str) -> Conve
 
 # built once (a statement made per answer cost as much again in building and in its cache key)
 _INSERT_JUDGMENT = insert(cast(Table, JudgmentRow.__table__))
+
+
+def _insert_judgment_once(dialect: Any) -> Any:
+    """INSERT ... ON CONFLICT (annotator, request id) DO NOTHING RETURNING id, in the dialect's
+    own construct (SQLite and PostgreSQL both have it): a repeated request id inserts nothing and
+    returns no row, so a new answer is one statement, not a look-up and then the insert."""
+    table = cast(Table, JudgmentRow.__table__)
+    keys = [table.c.annotator_id, table.c.client_request_id]  # the table's UniqueConstraint
+    return dialect.insert(table).on_conflict_do_nothing(index_elements=keys).returning(table.c.id)
+
+
+_INSERT_JUDGMENT_ONCE = {"sqlite": _insert_judgment_once(sqlite), "postgresql": _insert_judgment_once(postgresql)}
 
 
 class _SharedRead:
@@ -580,11 +593,16 @@ class Store:
 
         def store_in(s: Session) -> tuple[int, bool]:
             s.flush()  # the caller's pending ORM changes first (a Core statement does not autoflush)
-            found = existing(s)
-            if found is not None:
-                return found, False
-            result = s.connection().execute(_INSERT_JUDGMENT, values)
-            return int(cast(Any, result.inserted_primary_key)[0]), True
+            conn = s.connection()
+            if client_request_id is None:
+                result = conn.execute(_INSERT_JUDGMENT, values)
+                return int(cast(Any, result.inserted_primary_key)[0]), True
+            made = conn.execute(_INSERT_JUDGMENT_ONCE[conn.dialect.name], values).first()
+            if made is not None:
+                return int(made[0]), True
+            found = existing(s)  # the request id was answered before: its first judgment
+            assert found is not None  # the conflict was on this very key
+            return found, False
 
         if session is not None:
             return store_in(session)

@@ -922,21 +922,19 @@ def submit_assignment(
     session_or_store: Session | Transactions, assignment_id: int, state: dict[str, Any] | None = None
 ) -> None:
     """Close an assignment as submitted; in the caller's transaction when given a Session. Core
-    statements (a read of three columns, an update, the event's insert): every answer closes one."""
+    statements (an update returning what the event needs, the event's insert): every answer closes
+    one. (UPDATE ... RETURNING: SQLite 3.35+ and PostgreSQL; it was a read, then the update.)"""
 
     def run(s: Session) -> None:
         s.flush()  # the caller's pending rows first (the events keep their order)
         conn = s.connection()
-        row = conn.execute(_ASSIGNMENT_TO_SUBMIT, {"asid": assignment_id}).first()
-        if row is None:
-            return
-        study_id, annotator_id, status = row
-        if status != "submitted":
-            params = {"asid": assignment_id, "at": clock.now()}
-            if state is None:
-                conn.execute(_SUBMIT_ASSIGNMENT, params)
-            else:
-                conn.execute(_SUBMIT_ASSIGNMENT_WITH_STATE, {**params, "new_state": dict(state)})
+        params: dict[str, Any] = {"asid": assignment_id, "at": clock.now()}
+        if state is None:
+            row = conn.execute(_SUBMIT_ASSIGNMENT, params).first()
+        else:
+            row = conn.execute(_SUBMIT_ASSIGNMENT_WITH_STATE, {**params, "new_state": dict(state)}).first()
+        if row is not None:  # it was open (or expired): now submitted
+            study_id, annotator_id = row
             conn.execute(
                 _INSERT_EVENT,
                 {
@@ -962,12 +960,12 @@ def submit_assignment(
         return run(s)
 
 
-_ASSIGNMENT_TO_SUBMIT = select(_ASSIGNMENT.study_id, _ASSIGNMENT.annotator_id, _ASSIGNMENT.status).where(
-    _ASSIGNMENT.id == bindparam("asid")
-)
 _UPDATE_ASSIGNMENT = update(cast(Table, AssignmentRow.__table__)).where(_ASSIGNMENT.id == bindparam("asid"))
-_SUBMIT_ASSIGNMENT = _UPDATE_ASSIGNMENT.values(
-    status="submitted", submitted_at=bindparam("at", type_=_ASSIGNMENT.submitted_at.type)
+# a row back only when the assignment was not submitted already (a repeated answer changes nothing)
+_SUBMIT_ASSIGNMENT = (
+    _UPDATE_ASSIGNMENT.where(_ASSIGNMENT.status != "submitted")
+    .values(status="submitted", submitted_at=bindparam("at", type_=_ASSIGNMENT.submitted_at.type))
+    .returning(_ASSIGNMENT.study_id, _ASSIGNMENT.annotator_id)
 )
 _SUBMIT_ASSIGNMENT_WITH_STATE = _SUBMIT_ASSIGNMENT.values(state=bindparam("new_state", type_=_ASSIGNMENT.state.type))
 _SET_ASSIGNMENT_STATE = _UPDATE_ASSIGNMENT.values(state=bindparam("new_state", type_=_ASSIGNMENT.state.type))
