@@ -672,6 +672,12 @@ def simulate(
     if report_too:
         paths = write_study_report(study)
         console.print(f"wrote the report: {paths}")
+        import json as json_lib
+
+        written = json_lib.loads((paths / "report.json").read_text(encoding="utf-8"))
+        unranked = (written.get("no_ranking") or {}).get("note")
+        if unranked:  # a prompt set answered by one system: the report says why it ranks nobody
+            console.print(unranked, highlight=False, markup=False, soft_wrap=True)
 
 
 def _parse_strengths(text: str) -> dict[str, float]:
@@ -1065,13 +1071,13 @@ def report(
     with cyclic_gc_paused(age_after=True), figure_worker.figure_worker() as worker:
         result = study_report(study, include_judges=include_judges, include_simulated=include_simulated)
         if not result.get("study", {}).get("collected", {}).get("judgments") and not result.get("judge_audit"):
-            if result.get("simulated"):  # only simulated annotators have judged, and they are left out
-                raise DialevalError(f"{study} holds no judgments of real annotators yet; {result['simulated']['note']}")
-            raise DialevalError(
-                f"{study} holds no judgments yet, so there is nothing to report; collect some "
-                f"(dialeval serve {study}, or dialeval simulate {study}) or import a data set"
-            )
+            raise DialevalError(_nothing_to_report(study, result))
         paths = write_report(result, study / "report", json_path=json_path, html_path=html_path, png=png, worker=worker)
+    unranked = (result.get("no_ranking") or {}).get("note")
+    if unranked:  # not enough data for a ranking (a prompt set answered by one system): exit 2, as no judgments
+        if result.get("simulated"):
+            console.print(result["simulated"]["note"], highlight=False, markup=False, soft_wrap=True)
+        raise DialevalError(f"{study}: {unranked} The report says so too: {paths['html']} and {paths['json']}")
     table = _table("system", "n", "score", title=f"{result['method']}: systems, best first")
     for s in result.get("systems", []):
         score = s.get("score")
@@ -1082,6 +1088,36 @@ def report(
     if result.get("simulated"):
         console.print(result["simulated"]["note"], highlight=False, markup=False, soft_wrap=True)
     console.print(f"wrote {paths['html']} and {paths['json']}")
+
+
+def _nothing_to_report(study: Path, result: dict) -> str:
+    """Why `dialeval report` writes no report: no judgments (of real annotators), each reason and
+    what to do in sentences of their own."""
+    from .report.methods_text import count_of
+
+    simulated = result.get("simulated") or {}
+    left_out = bool(simulated and not simulated.get("included") and simulated.get("judgments"))
+    unranked = (result.get("no_ranking") or {}).get("note")
+    if unranked:  # collecting cannot help before a second system has answers
+        whose = "of real annotators " if left_out else ""
+        return f"{study} holds no judgments {whose}yet, so there is nothing to report. {unranked}"
+    if left_out:
+        n, judged = simulated["annotators"], simulated["judgments"]
+        sims = f"{count_of(n, 'simulated annotator')} ({count_of(judged, 'judgment')})"
+        return (
+            f"{study} holds no judgments of real annotators yet, so there is nothing to report. Its {sims} "
+            f"of `dialeval simulate` {'is' if n == 1 else 'are'} left out: `dialeval report {study} "
+            "--include-simulated` reports them"
+        )
+    stored_none = (
+        f": its {count_of(simulated['annotators'], 'simulated annotator')} of `dialeval simulate` stored none. Collect"
+        if simulated
+        else "; collect"
+    )
+    return (
+        f"{study} holds no judgments yet, so there is nothing to report{stored_none} some "
+        f"(dialeval serve {study}, or dialeval simulate {study}) or import a data set"
+    )
 
 
 @app.command()

@@ -396,3 +396,52 @@ def test_bad_prompt_and_answer_files_are_one_line_naming_where(tmp_path):
     answers.write_text('{"prompt_id": "p1", "system": "x", "answer": ' + "[" * 200 + "]" * 200 + "}\n")
     done = run("import", "answers", answers, "bad", cwd=tmp_path)
     assert done.returncode != 0 and "Traceback" not in done.stderr and "deep" in done.stdout + done.stderr
+
+
+def test_a_prompt_set_answered_by_one_system_says_why_it_has_no_ranking(tmp_path):
+    """Answers of one system only (the other's not imported yet): `dialeval report` says why nothing
+    is ranked, on the terminal and in the report, and exits 2 as a study with no judgments does."""
+    assert run("init", "prompts", "one", cwd=tmp_path).returncode == 0
+    folder = tmp_path / "one"
+    write_prompts(folder)
+    set_study(folder, [{"name": "sys-a", "type": "imported"}, {"name": "sys-b", "type": "imported"}], baseline=None)
+    answers = [
+        {"question_id": p["id"], "model_id": "sys-a", "choices": [{"turns": [f"Answer {k}." for k in range(turns)]}]}
+        for p in PROMPTS
+        for turns in [len(p.get("turns") or [None])]
+    ]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+    imported = run("import", "answers", "a.jsonl", "one", cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    assert "imported 4 answers of 1 systems" in imported.stdout
+    note = (
+        "No ranking: only one system has answers (sys-a); a ranking needs at least two. No answers yet from "
+        "sys-b: add them (dialeval generate makes the answers of the study's bots, dialeval import answers "
+        "brings answers made elsewhere), then collect votes."
+    )
+    # no judgments yet: nothing to report, and collecting cannot help before sys-b has answers
+    empty = run("report", "one", cwd=tmp_path)
+    assert (empty.returncode, empty.stdout) == (2, "")
+    assert empty.stderr == f"error: one holds no judgments yet, so there is nothing to report. {note}\n"
+    # the simulated crowd can only do the practice checks (one system: no pair to compare)
+    simulated = run("simulate", "one", "--annotators", "8", "--careless", "0", "--seed", "2", cwd=tmp_path)
+    assert simulated.returncode == 0, simulated.stderr
+    assert simulated.stdout.splitlines()[-1] == note
+    reported = run("report", "one", cwd=tmp_path)
+    assert reported.returncode == 2
+    assert reported.stdout == (
+        "All data of this report are simulated: 8 simulated annotators of `dialeval simulate` (no real "
+        "annotator), for planning only.\n"
+    )
+    assert reported.stderr == (
+        f"error: one: {note} The report says so too: one/report/index.html and one/report/report.json\n"
+    )
+    report = json.loads((folder / "report" / "report.json").read_text(encoding="utf-8"))
+    assert report["study"]["collected"]["judgments"] > 0 and report["systems"] == []
+    unranked = {"note": note, "systems_with_answers": ["sys-a"], "systems_without_answers": ["sys-b"]}
+    assert report["no_ranking"] == unranked
+    assert report["answer"]["summary"] == [note, report["simulated"]["note"]]
+    page = (folder / "report" / "index.html").read_text(encoding="utf-8")
+    # the answer, the systems' place and a section of its own
+    assert page.count("No ranking: only one system has answers (sys-a); a ranking needs at least two.") == 3
+    assert '<h2 id="no_ranking">Why there is no ranking</h2>' in page

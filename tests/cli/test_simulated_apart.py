@@ -105,3 +105,42 @@ def test_real_annotators_are_never_mixed_silently(tmp_path, monkeypatch):
     run("simulate", study, "--copy", copy, "--annotators", "2", "--careless", "0", "--seed", "5", "--no-report")
     assert platforms(copy) == ["simulated", "simulated"]
     assert platforms(study).count("simulated") == 3  # the study itself is untouched
+
+
+def test_no_judgments_to_report_is_said_in_sentences_of_their_own(tmp_path):
+    """`dialeval report` refuses a study without judgments (of real annotators) in one `error:` line
+    whose sentences stand apart: never a simulated note glued after a semicolon."""
+    # simulated before anything was generated: the crowd registered, found no work, stored nothing
+    run("init", "acute", tmp_path / "early")
+    run("simulate", tmp_path / "early", "--annotators", "2", "--no-report")
+    refused = subprocess.run([*DIALEVAL, "report", "early"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == (
+        "error: early holds no judgments yet, so there is nothing to report: its 2 simulated annotators of "
+        "`dialeval simulate` stored none. Collect some (dialeval serve early, or dialeval simulate early) or "
+        "import a data set\n"
+    )
+
+    # a real participant who has not judged yet, and simulated annotators who have: they are left out
+    study = tmp_path / "mixed"
+    run("init", "prompts", study)
+    run("generate", study)
+    from dialeval.study import open_study
+
+    opened = open_study(study)
+    try:
+        opened.store.get_or_create_annotator(opened.id, "participant-1", "prolific")
+    finally:
+        opened.close()
+    run("simulate", study, "--into-study", "--annotators", "3", "--careless", "0", "--seed", "4", "--no-report")
+    refused = subprocess.run([*DIALEVAL, "report", "mixed"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    included = run("report", study, "--include-simulated")  # what the refusal points to
+    assert "includes 3 simulated annotators" in included.stdout
+    judged = report_of(study)["simulated"]["judgments"]
+    assert judged > 0
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == (
+        "error: mixed holds no judgments of real annotators yet, so there is nothing to report. Its 3 simulated "
+        f"annotators ({judged} judgments) of `dialeval simulate` are left out: `dialeval report mixed "
+        "--include-simulated` reports them\n"
+    )

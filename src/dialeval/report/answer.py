@@ -121,8 +121,10 @@ def answer(report: dict[str, Any]) -> dict[str, Any]:
     # what the data are: simulated annotators included or left out (report/build.py), said last
     simulated = [report["simulated"]["note"]] if (report.get("simulated") or {}).get("note") else []
     if not systems:
+        # why there is no ranking, when the method can tell (a prompt set answered by one system)
+        unranked = (report.get("no_ranking") or {}).get("note")
         return {
-            "summary": ["No judgments yet: there is nothing to conclude.", *simulated],
+            "summary": [unranked or "No judgments yet: there is nothing to conclude.", *simulated],
             "pairs": [],
             "limits": limits,
         }

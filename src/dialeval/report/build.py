@@ -317,6 +317,7 @@ FIGURE_CAPTIONS = {
 }
 
 SECTION_TITLES = {
+    "no_ranking": "Why there is no ranking",
     "matchups": "Pairwise matchups",
     "win_rates": "Pairwise win rates",
     "grid": "Win-rate grid",
@@ -357,7 +358,10 @@ def _systems(report: dict[str, Any]) -> str:
     from .render import render
 
     if not report.get("systems"):
-        return '<p class="note">No judgments yet.</p>'
+        from html import escape
+
+        unranked = (report.get("no_ranking") or {}).get("note")
+        return f'<p class="note">{escape(unranked) if unranked else "No judgments yet."}</p>'
     return render("systems", report["systems"], "systems")
 
 

@@ -37,7 +37,7 @@ from dialeval.records import Dataset, is_judge_annotator
 from dialeval.stats.bradley_terry import aggregate_votes, bradley_terry, fit_bt
 from dialeval.stats.style import length_controlled, style_features
 
-__all__ = ["analyze_prompts", "answer_pairs", "vote_frame"]
+__all__ = ["analyze_prompts", "answer_pairs", "no_ranking", "vote_frame"]
 
 QUESTION = "overall"
 NOT_COMPARISONS = ("onboarding", "check")
@@ -353,6 +353,9 @@ def analyze_prompts(
     votes = all_votes[all_votes["question"] == QUESTION]
     report: dict[str, Any] = {"method": "prompts", "ties": TIES_NOTE, "systems": [], "baseline": baseline}
     if votes.empty:
+        unranked = no_ranking(dataset, config)
+        if unranked is not None:
+            report["no_ranking"] = unranked
         return report
     if baseline is not None and baseline not in set(votes["model_a"]) | set(votes["model_b"]):
         baseline = None
@@ -420,6 +423,41 @@ def analyze_prompts(
         "seed": seed,
     }
     return report
+
+
+def no_ranking(dataset: Dataset, config: dict[str, Any]) -> dict[str, Any] | None:
+    """Why no ranking can be made, when fewer than two systems have answers (a failed answer is no
+    answer): {note, systems_with_answers, systems_without_answers}; None when two or more have."""
+    answered = sorted({b for c in dataset.conversations if not c.error for b in c.bots if b and b != "human"})
+    if len(answered) >= 2:
+        return None
+    compared = [str(b["name"]) for b in config.get("bots") or [] if isinstance(b, dict) and b.get("type") != "degraded"]
+    missing = [name for name in compared if name not in answered]
+    failed = sorted({b for c in dataset.conversations if c.error for b in c.bots if b in missing})
+    how = (
+        "(dialeval generate makes the answers of the study's bots, dialeval import answers brings answers "
+        "made elsewhere), then collect votes."
+    )
+    if not failed:
+        only_failed = ""
+    elif failed == missing:
+        only_failed = "only failed ones"
+    else:
+        only_failed = f"only failed ones from {_names(failed)}"
+    if answered:
+        note = f"No ranking: only one system has answers ({answered[0]}); a ranking needs at least two."
+        if missing:
+            note += f" No answers yet from {_names(missing)}" + (f" ({only_failed})" if only_failed else "")
+            note += f": add them {how}"
+    else:
+        listed = "; ".join(part for part in (_names(missing) if missing else "", only_failed) if part)
+        note = "No ranking: no system has answers yet" + (f" ({listed})" if listed else "")
+        note += f"; a ranking needs at least two. Add their answers {how}"
+    return {"note": note, "systems_with_answers": answered, "systems_without_answers": missing}
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def answer_pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
