@@ -147,7 +147,7 @@ def test_an_empty_answer_is_kept_as_a_failed_answer_and_named(tmp_path):
     (tmp_path / "out.json").write_text(json.dumps(outputs), encoding="utf-8")
     done = run("import", "answers", "out.json", "st", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "imported 1 answers of 1 systems" in done.stdout
+    assert "imported 1 answer of 1 system" in done.stdout
     assert "1 answers are empty, kept as failed answers (never shown to people): sys-a to p2" in done.stdout
     assert "missing: sys-a has no answer to 1 of 2 prompts: p2" in done.stdout
     answers = stored_answers(folder)

@@ -413,7 +413,7 @@ def test_a_prompt_set_answered_by_one_system_says_why_it_has_no_ranking(tmp_path
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
     imported = run("import", "answers", "a.jsonl", "one", cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
-    assert "imported 4 answers of 1 systems" in imported.stdout
+    assert "imported 4 answers of 1 system" in imported.stdout
     note = (
         "No ranking: only one system has answers (sys-a); a ranking needs at least two. No answers yet from "
         "sys-b: add them (dialeval generate makes the answers of the study's bots, dialeval import answers "

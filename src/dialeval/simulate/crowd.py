@@ -73,9 +73,11 @@ class SimulationResult:
         return self.careful_flagged / careful if careful else None
 
     def summary(self) -> str:
+        from ..report.methods_text import count_of
+
         rate = f"{100 * self.catch_rate:.0f}%" if self.catch_rate is not None else "n/a"
         return (
-            f"{self.method}: {self.annotators} simulated annotators ({self.careless} careless, "
+            f"{self.method}: {count_of(self.annotators, 'simulated annotator')} ({self.careless} careless, "
             f"{self.careless_judged} of them judged, {rate} of those caught, "
             f"{self.careful_flagged} careful flagged); {self.judgments_submitted} judgments submitted, "
             f"{self.judgments_stored} stored; {self.completed_units} units completed, {self.abandoned} "

@@ -258,7 +258,10 @@ def import_answers(folder: Path, paths: list[Path], echo: Callable[[str], None])
             )
         for conv in found.values():
             opened.store.save_conversation(opened.id, conv)
-        echo(f"imported {len(found) - len(empty)} answers of {len({s for s, _ in found})} systems into {folder}")
+        from ...report.methods_text import count_of
+
+        systems = len({s for s, _ in found})
+        echo(f"imported {count_of(len(found) - len(empty), 'answer')} of {count_of(systems, 'system')} into {folder}")
         if empty:
             listed = ", ".join(empty[:10]) + (" ..." if len(empty) > 10 else "")
             echo(f"{len(empty)} answers are empty, kept as failed answers (never shown to people): {listed}")
