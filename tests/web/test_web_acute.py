@@ -206,7 +206,8 @@ def test_xss_is_escaped(tmp_path):
     assert page.url.path.endswith("/done") and "<script>alert(1)" not in page.text
 
 
-def test_prolific_entry_and_completion(tmp_path):
+def prolific_acute_app(tmp_path):
+    """An app serving a one-comparison ACUTE study recruited on Prolific with the code C0DE42."""
     import yaml
 
     from dialeval.web.app import create_app
@@ -217,7 +218,11 @@ def test_prolific_entry_and_completion(tmp_path):
     data = yaml.safe_load((folder / "study.yaml").read_text())
     data["recruitment"] = {"platform": "prolific", "completion_code": "C0DE42"}
     (folder / "study.yaml").write_text(yaml.safe_dump(data))
-    app = create_app([folder])
+    return create_app([folder])
+
+
+def test_prolific_entry_and_completion(tmp_path):
+    app = prolific_acute_app(tmp_path)
     ann = Annotator(app, "acute-test", {"PROLIFIC_PID": "pid123", "STUDY_ID": "s1", "SESSION_ID": "x9"})
     page = ann.enter()
     ann.post(ann.action(page.text), {"choice": "2", "justification": "nicer and kinder", "request_id": rid()})
@@ -496,17 +501,7 @@ def test_each_page_of_a_session_takes_one_worker_thread(tmp_path, monkeypatch):
     database work to one worker thread (they took 5, 2, 2 and up to 6); what they store is the same:
     the arrival signs in, the posts record consent and instructions, the done page records the
     session complete and sends the annotator to Prolific with the code."""
-    import yaml
-
-    from dialeval.web.app import create_app
-
-    from .studies import make_acute_study
-
-    folder = make_acute_study(tmp_path / "p", onboarding=False, comparisons=1)
-    data = yaml.safe_load((folder / "study.yaml").read_text())
-    data["recruitment"] = {"platform": "prolific", "completion_code": "C0DE42"}
-    (folder / "study.yaml").write_text(yaml.safe_dump(data))
-    app = create_app([folder])
+    app = prolific_acute_app(tmp_path)
     ann = Annotator(app, "acute-test", {"PROLIFIC_PID": "pid77", "STUDY_ID": "s1", "SESSION_ID": "x9"})
     handoffs = _count_handoffs(monkeypatch)
     arrival = ann.client.get(ann.url(), params=ann.params, follow_redirects=False)

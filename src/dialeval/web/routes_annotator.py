@@ -298,15 +298,15 @@ def done_blocking(request: Request, served: ServedStudy) -> tuple[AnnotatorSessi
     if not annotator.meta.get("completed_at"):
         protocol = protocol_of(served)
         store, study_id = served.ctx.store, served.ctx.study_id
-        to_task = RedirectResponse(url_for(request, served, "task"), status_code=303)
         assignment, resumed = work.resume_assignment(store, study_id, annotator.id, protocol.expiry())
-        if assignment is not None:  # unfinished work: back to it
-            return session, to_task, {}
+        if assignment is None:
+            completion = hook_in_thread(protocol.completion)(annotator, False)
+            if completion.done < completion.quota:  # is there more work for them?
+                assignment = hook_in_thread(protocol.assign)(annotator)
+        if assignment is not None:  # unfinished or new work: to it
+            return session, RedirectResponse(url_for(request, served, "task"), status_code=303), {}
         if resumed:
             notice = "reassigned"
-        completion = hook_in_thread(protocol.completion)(annotator, False)
-        if completion.done < completion.quota and hook_in_thread(protocol.assign)(annotator) is not None:
-            return session, to_task, {}  # more work for them
         if completion.state != "complete":
             store.log_event(study_id, "nothing-left", {"done": completion.done}, annotator.id)
             return session, None, {"state": "nothing-left", "blocked": False, "notice": notice}
