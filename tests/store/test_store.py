@@ -249,6 +249,64 @@ def test_shared_reads_are_one_transaction_and_see_the_block_s_own_writes(store):
     assert len(begins) == 1  # outside the block, each read is a transaction of its own, as before
 
 
+def test_postgres_short_reads_send_no_begin_and_store_read_keeps_its_transaction(pg_url):
+    """On PostgreSQL, read_connection's reads (every page's session and task reads) run in
+    autocommit -- no BEGIN and ROLLBACK round trips, the server sees no open transaction -- while
+    Store.read keeps a transaction: a report streams its judgments through a server-side cursor,
+    which PostgreSQL allows only inside one."""
+    from psycopg.pq import TransactionStatus
+
+    store = Store(pg_url)
+    try:
+        study = store.ensure_study("s1", "spot-the-bot", {})
+        store.save_dataset(study.id, small_dataset())
+        with store.read_connection() as conn:
+            assert conn.execute(text("SELECT count(*) FROM annotators")).scalar_one() == 1
+            assert conn.connection.dbapi_connection.info.transaction_status == TransactionStatus.IDLE
+        with store.shared_reads():
+            with store.read_connection() as conn:
+                conn.execute(text("SELECT 1"))
+                assert conn.connection.dbapi_connection.info.transaction_status == TransactionStatus.IDLE
+        with store.read() as s:
+            s.execute(text("SELECT 1"))
+            assert s.connection().connection.dbapi_connection.info.transaction_status == TransactionStatus.INTRANS
+        assert [j.value for j in store.load_dataset(study.id).judgments] == [j.value for j in small_dataset().judgments]
+        with store.session() as s:  # and a write after an autocommit read is a transaction again
+            s.execute(text("SELECT 1"))
+            assert s.connection().connection.dbapi_connection.info.transaction_status == TransactionStatus.INTRANS
+    finally:
+        store.close()
+
+
+def test_postgres_pings_only_connections_that_idled_and_replaces_a_dropped_one(pg_url, monkeypatch):
+    """A pooled PostgreSQL connection is pinged before use only after it idled (engine.py:
+    PING_AFTER_IDLE_S), not at every checkout; one the server dropped while idle (a restart, an idle
+    timeout) is replaced before the request uses it, which then succeeds."""
+    import psycopg
+
+    from dialeval.store import engine as engine_mod
+
+    store = Store(pg_url)
+    try:
+        pings = []
+        do_ping = store.engine.dialect.do_ping
+        monkeypatch.setattr(store.engine.dialect, "do_ping", lambda c: pings.append(1) or do_ping(c))
+        for _ in range(5):
+            store.ping()
+        assert pings == []  # each checkout a moment after the last: no extra round trip
+        with store.engine.connect() as c:
+            backend = c.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        plain = pg_url.replace("postgresql+psycopg://", "postgresql://").split("?")[0]
+        with psycopg.connect(plain, autocommit=True) as admin:
+            assert admin.execute("SELECT pg_terminate_backend(%s)", (backend,)).fetchone()[0]
+        monkeypatch.setattr(engine_mod, "PING_AFTER_IDLE_S", 0.0)  # as if it idled past the limit
+        with store.engine.connect() as c:
+            assert c.execute(text("SELECT pg_backend_pid()")).scalar_one() != backend
+        assert len(pings) >= 1
+    finally:
+        store.close()
+
+
 def test_turns_are_found_by_their_unique_index_alone(tmp_path):
     """A new database gives turns one index, the unique (conversation_id, idx): reading or deleting a
     conversation's turns searches it (a second index on conversation_id only slowed imports)."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from .. import json_text
@@ -138,10 +139,39 @@ def make_engine(url: str) -> Engine:
         size, timeout = pool_settings()
         # A fixed pool (no overflow): the process never opens more than its share of the budget;
         # a request that finds none free waits `timeout` s, then gets 503 + Retry-After.
-        return create_engine(
-            url, pool_pre_ping=True, pool_size=size, max_overflow=0, pool_timeout=timeout, **_JSON_CODEC
-        )
+        engine = create_engine(url, pool_size=size, max_overflow=0, pool_timeout=timeout, **_JSON_CODEC)
+        _ping_when_idle(engine)
+        return engine
     raise StoreError(f"unsupported database URL {url!r}: use sqlite:///path.db or postgresql://user@host/db")
+
+
+# A pooled PostgreSQL connection idle this long is pinged before use. SQLAlchemy's pool_pre_ping
+# pings at every checkout: a round trip per transaction, three per ACUTE answer and task page under
+# load, where every connection is a few milliseconds old. A connection that idled (a restarted
+# server, a firewall's or idle_session_timeout's cut) is still checked before a request uses it; one
+# the server drops while busy fails that request with a 503 the client may repeat (BUSY_ERRORS) and
+# SQLAlchemy replaces the pool's connections.
+PING_AFTER_IDLE_S = 5.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Pessimistic disconnect handling for idle connections only (SQLAlchemy's documented pool
+    events: a DisconnectionError raised at checkout makes the pool discard the connection and take
+    another)."""
+
+    @event.listens_for(engine, "checkin")
+    def _idle_from_now(_dbapi_connection, record) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping_if_idle(dbapi_connection, record, _proxy) -> None:
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE_S:
+            return  # new, or in use a moment ago
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:  # noqa: BLE001 - any failure means: not usable
+            raise DisconnectionError(f"a pooled connection idle for {time.monotonic() - since:.0f} s is gone") from exc
 
 
 def check_connection(engine: Engine) -> None:

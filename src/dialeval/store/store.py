@@ -123,6 +123,16 @@ class Store:
         if db_file and db_file != ":memory:":
             self._writer_file = open(f"{db_file}-writer.lock", "a+b")  # noqa: SIM115 - kept open for flock
         self._read_engine = self.engine.execution_options(**{READ_ONLY: True})
+        # read_connection's short reads on PostgreSQL run without a transaction (autocommit): at its
+        # READ COMMITTED level each statement sees its own snapshot inside a transaction too, so the
+        # BEGIN and ROLLBACK were two round trips that bought nothing (four per ACUTE answer and task
+        # page). Store.read keeps its transaction: a report streams through a server-side cursor,
+        # which lives only in one. SQLite keeps it everywhere: there it is the block's one snapshot.
+        self._short_read_engine = (
+            self.engine.execution_options(**{READ_ONLY: True}, isolation_level="AUTOCOMMIT")
+            if self.is_postgres
+            else self._read_engine
+        )
         self._shared = threading.local()  # .read: the thread's _SharedRead within shared_reads()
         self._read_sessions = sessionmaker(self._read_engine, expire_on_commit=False)
 
@@ -187,16 +197,16 @@ class Store:
 
     @contextmanager
     def read_connection(self) -> Iterator[Connection]:
-        """Store.read for Core statements only: the same read-only transaction on a plain
-        connection, without an ORM Session (whose set-up and tear-down cost about as much again as
-        a short query: every page's session lookup and task read go through here). Within
-        shared_reads, the thread's reads share one such transaction."""
+        """Store.read for short Core reads: a plain connection without an ORM Session (whose set-up
+        and tear-down cost about as much again as a short query: every page's session lookup and
+        task read go through here), in a read-only transaction on SQLite and in autocommit on
+        PostgreSQL (see __init__). Within shared_reads, the thread's reads share one connection."""
         shared: _SharedRead | None = getattr(self._shared, "read", None)
         if shared is None:
-            with self._read_engine.connect() as conn, conn.begin():
+            with self._short_read_engine.connect() as conn, conn.begin():
                 yield conn
             return
-        conn = shared.connection(self._read_engine)
+        conn = shared.connection(self._short_read_engine)
         try:
             yield conn
         except BaseException:
