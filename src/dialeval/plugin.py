@@ -20,7 +20,8 @@ registered through the entry-point group ``dialeval.methods``:
 Scheduling: `assign_locked` gives an annotator a `Choice` under the study lock from a
 `SchedulingView` (`assign_in`: the same in a transaction of the method's own that holds the lock;
 `assign_next_in`: that, in a savepoint, after an answer, so the answer and the next assignment are
-one commit and a failure to choose never loses the answer); `least_loaded`, `group_load`, `cap_reached`,
+one commit and a failure to choose never loses the answer; True when nothing is left for the
+annotator, so the answer's reply can send them to the done page); `least_loaded`, `group_load`, `cap_reached`,
 `pair_key` and `bot_pairs` balance the work; `adaptive_plan` / `adaptive_note` stop pairs that are
 decided; `ticket_for` / `GuidedUnits` draw the judge-guided tickets; `voter_screen` is the admin
 page's screening of pairwise voters (dialeval.scheduling's docstring says why a pair was chosen).

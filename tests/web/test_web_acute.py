@@ -296,6 +296,9 @@ def test_an_answer_and_the_next_assignment_are_one_commit(acute_app):
     served = study_of(acute_app)
     page = ann.task()  # the first comparison (the practice answer stored it; counted from here)
     writes = WriteTransactions(served.ctx.store.engine)
+    locks = []
+    locked = served.ctx.store.locked
+    served.ctx.store.locked = lambda study_id: locks.append(study_id) or locked(study_id)
     shown = []
     for n in range(2):
         assert f"Comparison {n + 1} of 2" in page.text
@@ -305,10 +308,14 @@ def test_an_answer_and_the_next_assignment_are_one_commit(acute_app):
         )
         assert r.status_code == 200 and r.json()["ok"], r.text
         assert writes.count == n + 1
-        page = ann.task()
-    # the second comparison's page only read what the first answer stored; the last answer found no
-    # next unit (2 per annotator), and the done page that follows it records the completion
-    assert page.url.path.endswith("/done") and writes.count == 3
+        # the reply says where the page goes next (app.js follows it): the next comparison, then
+        # -- the last answer found no next unit (2 per annotator) -- the done page itself
+        assert r.json()["redirect"] == ("/s/acute-test/task", "/s/acute-test/done")[n]
+        page = ann.client.get(r.json()["redirect"])
+    # the second comparison's page only read what the first answer stored, and the done page
+    # records the completion: no task page looked for work again under the study lock
+    assert page.url.path.endswith("/done") and "You have finished." in page.text
+    assert writes.count == 3 and len(locks) == 2
     mine = work.annotator_assignments(
         served.ctx.store, served.ctx.study_id, work.get_assignment(served.ctx.store, shown[0]).annotator_id
     )

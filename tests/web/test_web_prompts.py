@@ -128,7 +128,7 @@ def test_each_answer_commits_with_the_next_assignment(prompts_app):
         page = ann.task()
         assert writes.count == answers  # the page read the assignment the answer stored
         served, a = _assignment(prompts_app, page.text)
-    kinds = []
+    kinds, sent_to = [], []
     while not page.url.path.endswith("/done"):
         served, a = _assignment(prompts_app, page.text)
         kinds.append(a.unit_kind)
@@ -137,8 +137,11 @@ def test_each_answer_commits_with_the_next_assignment(prompts_app):
         assert r.json()["ok"] is True
         answers += 1
         assert writes.count == answers
-        page = ann.task()
+        sent_to.append(r.json()["redirect"])
+        page = ann.client.get(r.json()["redirect"])  # where the page goes next, as app.js follows it
     assert kinds == ["prompts", "prompts", "prompts-check", "prompts", "prompts"]
+    # the answer after the last item found nothing left: its reply sends the page to the done page
+    assert sent_to == ["/s/ps/task"] * 4 + ["/s/ps/done"] and "You have finished." in page.text
     assert writes.count == answers + 1  # the done page's completion record
     mine = work.annotator_assignments(served.ctx.store, served.ctx.study_id, a.annotator_id)
     assert [x.status for x in mine] == ["submitted"] * answers

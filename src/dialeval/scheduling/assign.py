@@ -210,16 +210,19 @@ def assign_next_in(
     protocol: Protocol[Any],
     annotator: AnnotatorInfo,
     choose: Callable[[SchedulingView], Choice | None],
-) -> None:
+) -> bool:
     """The annotator's next assignment stored in the transaction of the answer just given (which
     holds the study lock), in a savepoint: one commit per judgment, and the task page that follows
     only reads. Should choosing fail, the answer still commits and the task page assigns as it
-    always did."""
+    always did. True when nothing is left for the annotator: the answer's reply can send them to
+    the done page (``Outcome(redirect=study.url("done"))``) instead of a task page that would only
+    look again, under the study lock, and redirect there."""
     try:
         with session.begin_nested():
-            assign_in(session, protocol, annotator, choose)
+            return assign_in(session, protocol, annotator, choose) is None
     except Exception:  # noqa: BLE001 - never lose the answer over the next unit
         _log.exception("choosing the next unit with the answer failed; the task page will choose it")
+        return False
 
 
 def over_daily_cap(config: StudyConfig, annotator: AnnotatorInfo, history: Sequence[AssignmentInfo]) -> bool:

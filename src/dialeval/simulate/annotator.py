@@ -141,6 +141,8 @@ class SimulatedAnnotator:
         )
         self.csrf = ""
         self._landed: _Response | None = None  # the page entering ended on (see enter)
+        # where the last answer's reply sent the page (app.js follows `redirect`), when not the task page
+        self._sent_to: str | None = None
         self.log = AnnotatorLog(profile.name, profile.careless, profile.platform)
         self._unit_plan: dict[int, dict[str, Any]] = {}
         self._conv_cache: dict[str, Any] = {}
@@ -246,7 +248,8 @@ class SimulatedAnnotator:
             steps = 0
             while steps < self.max_steps and not self.gone:
                 steps += 1
-                page, self._landed = self._landed or self.get(self.url("task")), None
+                page, self._landed = self._landed or self.get(self._sent_to or self.url("task")), None
+                self._sent_to = None
                 if page.external or page.path.endswith("/done"):
                     self.log.finished = True
                     break
@@ -335,6 +338,9 @@ class SimulatedAnnotator:
                     self.log.errors.append(f"double submit of {action} refused: {status2} {payload2.get('error')}")
             if payload.get("done"):
                 self.log.units_completed += 1
+                redirect = payload.get("redirect")
+                if isinstance(redirect, str) and not urlsplit(redirect).path.endswith("/task"):
+                    self._sent_to = redirect  # as the page does: e.g. the done page after the last answer
             return payload
         message = f"{action}: {status} {payload.get('error')}"
         if status in (400, 409):

@@ -356,6 +356,7 @@ class AcuteProtocol(Protocol[AcuteOptions]):
         onboarding = assignment.unit_kind == ONBOARDING_KIND
         passed = onboarding and winner == p["correct"]
         failed_tries: int | None = None  # a failed practice: the tries used, read in the answer's transaction
+        nothing_left = False  # then the reply sends them to the done page
         # One commit per answer: the judgment, its closed assignment and the annotator's next
         # assignment, under the study lock the choice needs anyway; the task page that follows only
         # reads it (it was a second locked write transaction per judgment, the study's busiest).
@@ -382,7 +383,7 @@ class AcuteProtocol(Protocol[AcuteOptions]):
                 )
                 failed_tries = None if ok else tries
             if stored:
-                assign_next_in(session, self, annotator, self.choose)
+                nothing_left = assign_next_in(session, self, annotator, self.choose)
             # "never gives a reason" from this transaction's reads (no read transaction of its own)
             never_justifies = not onboarding and self.never_justifies(annotator.id, session=session)
         if failed_tries is not None and failed_tries >= self.config.onboarding.tries:
@@ -390,7 +391,7 @@ class AcuteProtocol(Protocol[AcuteOptions]):
             self.flag(annotator.id, ["failed onboarding"], block=block, onboarding="failed")
         if never_justifies:
             self.flag_never_justifies(annotator.id)
-        return Outcome(done=True)
+        return Outcome(done=True, redirect=self.study.url("done") if nothing_left else None)
 
     # -- admin ---------------------------------------------------------------------------------------
     def admin_summary(self) -> AdminSummary:

@@ -285,11 +285,14 @@ class PromptsProtocol(Protocol[PromptsOptions]):
                 justification=justification, elapsed_s=elapsed, meta=meta,
                 more=criteria, finish=True, session=session,
             )  # fmt: skip
-            if stored:
-                assign_next_in(session, self, annotator, self.choose)
+            nothing_left = stored and assign_next_in(session, self, annotator, self.choose)
         if self.config.annotation.require_justification:
             self.check_justifications(annotator.id)
-        return Outcome(done=True)
+        return self._answered(nothing_left)
+
+    def _answered(self, nothing_left: bool) -> Outcome:
+        """An answer's reply: the next task, or the done page when nothing is left for them."""
+        return Outcome(done=True, redirect=self.study.url("done") if nothing_left else None)
 
     def _checked(
         self,
@@ -318,14 +321,14 @@ class PromptsProtocol(Protocol[PromptsOptions]):
                 history = work.annotator_assignments(session, self.study.study_id, annotator.id)
                 ok, tries = self._practice_state(history)
                 failed_tries = None if ok else tries
-            if stored:  # another try, the first item, or the next one
-                assign_next_in(session, self, annotator, self.choose)
+            # another try, the first item, or the next one
+            nothing_left = stored and assign_next_in(session, self, annotator, self.choose)
         if not passed and not practice:
             self.flag(annotator.id, ["failed an attention check"])
         elif failed_tries is not None and failed_tries >= self.config.onboarding.tries:
             block = self.config.onboarding.on_fail == "block"
             self.flag(annotator.id, ["failed onboarding"], block=block, onboarding="failed")
-        return Outcome(done=True)
+        return self._answered(nothing_left)
 
     # -- admin ---------------------------------------------------------------------------------------
     def admin_summary(self) -> AdminSummary:
