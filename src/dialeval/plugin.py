@@ -19,9 +19,9 @@ registered through the entry-point group ``dialeval.methods``:
 
 Scheduling: `assign_locked` gives an annotator a `Choice` under the study lock from a
 `SchedulingView` (`assign_in`: the same in a transaction of the method's own that holds the lock;
-`assign_next_in`: that, in a savepoint, after an answer, so the answer and the next assignment are
-one commit and a failure to choose never loses the answer; True when nothing is left for the
-annotator, so the answer's reply can send them to the done page); `least_loaded`, `group_load`, `cap_reached`,
+`answer_with_next`: an answer and the next assignment in one commit, the answer stored alone when
+choosing fails, and whether nothing is left for the annotator, so the answer's reply can send them
+to the done page); `least_loaded`, `group_load`, `cap_reached`,
 `pair_key` and `bot_pairs` balance the work; `adaptive_plan` / `adaptive_note` stop pairs that are
 decided; `ticket_for` / `GuidedUnits` draw the judge-guided tickets; `voter_screen` is the admin
 page's screening of pairwise voters (dialeval.scheduling's docstring says why a pair was chosen).
@@ -61,9 +61,9 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time __getattr__
         Choice,
         Group,
         SchedulingView,
+        answer_with_next,
         assign_in,
         assign_locked,
-        assign_next_in,
         bot_pairs,
         cap_reached,
         conversation_load,
@@ -115,9 +115,9 @@ _WHERE: dict[str, str] = {
     "UnitInfo": ".store.work",
     "adaptive_note": ".scheduling.plan",
     "adaptive_plan": ".scheduling.plan",
+    "answer_with_next": ".scheduling.assign",
     "assign_in": ".scheduling.assign",
     "assign_locked": ".scheduling.assign",
-    "assign_next_in": ".scheduling.assign",
     "bot_pairs": ".scheduling.assign",
     "cap_reached": ".scheduling.assign",
     "conversation_load": ".scheduling.assign",
@@ -182,9 +182,9 @@ __all__ = [
     "UnitInfo",
     "adaptive_note",
     "adaptive_plan",
+    "answer_with_next",
     "assign_in",
     "assign_locked",
-    "assign_next_in",
     "bot_pairs",
     "cap_reached",
     "conversation_load",

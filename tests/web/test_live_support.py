@@ -14,7 +14,7 @@ from typing import Any, Self
 
 import httpx
 import uvicorn
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from dialeval.web.app import create_app
 from dialeval.web.ratelimit import RateLimiter
@@ -129,14 +129,17 @@ class WriteTransactions:
         conn.info.pop("wrote", False)
 
 
-def break_first_choice(monkeypatch, protocol) -> list[int]:
-    """Make the protocol's next `choose` raise once (a broken scheduler), then choose as before;
-    the returned list grows by one per call."""
+def break_first_choice(monkeypatch, protocol, *, in_sql: bool = False) -> list[int]:
+    """Make the protocol's next `choose` raise once (a broken scheduler; `in_sql`: a statement of
+    its fails, which leaves a PostgreSQL transaction aborted), then choose as before; the returned
+    list grows by one per call."""
     real_choose, calls = protocol.choose, []
 
     def choose_once_broken(view):
         calls.append(1)
         if len(calls) == 1:
+            if in_sql:
+                view.session.execute(text("SELECT no_such_column FROM assignments"))
             raise RuntimeError("a broken scheduler")
         return real_choose(view)
 

@@ -6,9 +6,12 @@ import re
 import uuid
 from typing import Any
 
+import pytest
+
 from dialeval.store import work
 
 from .conftest import Annotator
+from .studies import make_acute_study
 
 
 def rid() -> str:
@@ -364,8 +367,8 @@ def _past_the_practice(acute_app) -> tuple[Annotator, Any]:
 
 
 def test_an_answer_is_kept_when_choosing_the_next_unit_fails(acute_app, monkeypatch):
-    """Choosing the next unit runs in a savepoint of the answer's transaction: when it fails, the
-    answer still commits and the task page chooses the unit as before."""
+    """When choosing the next unit fails in the answer's transaction, the answer is stored alone
+    (scheduling.answer_with_next) and the task page chooses the unit as before."""
     ann, page = _past_the_practice(acute_app)
     from .test_live_support import break_first_choice
 
@@ -377,6 +380,34 @@ def test_an_answer_is_kept_when_choosing_the_next_unit_fails(acute_app, monkeypa
     assert [j.question for j in served.ctx.store.load_dataset(served.ctx.study_id).judgments].count("preference") == 1
     page = ann.task()
     assert "Comparison 2 of 2" in page.text and len(calls) == 2
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+def test_an_answer_is_kept_when_a_statement_of_the_choice_fails(tmp_path, request, monkeypatch, database):
+    """A failed statement while choosing the next unit leaves a PostgreSQL transaction aborted: the
+    answer's transaction is rolled back and the answer stored again alone, once, in a new one; the
+    reply sends the page to the task page, which chooses the unit as before."""
+    from dialeval.web.app import create_app
+
+    from .test_live_support import WriteTransactions, break_first_choice
+
+    url = request.getfixturevalue("pg_url") if database == "postgres" else None
+    app = create_app([make_acute_study(tmp_path / "acute", database=url)])
+    try:
+        ann, page = _past_the_practice(app)
+        served = study_of(app)
+        calls = break_first_choice(monkeypatch, served.protocol, in_sql=True)
+        writes = WriteTransactions(served.ctx.store.engine)
+        r = ann.post(ann.action(page.text), {"choice": "2", "justification": "more engaging", "request_id": rid()})
+        assert r.status_code == 200 and r.json() == {"ok": True, "done": True, "redirect": "/s/acute-test/task"}
+        assert writes.count == 1  # the answer alone: the failed transaction was rolled back
+        stored = served.ctx.store.load_dataset(served.ctx.study_id).judgments
+        assert [j.question for j in stored].count("preference") == 1
+        page = ann.task()
+        assert "Comparison 2 of 2" in page.text and len(calls) == 2
+    finally:
+        for s in app.state.studies.values():
+            s.ctx.store.close()
 
 
 def _without_request_id(page: str) -> str:

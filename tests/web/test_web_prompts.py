@@ -150,8 +150,8 @@ def test_each_answer_commits_with_the_next_assignment(prompts_app):
 
 
 def test_an_answer_is_kept_when_choosing_the_next_item_fails(prompts_app, monkeypatch):
-    """Choosing the next item runs in a savepoint of the answer's transaction: when it fails, the
-    answer still commits and the task page chooses the item as before."""
+    """When choosing the next item fails in the answer's transaction, the answer is stored alone
+    (scheduling.answer_with_next) and the task page chooses the item as before."""
     ann = Annotator(prompts_app, "ps")
     page = ann.enter()
     served, a = _assignment(prompts_app, page.text)

@@ -14,9 +14,10 @@ unit_load_cached), as are sums of it per key (``view.totals``, e.g. per bot pair
 
     assignment = assign_locked(protocol, annotator, choose)
 
-:func:`assign_in` does the same inside a transaction the method already holds under the study lock:
-ACUTE-Eval stores an answer, its closed assignment and the annotator's next assignment in one
-commit, so the task page that follows only reads.
+:func:`assign_in` does the same inside a transaction the method already holds under the study lock,
+and :func:`answer_with_next` around an answer: ACUTE-Eval and the prompt sets store an answer, its
+closed assignment and the annotator's next assignment in one commit, so the task page that follows
+only reads.
 
 The pure helpers (least_loaded, bot_pairs, pair_key, cap_reached) hold the policies: balanced
 progress across bot pairs, each pair of conversations / each conversation used as rarely as
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from ..protocols.base import Protocol
 
 T = TypeVar("T")
+R = TypeVar("R")  # what an answer's store_answer returns (answer_with_next)
 
 
 @dataclass
@@ -205,24 +207,40 @@ def assign_in(
     )
 
 
-def assign_next_in(
-    session: Session,
+class _ChoiceFailed(Exception):
+    """Choosing the next unit failed inside an answer's transaction (answer_with_next)."""
+
+
+def answer_with_next(
     protocol: Protocol[Any],
     annotator: AnnotatorInfo,
+    store_answer: Callable[[Session], tuple[R, bool]],
     choose: Callable[[SchedulingView], Choice | None],
-) -> bool:
-    """The annotator's next assignment stored in the transaction of the answer just given (which
-    holds the study lock), in a savepoint: one commit per judgment, and the task page that follows
-    only reads. Should choosing fail, the answer still commits and the task page assigns as it
-    always did. True when nothing is left for the annotator: the answer's reply can send them to
-    the done page (``Outcome(redirect=study.url("done"))``) instead of a task page that would only
-    look again, under the study lock, and redirect there."""
+) -> tuple[R, bool]:
+    """An answer and the annotator's next assignment in one transaction under the study lock: one
+    commit per judgment, and the task page that follows only reads. `store_answer(session)` writes
+    the answer and returns (its result, whether it was stored; a repeated request id is not). Returns
+    (that result, True when nothing is left for the annotator): the answer's reply can then send
+    them to the done page (``Outcome(redirect=study.url("done"))``) instead of a task page that
+    would look again under the lock only to redirect.
+
+    Should choosing fail, the answer is never lost: the transaction is rolled back and the answer
+    alone stored again in a new one, and the task page chooses as it always did. (A savepoint around
+    the choice did the same at two round trips per answer on PostgreSQL, paid by every answer.)"""
+    store, study_id = protocol.store, protocol.study.study_id
     try:
-        with session.begin_nested():
-            return assign_in(session, protocol, annotator, choose) is None
-    except Exception:  # noqa: BLE001 - never lose the answer over the next unit
-        _log.exception("choosing the next unit with the answer failed; the task page will choose it")
-        return False
+        with store.locked(study_id) as session:
+            result, stored = store_answer(session)
+            if not stored:
+                return result, False
+            try:
+                return result, assign_in(session, protocol, annotator, choose) is None
+            except Exception as exc:
+                raise _ChoiceFailed from exc
+    except _ChoiceFailed:
+        _log.exception("choosing the next unit with the answer failed; the answer is stored alone")
+    with store.locked(study_id) as session:
+        return store_answer(session)[0], False
 
 
 def over_daily_cap(config: StudyConfig, annotator: AnnotatorInfo, history: Sequence[AssignmentInfo]) -> bool:

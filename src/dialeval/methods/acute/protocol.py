@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import clock
 from ...errors import JudgmentError
@@ -29,8 +29,8 @@ from ...scheduling import tickets
 from ...scheduling.assign import (
     Choice,
     SchedulingView,
+    answer_with_next,
     assign_locked,
-    assign_next_in,
     bot_pairs,
     cap_reached,
     least_loaded,
@@ -42,6 +42,9 @@ from ...store import work
 from ...store.work import UnitInfo
 from .options import AcuteOptions
 from .questions import ACUTE_QUESTIONS
+
+if TYPE_CHECKING:
+    from ...store.facade import Transaction
 
 KIND = "acute"
 ONBOARDING_KIND = "acute-onboarding"
@@ -355,15 +358,16 @@ class AcuteProtocol(Protocol[AcuteOptions]):
             meta["guided"] = assignment.state["guided"]
         onboarding = assignment.unit_kind == ONBOARDING_KIND
         passed = onboarding and winner == p["correct"]
-        failed_tries: int | None = None  # a failed practice: the tries used, read in the answer's transaction
-        nothing_left = False  # then the reply sends them to the done page
         # One commit per answer: the judgment, its closed assignment and the annotator's next
         # assignment, under the study lock the choice needs anyway; the task page that follows only
         # reads it (it was a second locked write transaction per judgment, the study's busiest).
         # The practice answer too: the next unit is another try or the first comparison.
         if onboarding:
             meta = {**meta, "onboarding": True, "passed": passed}
-        with self.store.locked(self.study.study_id) as session:
+
+        def store_answer(session: Transaction) -> tuple[tuple[int | None, bool], bool]:
+            """The answer in the transaction; ((tries used by a failed practice, never gives a
+            reason), stored), both read in the answer's own transaction."""
             _row, stored = self.add_judgment(
                 annotator,
                 assignment,
@@ -377,15 +381,16 @@ class AcuteProtocol(Protocol[AcuteOptions]):
                 state={"passed": passed} if onboarding else None,
                 session=session,
             )
+            failed_tries = None
             if onboarding and not passed:
                 ok, tries = self.onboarding_state(
                     work.annotator_assignments(session, self.study.study_id, annotator.id)
                 )
                 failed_tries = None if ok else tries
-            if stored:
-                nothing_left = assign_next_in(session, self, annotator, self.choose)
-            # "never gives a reason" from this transaction's reads (no read transaction of its own)
             never_justifies = not onboarding and self.never_justifies(annotator.id, session=session)
+            return (failed_tries, never_justifies), stored
+
+        (failed_tries, never_justifies), nothing_left = answer_with_next(self, annotator, store_answer, self.choose)
         if failed_tries is not None and failed_tries >= self.config.onboarding.tries:
             block = self.config.onboarding.on_fail == "block"
             self.flag(annotator.id, ["failed onboarding"], block=block, onboarding="failed")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import JudgmentError
 from ...plugin import AdminSummary, AnnotatorInfo, AssignmentInfo, Outcome, Protocol, session_progress
@@ -26,8 +26,8 @@ from ...scheduling import tickets
 from ...scheduling.assign import (
     Choice,
     SchedulingView,
+    answer_with_next,
     assign_locked,
-    assign_next_in,
     group_load,
     least_loaded,
     pair_key,
@@ -38,6 +38,9 @@ from ...store import work
 from ...store.work import UnitInfo
 from .options import PromptsOptions
 from .promptset import BOT, Prompt, answer_id, compared_systems, load_prompts, system_pairs
+
+if TYPE_CHECKING:
+    from ...store.facade import Transaction
 
 KIND = "prompts"
 CHECK_KIND = "prompts-check"
@@ -277,15 +280,18 @@ class PromptsProtocol(Protocol[PromptsOptions]):
             for criterion in self.options.criteria
             if (answer := data.get(f"criterion-{criterion.id}")) in WINNERS
         ]
+
         # one commit: the answer, its criteria, the closed assignment and the annotator's next
         # assignment (under the study lock the choice needs anyway; the task page then only reads)
-        with self.store.locked(self.study.study_id) as session:
+        def store_answer(session: Transaction) -> tuple[None, bool]:
             _row, stored = self.add_judgment(
                 annotator, assignment, QUESTION, value, request_id=data["request_id"],
                 justification=justification, elapsed_s=elapsed, meta=meta,
                 more=criteria, finish=True, session=session,
             )  # fmt: skip
-            nothing_left = stored and assign_next_in(session, self, annotator, self.choose)
+            return None, stored
+
+        _none, nothing_left = answer_with_next(self, annotator, store_answer, self.choose)
         if self.config.annotation.require_justification:
             self.check_justifications(annotator.id)
         return self._answered(nothing_left)
@@ -309,8 +315,10 @@ class PromptsProtocol(Protocol[PromptsOptions]):
         correct = assignment.payload["correct"]
         passed = choice in ("A", "B") and order["AB".index(choice)] == correct
         practice = bool(assignment.state.get("practice"))
-        failed_tries: int | None = None  # a failed practice: the tries used, read in the answer's transaction
-        with self.store.locked(self.study.study_id) as session:  # one commit, as in act
+
+        def store_answer(session: Transaction) -> tuple[int | None, bool]:
+            """One commit, as in act, with another try, the first item or the next one; (the tries
+            used by a failed practice, read in the answer's transaction; stored)."""
             _row, stored = self.add_judgment(
                 annotator, assignment, "onboarding" if practice else CHECK_QUESTION, value,
                 request_id=data["request_id"], justification=justification, elapsed_s=elapsed,
@@ -320,9 +328,10 @@ class PromptsProtocol(Protocol[PromptsOptions]):
             if not passed and practice:
                 history = work.annotator_assignments(session, self.study.study_id, annotator.id)
                 ok, tries = self._practice_state(history)
-                failed_tries = None if ok else tries
-            # another try, the first item, or the next one
-            nothing_left = stored and assign_next_in(session, self, annotator, self.choose)
+                return (None if ok else tries), stored
+            return None, stored
+
+        failed_tries, nothing_left = answer_with_next(self, annotator, store_answer, self.choose)
         if not passed and not practice:
             self.flag(annotator.id, ["failed an attention check"])
         elif failed_tries is not None and failed_tries >= self.config.onboarding.tries:
