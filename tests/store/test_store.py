@@ -249,6 +249,35 @@ def test_shared_reads_are_one_transaction_and_see_the_block_s_own_writes(store):
     assert len(begins) == 1  # outside the block, each read is a transaction of its own, as before
 
 
+def test_annotator_meta_merges_top_level_keys_and_two_writers_keep_both(store):
+    """update_annotator_meta merges top-level keys as {**meta, **new} (a None is kept as null, a
+    nested value replaced whole) on both databases -- on PostgreSQL by one statement in autocommit
+    -- and writers of different keys at once (two tabs) both keep theirs."""
+    from dialeval.store import work
+
+    study = store.ensure_study("s1", "spot-the-bot", {})
+    row = store.get_or_create_annotator(study.id, "p1", meta={"entered_as": "link", "nested": {"a": 1}})
+    work.update_annotator_meta(store, row.id, consented_at="2026-11-27T10:00:00", nested={"b": 2})
+    work.update_annotator_meta(store, row.id, note=None, text='<b>"quoted" é</b>')
+    assert work.get_annotator(store, row.id).meta == {
+        "entered_as": "link",
+        "nested": {"b": 2},
+        "consented_at": "2026-11-27T10:00:00",
+        "note": None,
+        "text": '<b>"quoted" é</b>',
+    }
+    threads = [
+        threading.Thread(target=work.update_annotator_meta, args=(store, row.id), kwargs={f"key{i}": i})
+        for i in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    meta = work.get_annotator(store, row.id).meta
+    assert {k: meta[k] for k in meta if k.startswith("key")} == {f"key{i}": i for i in range(8)}
+
+
 def test_postgres_short_reads_send_no_begin_and_store_read_keeps_its_transaction(pg_url):
     """On PostgreSQL, read_connection's reads (every page's session and task reads) run in
     autocommit -- no BEGIN and ROLLBACK round trips, the server sees no open transaction -- while

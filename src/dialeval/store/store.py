@@ -133,6 +133,9 @@ class Store:
             if self.is_postgres
             else self._read_engine
         )
+        self._autocommit_engine = (
+            self.engine.execution_options(isolation_level="AUTOCOMMIT") if self.is_postgres else None
+        )
         self._shared = threading.local()  # .read: the thread's _SharedRead within shared_reads()
         self._read_sessions = sessionmaker(self._read_engine, expire_on_commit=False)
 
@@ -161,6 +164,20 @@ class Store:
         self._end_shared_read()  # a read after this write must see it (see shared_reads)
         with self._writer_turn(), self._sessions() as session, session.begin():
             yield session
+
+    @contextmanager
+    def single_write(self) -> Iterator[Connection]:
+        """A connection for one write statement that stands alone (e.g. a merge of an annotator's
+        meta done by the statement itself): on PostgreSQL in autocommit, the statement its own
+        transaction (the BEGIN and COMMIT were two of an annotator's session's round trips at
+        each consent, instructions and done page); on SQLite a write transaction (its writer queue)."""
+        self._end_shared_read()
+        if self._autocommit_engine is None:
+            with self.session() as session:
+                yield session.connection()
+            return
+        with self._autocommit_engine.connect() as conn:
+            yield conn
 
     @contextmanager
     def _writer_turn(self) -> Iterator[None]:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, cast, overload
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import ARRAY, Connection, Integer, Table, any_, bindparam, func, insert, select, update
+from sqlalchemy import ARRAY, Connection, Integer, Table, any_, bindparam, func, insert, select, text, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -69,6 +69,7 @@ class Transactions(Protocol):
     def read(self) -> AbstractContextManager[Session]: ...
     def read_connection(self) -> AbstractContextManager[Connection]: ...
     def session(self) -> AbstractContextManager[Session]: ...
+    def single_write(self) -> AbstractContextManager[Connection]: ...
     def locked(self, study_id: int) -> AbstractContextManager[Session]: ...
 
 
@@ -222,9 +223,22 @@ _SET_ANNOTATOR_META = (
 )
 
 
+# PostgreSQL merges the keys itself (jsonb's ||, top-level keys as {**meta, **new}): one statement,
+# atomic on its own -- no read of the meta first, no transaction around the two, and two tabs
+# writing different keys at once both keep theirs.
+_MERGE_ANNOTATOR_META_PG = text(
+    "UPDATE annotators SET meta = (COALESCE(meta::jsonb, '{}'::jsonb) || CAST(:patch AS jsonb))::json WHERE id = :aid"
+).bindparams(bindparam("patch", type_=_ANNOTATOR.meta.type))
+
+
 def update_annotator_meta(store: Transactions, annotator_id: int, **meta: Any) -> None:
-    """Merge `meta` into the annotator's meta (one write transaction, plain Core statements: consent,
-    instructions and the done page of every annotator write here)."""
+    """Merge `meta` into the annotator's meta (plain Core statements: consent, instructions and the
+    done page of every annotator write here). On PostgreSQL one statement in autocommit, on SQLite
+    a read and a write in one write transaction (which holds the file's write lock)."""
+    if store.is_postgres:
+        with store.single_write() as conn:
+            conn.execute(_MERGE_ANNOTATOR_META_PG, {"aid": annotator_id, "patch": meta})
+        return
     with store.session() as s:
         conn = s.connection()
         row = conn.execute(_ANNOTATOR_META, {"aid": annotator_id}).first()
