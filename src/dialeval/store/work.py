@@ -198,17 +198,33 @@ def get_annotator(store: Transactions, annotator_id: int) -> AnnotatorInfo | Non
     return _annotator_from_columns(row) if row is not None else None
 
 
+# the annotator and (outer-joined: None when there is no such) the assignment, in one statement
+_ANNOTATOR_AND_ASSIGNMENT = (
+    select(*_ANNOTATOR_COLUMNS.selected_columns, *_ASSIGNMENT_WITH_UNIT.selected_columns)
+    .select_from(
+        cast(Table, AnnotatorRow.__table__).outerjoin(
+            cast(Table, AssignmentRow.__table__).join(UnitRow.__table__, _UNIT.id == _ASSIGNMENT.unit_id),
+            _ASSIGNMENT.id == bindparam("asid"),
+        )
+    )
+    .where(_ANNOTATOR.id == bindparam("aid"))
+)
+_ANNOTATOR_WIDTH = len(_ANNOTATOR_COLUMNS.selected_columns)
+
+
 def get_annotator_and_assignment(
     store: Transactions, annotator_id: int, assignment_id: int
 ) -> tuple[AnnotatorInfo | None, AssignmentInfo | None]:
-    """get_annotator and get_assignment in one read transaction (a post to an assignment needs both;
-    the assignment is not read when there is no such annotator)."""
+    """get_annotator and get_assignment in one statement (every post to an assignment needs both;
+    they were two round trips of each answer)."""
     with store.read_connection() as conn:
-        row = conn.execute(_ANNOTATOR_BY_ID, {"aid": annotator_id}).first()
-        if row is None:
-            return None, None
-        assignment = conn.execute(_ASSIGNMENT_BY_ID, {"asid": assignment_id}).first()
-    return _annotator_from_columns(row), _assignment_from_columns(assignment) if assignment is not None else None
+        row = conn.execute(_ANNOTATOR_AND_ASSIGNMENT, {"aid": annotator_id, "asid": assignment_id}).first()
+    if row is None:
+        return None, None
+    assignment = row[_ANNOTATOR_WIDTH:]
+    return _annotator_from_columns(row[:_ANNOTATOR_WIDTH]), (
+        _assignment_from_columns(assignment) if assignment[0] is not None else None
+    )
 
 
 def annotator_from_row(row: AnnotatorRow) -> AnnotatorInfo:
@@ -834,7 +850,7 @@ _INSERT_EVENT = insert(EventRow)
 
 def get_assignment(store: Transactions, assignment_id: int) -> AssignmentInfo | None:
     with store.read_connection() as conn:
-        row = conn.execute(_ASSIGNMENT_WITH_UNIT.where(_ASSIGNMENT.id == assignment_id)).first()
+        row = conn.execute(_ASSIGNMENT_BY_ID, {"asid": assignment_id}).first()
     return _assignment_from_columns(row) if row is not None else None
 
 
