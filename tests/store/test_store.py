@@ -278,6 +278,47 @@ def test_annotator_meta_merges_top_level_keys_and_two_writers_keep_both(store):
     assert {k: meta[k] for k in meta if k.startswith("key")} == {f"key{i}": i for i in range(8)}
 
 
+def test_an_assignment_given_and_submitted_writes_the_same_rows_and_events_on_both_databases(store):
+    """Giving an assignment and closing it write the row and its event (on PostgreSQL each pair in
+    one statement); the rows, the events' kinds and payloads are the same on both databases, a
+    second submit changes nothing and logs nothing, and a submit with state sets it."""
+    from datetime import timedelta
+
+    from dialeval import clock
+    from dialeval.store import work
+
+    study = store.ensure_study("s1", "acute", {})
+    store.save_dataset(study.id, small_dataset())
+    person = store.get_or_create_annotator(study.id, "p1").id
+    with store.locked(study.id) as s:
+        unit = work.create_unit(s, study.id, "u1", "acute", ["c1"], {"k": 1})
+        given = work.create_assignment(
+            s,
+            study.id,
+            unit.id,
+            person,
+            shown_order=["c1"],
+            state={"x": 1},
+            expires_at=clock.now() + timedelta(minutes=5),
+        )
+    again = work.get_assignment(store, given.id)
+    assert (again.status, again.shown_order, again.state, again.unit_id) == ("assigned", ["c1"], {"x": 1}, unit.id)
+    work.submit_assignment(store, given.id)
+    work.submit_assignment(store, given.id)  # a repeat: nothing changes, nothing is logged
+    work.submit_assignment(store, given.id, state={"passed": True})  # already closed: the state only
+    done = work.get_assignment(store, given.id)
+    assert done.status == "submitted" and done.submitted_at is not None and done.state == {"passed": True}
+    events = [
+        (e["kind"], e["annotator_id"], e["payload"])
+        for e in work.list_events(store, study.id)
+        if "assignment" in e["kind"]
+    ]
+    assert events == [
+        ("assignment-given", person, {"assignment": given.id, "unit": unit.id}),
+        ("assignment-submitted", person, {"assignment": given.id}),
+    ]
+
+
 def test_postgres_short_reads_send_no_begin_and_store_read_keeps_its_transaction(pg_url):
     """On PostgreSQL, read_connection's reads (every page's session and task reads) run in
     autocommit -- no BEGIN and ROLLBACK round trips, the server sees no open transaction -- while

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, cast, overload
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import ARRAY, Connection, Integer, Table, any_, bindparam, func, insert, select, text, update
+from sqlalchemy import ARRAY, Connection, Integer, Table, any_, bindparam, func, insert, literal, select, text, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -801,32 +801,33 @@ def create_assignment(
     session.flush()
     started_at, state = clock.now(), dict(state or {})
     conn = session.connection()
-    key = conn.execute(
-        _INSERT_ASSIGNMENT,
-        {
-            "study_id": study_id,
-            "unit_id": unit_id,
-            "annotator_id": annotator_id,
-            "status": "assigned",
-            "shown_order": shown_order,
-            "state": state,
-            "started_at": started_at,
-            "expires_at": expires_at,
-            "submitted_at": None,
-        },
-    ).inserted_primary_key
-    assert key is not None  # an insert of one row
-    aid = int(key[0])
-    conn.execute(
-        _INSERT_EVENT,
-        {
-            "study_id": study_id,
-            "kind": "assignment-given",
-            "annotator_id": annotator_id,
-            "payload": {"assignment": aid, "unit": unit_id},
-            "created_at": clock.now(),
-        },
-    )
+    values = {
+        "study_id": study_id,
+        "unit_id": unit_id,
+        "annotator_id": annotator_id,
+        "status": "assigned",
+        "shown_order": shown_order,
+        "state": state,
+        "started_at": started_at,
+        "expires_at": expires_at,
+        "submitted_at": None,
+    }
+    if conn.dialect.name == "postgresql":  # the assignment and its event in one statement
+        aid = int(conn.execute(_GIVE_ASSIGNMENT_PG, {**values, "event_at": clock.now()}).scalar_one())
+    else:
+        key = conn.execute(_INSERT_ASSIGNMENT, values).inserted_primary_key
+        assert key is not None  # an insert of one row
+        aid = int(key[0])
+        conn.execute(
+            _INSERT_EVENT,
+            {
+                "study_id": study_id,
+                "kind": "assignment-given",
+                "annotator_id": annotator_id,
+                "payload": {"assignment": aid, "unit": unit_id},
+                "created_at": clock.now(),
+            },
+        )
     return AssignmentInfo(
         id=aid,
         study_id=study_id,
@@ -846,6 +847,68 @@ def create_assignment(
 
 _INSERT_ASSIGNMENT = insert(AssignmentRow)
 _INSERT_EVENT = insert(EventRow)
+_EVENT = EventRow.__table__.c
+_EVENT_COLUMNS = ["study_id", "kind", "annotator_id", "payload", "created_at"]
+
+
+def _typed(name: str, column: Any) -> Any:
+    return bindparam(name, type_=column.type)
+
+
+# PostgreSQL writes a row and its event in one statement, a data-modifying CTE (one round trip
+# instead of two, twice per answer: the closed assignment and the next one given). SQLite has no
+# such CTE and keeps two statements; the rows and the events' values are the same.
+_GIVEN_COLUMNS = (
+    "study_id",
+    "unit_id",
+    "annotator_id",
+    "status",
+    "shown_order",
+    "state",
+    "started_at",
+    "expires_at",
+    "submitted_at",
+)
+_GIVEN = (
+    insert(AssignmentRow)
+    .values({name: _typed(name, _ASSIGNMENT[name]) for name in _GIVEN_COLUMNS})
+    .returning(_ASSIGNMENT.id)
+    .cte("given")
+)
+_GIVE_ASSIGNMENT_PG = select(_GIVEN.c.id).add_cte(
+    insert(EventRow)
+    .from_select(
+        _EVENT_COLUMNS,
+        select(
+            _typed("study_id", _EVENT.study_id),
+            literal("assignment-given"),
+            _typed("annotator_id", _EVENT.annotator_id),
+            func.json_build_object("assignment", _GIVEN.c.id, "unit", _typed("unit_id", _ASSIGNMENT.unit_id)),
+            _typed("event_at", _EVENT.created_at),
+        ).select_from(_GIVEN),
+    )
+    .cte("given_logged")
+)
+
+
+def _submitted_with_event_pg(closing: Any) -> Any:
+    """`closing` (an UPDATE ... RETURNING study_id, annotator_id of a still open assignment) and its
+    assignment-submitted event in one statement; a row back when it closed one."""
+    closed = closing.cte("closed")
+    return (
+        insert(EventRow)
+        .from_select(
+            _EVENT_COLUMNS,
+            select(
+                closed.c.study_id,
+                literal("assignment-submitted"),
+                closed.c.annotator_id,
+                _typed("event_payload", _EVENT.payload),
+                _typed("at", _EVENT.created_at),
+            ),
+        )
+        .returning(_EVENT.study_id, _EVENT.annotator_id)
+    )
 
 
 def get_assignment(store: Transactions, assignment_id: int) -> AssignmentInfo | None:
@@ -970,11 +1033,18 @@ def submit_assignment(
         s.flush()  # the caller's pending rows first (the events keep their order)
         conn = s.connection()
         params: dict[str, Any] = {"asid": assignment_id, "at": clock.now()}
-        if state is None:
-            row = conn.execute(_SUBMIT_ASSIGNMENT, params).first()
+        if state is not None:
+            params["new_state"] = dict(state)
+        if conn.dialect.name == "postgresql":  # the update and its event in one statement
+            statement = _SUBMIT_PG[state is not None]
+            row = conn.execute(statement, {**params, "event_payload": {"assignment": assignment_id}}).first()
+            logged = True
         else:
-            row = conn.execute(_SUBMIT_ASSIGNMENT_WITH_STATE, {**params, "new_state": dict(state)}).first()
-        if row is not None:  # it was open (or expired): now submitted
+            row = conn.execute(
+                _SUBMIT_ASSIGNMENT_WITH_STATE if state is not None else _SUBMIT_ASSIGNMENT, params
+            ).first()
+            logged = False
+        if row is not None and not logged:  # it was open (or expired): now submitted
             study_id, annotator_id = row
             conn.execute(
                 _INSERT_EVENT,
@@ -986,9 +1056,9 @@ def submit_assignment(
                     "created_at": clock.now(),
                 },
             )
-        elif state is not None:
+        elif row is None and state is not None:
             conn.execute(_SET_ASSIGNMENT_STATE, {"asid": assignment_id, "new_state": dict(state)})
-        else:
+        elif row is None:
             return
         # an ORM copy of the row this transaction holds is read again on its next use
         held = s.identity_map.get(s.identity_key(AssignmentRow, assignment_id))
@@ -1010,6 +1080,10 @@ _SUBMIT_ASSIGNMENT = (
 )
 _SUBMIT_ASSIGNMENT_WITH_STATE = _SUBMIT_ASSIGNMENT.values(state=bindparam("new_state", type_=_ASSIGNMENT.state.type))
 _SET_ASSIGNMENT_STATE = _UPDATE_ASSIGNMENT.values(state=bindparam("new_state", type_=_ASSIGNMENT.state.type))
+_SUBMIT_PG = {
+    False: _submitted_with_event_pg(_SUBMIT_ASSIGNMENT),
+    True: _submitted_with_event_pg(_SUBMIT_ASSIGNMENT_WITH_STATE),
+}
 
 
 def assignment_status_counts(store: Transactions, study_id: int) -> dict[str, int]:
