@@ -103,3 +103,32 @@ def test_expire_due_reads_only_the_overdue_and_rechecks_on_demand(two_stores):
         assert work.unit_load(s, sid) == {}
     statuses = {a.id: a.status for a in work.annotator_assignments(mine, sid, people[0], include_expired=True)}
     assert statuses == {late: "expired"}
+
+
+def test_annotator_assignments_and_units_mark_in_one_read(two_stores):
+    """annotator_assignments_marked (what the scheduler reads under the lock) gives what
+    annotator_assignments(include_expired=True) and units_mark give apart, with or without
+    assignments, and a mark that sees a unit another process added."""
+    mine, other = two_stores
+    sid = mine.ensure_study("marked", "acute").id
+    work.add_units(mine, sid, "acute", [Unit(id=f"u{i}", kind="acute", conversation_ids=[]) for i in range(3)])
+    units = [u.id for u in work.list_units(mine, sid)]
+    person, stranger = (mine.get_or_create_annotator(sid, name).id for name in ("p", "q"))
+
+    def both_ways(annotator: int):
+        with mine.locked(sid) as s:
+            apart = (work.annotator_assignments(s, sid, annotator, include_expired=True), work.units_mark(s, sid))
+            assert work.annotator_assignments_marked(s, sid, annotator) == apart
+            return apart
+
+    assert both_ways(person) == ([], (3, max(units)))
+    first = assign(other, sid, units[0], person)
+    late = assign(other, sid, units[1], person, minutes=-1)
+    assign(other, sid, units[2], stranger)
+    with other.locked(sid) as s:
+        assert work.expire_assignments(s, sid) == 1
+    work.submit_assignment(other, first)
+    work.add_units(other, sid, "acute", [Unit(id="u9", kind="acute", conversation_ids=[])])
+    history, mark = both_ways(person)
+    assert [(a.id, a.status) for a in history] == [(first, "submitted"), (late, "expired")]
+    assert mark == (4, max(u.id for u in work.list_units(mine, sid)))

@@ -166,7 +166,7 @@ def assign_in(
         work.expire_due(session, store, study_id, recheck=recheck)  # expired ones no longer count
         return load
 
-    everything = work.annotator_assignments(session, study_id, annotator.id, include_expired=True)
+    everything, units_mark = work.annotator_assignments_marked(session, study_id, annotator.id)
     now = clock.now()
     if any(a.is_open and a.expires_at is not None and a.expires_at < now for a in everything):
         read_load()  # their own open one is overdue: expired first, as for everybody
@@ -188,6 +188,7 @@ def assign_in(
         store=store,
         read_load=read_load,
     )
+    view._units_mark = units_mark  # read with the history: units() needs no statement of its own
     choice = choose(view)
     if choice is None:
         # before saying no from the load: an expiry the kept copy does not know of (set back by

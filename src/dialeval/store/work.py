@@ -15,7 +15,21 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, cast, overload
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import ARRAY, Connection, Integer, Table, any_, bindparam, func, insert, literal, select, text, update
+from sqlalchemy import (
+    ARRAY,
+    Connection,
+    Integer,
+    Table,
+    and_,
+    any_,
+    bindparam,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -729,6 +743,20 @@ def expire_due(session: Session, store: Transactions, study_id: int, *, recheck:
     return len(ids)
 
 
+def annotator_assignments_marked(
+    session: Session, study_id: int, annotator_id: int
+) -> tuple[list[AssignmentInfo], tuple[int, int | None]]:
+    """annotator_assignments(include_expired=True) and units_mark, in one statement."""
+    session.flush()  # the caller's own pending changes first (a plain Core read does not autoflush)
+    rows = (
+        session.connection()
+        .execute(_ANNOTATOR_ASSIGNMENTS_MARKED, {"study_id": study_id, "annotator_id": annotator_id})
+        .all()
+    )
+    mark = (int(rows[0][0]), rows[0][1])
+    return [_assignment_from_columns(row[2:]) for row in rows if row[2] is not None], mark
+
+
 def annotator_assignments(
     session_or_store: Session | Transactions, study_id: int, annotator_id: int, include_expired: bool = False
 ) -> list[AssignmentInfo]:
@@ -745,6 +773,24 @@ def annotator_assignments(
 _ANNOTATOR_ASSIGNMENTS_ALL = _ASSIGNMENT_WITH_UNIT.where(
     _ASSIGNMENT.study_id == bindparam("study_id"), _ASSIGNMENT.annotator_id == bindparam("annotator_id")
 ).order_by(_ASSIGNMENT.id)
+# _ANNOTATOR_ASSIGNMENTS_ALL with the study's units mark (units_mark) in the same statement: the
+# mark's one row outer-joined to the annotator's assignments (their columns NULL when they have
+# none). The scheduler reads both at every choice under the study lock: one round trip, not two.
+_MARK = (
+    select(func.count().label("units"), func.max(_UNIT.id).label("top_unit"))
+    .where(_UNIT.study_id == bindparam("study_id"))
+    .subquery("units_mark")
+)
+_ANNOTATOR_ASSIGNMENTS_MARKED = (
+    select(_MARK.c.units, _MARK.c.top_unit, *_ASSIGNMENT_WITH_UNIT.selected_columns)
+    .select_from(
+        _MARK.outerjoin(
+            cast(Table, AssignmentRow.__table__).join(UnitRow.__table__, _UNIT.id == _ASSIGNMENT.unit_id),
+            and_(_ASSIGNMENT.study_id == bindparam("study_id"), _ASSIGNMENT.annotator_id == bindparam("annotator_id")),
+        )
+    )
+    .order_by(_ASSIGNMENT.id)
+)
 _ANNOTATOR_ASSIGNMENTS = (
     _ASSIGNMENT_WITH_UNIT.where(
         _ASSIGNMENT.study_id == bindparam("study_id"),
