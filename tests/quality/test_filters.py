@@ -158,3 +158,25 @@ def test_filter_annotators_and_flags():
     assert annotators[1].meta["flagged"] is True
     assert annotators[2].meta == {"filter_reasons": [NEVER_GIVES_REASON], "flagged": True}
     assert annotators[3].meta == {}
+
+
+def test_reasons_settled_is_final():
+    """Once reasons_settled says yes, no justification added later makes never_gives_reason true
+    (the protocol stops reading a settled annotator's justifications): every sequence of up to five
+    texts from a vocabulary of each kind."""
+    import itertools
+
+    from dialeval.quality.filters import reasons_settled
+
+    vocabulary = ["", None, "n/a", "ok", "more engaging", "More engaging!", "asked me questions back"]
+    settled_seen = 0
+    for n in range(1, 6):
+        for texts in itertools.product(vocabulary, repeat=n):
+            for k in range(1, n + 1):
+                if reasons_settled(texts[:k]):
+                    settled_seen += 1
+                    assert not never_gives_reason(list(texts)), texts
+    assert settled_seen > 1000
+    assert not reasons_settled(["more engaging", "More engaging."])  # the same reason twice: not yet
+    assert not reasons_settled(["n/a", "ok"])
+    assert reasons_settled(["more engaging", "ok"])

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from dialeval.quality.filters import NEVER_GIVES_REASON
 from dialeval.store import work
 
 from .conftest import Annotator
@@ -648,3 +649,34 @@ def test_an_answer_writes_without_looking_up_first(acute_app):
         s.startswith("SELECT assignments.study_id, assignments.annotator_id, assignments.status") for s in writes
     )
     assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == 2  # the practice answer and this one
+
+
+@pytest.mark.parametrize(
+    ("reasons", "flagged"),
+    [
+        # the same text every time: "never gives a reason" (Li et al. 2019), flagged at the third
+        (["more engaging", "more engaging", "more engaging", "more engaging"], True),
+        # two real, different reasons, then the same one again and again: never flagged (the
+        # protocol stops reading this annotator's reasons once they are settled)
+        (["asked me questions back", "more engaging", "more engaging", "more engaging"], False),
+    ],
+)
+def test_never_gives_reason_flag_over_http(tmp_path, reasons, flagged):
+    from dialeval.web.app import create_app
+
+    app = create_app([make_acute_study(tmp_path / "acute", comparisons=4, onboarding=False)])
+    try:
+        ann = Annotator(app, "acute-test")
+        page = ann.enter()
+        for n, reason in enumerate(reasons):
+            assert f"Comparison {n + 1} of 4" in page.text
+            r = ann.post(ann.action(page.text), {"choice": "1", "justification": reason, "request_id": rid()})
+            assert r.status_code == 200 and r.json()["ok"], r.text
+            page = ann.task()
+        served = study_of(app)
+        (row,) = work.list_annotators(served.ctx.store, served.ctx.study_id)
+        assert (NEVER_GIVES_REASON in row["reasons"]) is flagged, row
+        assert row["judgments"] == 4
+    finally:
+        for s in app.state.studies.values():
+            s.ctx.store.close()

@@ -220,6 +220,9 @@ class Protocol(Generic[OptionsT]):
 
     def __init__(self, study: StudyContext):
         self.study = study
+        # annotators whose justifications already show a real reason that no later one can undo
+        # (quality.filters.reasons_settled): never_justifies reads theirs no more (per process)
+        self._gave_reasons: set[int] = set()
 
     # shortcuts
     @property
@@ -426,14 +429,17 @@ class Protocol(Generic[OptionsT]):
         """check_justifications' test without the flag: with `session`, read in the caller's
         transaction (an answer's own, so no read transaction of its own; the caller flags after
         its commit with flag_never_justifies)."""
-        if not self.config.quality.drop_never_justifies:
+        if not self.config.quality.drop_never_justifies or annotator_id in self._gave_reasons:
             return False
-        from ..quality.filters import never_gives_reason
+        from ..quality.filters import never_gives_reason, reasons_settled
 
         if session is not None:
             texts = work.annotator_justifications(session, self.study.study_id, annotator_id)
         else:
             texts = self.db.annotator_justifications(annotator_id)
+        if reasons_settled(texts):  # judgments are never deleted: the answer stays False
+            self._gave_reasons.add(annotator_id)
+            return False
         return len(texts) >= minimum and never_gives_reason(texts)
 
     def flag_never_justifies(self, annotator_id: int) -> None:

@@ -205,13 +205,22 @@ def never_gives_reason(justifications: Sequence[str | None], *, min_letters: int
     texts = [normalize(j or "") for j in justifications]
     if not texts:
         return True
-
-    def trivial(text: str) -> bool:
-        return sum(c.isalpha() for c in text) < min_letters or text in _NON_ANSWERS
-
-    if all(trivial(t) for t in texts):
+    if all(_no_reason(t, min_letters) for t in texts):
         return True
     return len(texts) >= identical_min and len(set(texts)) == 1
+
+
+def _no_reason(normalized: str, min_letters: int) -> bool:
+    """A justification that is not a reason: too few letters, or a non-answer ("n/a", "idk"...)."""
+    return sum(c.isalpha() for c in normalized) < min_letters or normalized in _NON_ANSWERS
+
+
+def reasons_settled(justifications: Sequence[str | None], *, min_letters: int = 3) -> bool:
+    """True when no justification added later can make never_gives_reason true: one is a real
+    reason (not trivial) and two differ. (Each of its conditions -- none at all, all trivial, all
+    the same -- only stays true as texts are added, never becomes true again once false.)"""
+    texts = [normalize(j or "") for j in justifications]
+    return len(set(texts)) >= 2 and not all(_no_reason(t, min_letters) for t in texts)
 
 
 def _conversations(messages: Sequence[str] | Sequence[Sequence[str]]) -> list[list[str]]:
