@@ -28,6 +28,7 @@ from sqlalchemy import (
     literal,
     select,
     text,
+    true,
     update,
 )
 from sqlalchemy.orm import InstrumentedAttribute, Session
@@ -1425,8 +1426,36 @@ _RESUME_ROWS = _ASSIGNMENT_WITH_UNIT.where(
 ).order_by(_ASSIGNMENT.id)
 
 
+_RESUME = _RESUME_ROWS.subquery("resume")
+# the annotator and (outer-joined) the rows resume_assignment decides from, in one statement: a task
+# page needs both (they were two round trips of every task page)
+_ANNOTATOR_AND_RESUME_ROWS = (
+    select(*_ANNOTATOR_COLUMNS.selected_columns, *_RESUME.c)
+    .select_from(cast(Table, AnnotatorRow.__table__).outerjoin(_RESUME, true()))
+    .where(_ANNOTATOR.id == bindparam("annotator_id"))
+    .order_by(_RESUME.c.id)
+)
+
+
+def get_annotator_and_resume_rows(
+    store: Transactions, annotator_id: int, study_id: int
+) -> tuple[AnnotatorInfo | None, list[AssignmentInfo]]:
+    """get_annotator and the rows resume_assignment reads (its `rows`), in one statement."""
+    with store.read_connection() as conn:
+        found = conn.execute(_ANNOTATOR_AND_RESUME_ROWS, {"annotator_id": annotator_id, "study_id": study_id}).all()
+    if not found:
+        return None, []
+    rows = [_assignment_from_columns(r[_ANNOTATOR_WIDTH:]) for r in found if r[_ANNOTATOR_WIDTH] is not None]
+    return _annotator_from_columns(found[0][:_ANNOTATOR_WIDTH]), rows
+
+
 def resume_assignment(
-    store: Transactions, study_id: int, annotator_id: int, expires_at: datetime | None, now: datetime | None = None
+    store: Transactions,
+    study_id: int,
+    annotator_id: int,
+    expires_at: datetime | None,
+    now: datetime | None = None,
+    rows: list[AssignmentInfo] | None = None,
 ) -> tuple[AssignmentInfo | None, str | None]:
     """The assignment the annotator should continue, and a notice for them.
 
@@ -1434,6 +1463,7 @@ def resume_assignment(
     was still open, so its expiry is extended). When the annotator's latest assignment expired and
     nobody was given its unit since, it is revived; when somebody was, it becomes `abandoned` and the
     notice says so (the caller then assigns fresh work). Locks only when an expired one is found.
+    `rows`: what it reads first, when the caller read them already (get_annotator_and_resume_rows).
     """
     now = now or clock.now()
     # Read first, in a read transaction: every task page comes here, and on SQLite a write
@@ -1441,11 +1471,12 @@ def resume_assignment(
     # Only an open assignment past its expiry is written (its expiry extended). A Core read, no ORM
     # rows, and only the rows looked at below: the open ones and the latest (not the whole history,
     # each row's JSON decoded, at every task page).
-    with store.read_connection() as conn:
-        rows = [
-            _assignment_from_columns(row)
-            for row in conn.execute(_RESUME_ROWS, {"study_id": study_id, "annotator_id": annotator_id})
-        ]
+    if rows is None:
+        with store.read_connection() as conn:
+            rows = [
+                _assignment_from_columns(row)
+                for row in conn.execute(_RESUME_ROWS, {"study_id": study_id, "annotator_id": annotator_id})
+            ]
     overdue = None
     for info in rows:
         if info.status == "assigned":

@@ -44,10 +44,11 @@ async def served_study(request: Request, slug: str) -> ServedStudy:
 Served = Annotated[ServedStudy, Depends(served_study)]
 
 
-def annotator_session(request: Request, served: Served) -> AnnotatorSession:
+def annotator_session(request: Request, served: Served, *, resume_rows: bool = False) -> AnnotatorSession:
     """The annotator signed in to this study (403 when the browser has no valid session). On a path
-    naming an assignment, it is read with the annotator (owned_assignment checks it later)."""
-    found = find_session(request, served, path_id(request.path_params.get("assignment_id")))
+    naming an assignment, it is read with the annotator (owned_assignment checks it later); with
+    `resume_rows`, what the task page resumes from (find_session)."""
+    found = find_session(request, served, path_id(request.path_params.get("assignment_id")), resume_rows=resume_rows)
     if found is None:
         raise WebError(403, NO_SESSION)
     return found

@@ -132,7 +132,7 @@ def task_blocking(request: Request, served: ServedStudy, hooks_in_thread: bool) 
 
 
 def _task_reads(request: Request, served: ServedStudy, hooks_in_thread: bool) -> tuple[Any, ...]:
-    session = annotator_session(request, served)
+    session = annotator_session(request, served, resume_rows=True)
     annotator = session.annotator
     redirect = not_ready(request, served, annotator)
     if redirect is not None:
@@ -140,7 +140,9 @@ def _task_reads(request: Request, served: ServedStudy, hooks_in_thread: bool) ->
     if annotator.status == "blocked":
         return session, RedirectResponse(url_for(request, served, "done"), status_code=303), None, None, None, None
     protocol = protocol_of(served)
-    resumed, notice = work.resume_assignment(served.ctx.store, served.ctx.study_id, annotator.id, protocol.expiry())
+    resumed, notice = work.resume_assignment(
+        served.ctx.store, served.ctx.study_id, annotator.id, protocol.expiry(), rows=session.resume_rows
+    )
     assignment: Any = resumed
     context: Any = _LATER
     progress: Any = _LATER

@@ -22,11 +22,13 @@ from .served import ServedStudy
 @dataclass
 class AnnotatorSession:
     """Who is asking: the signed identity (its nonce keys the CSRF token) and the annotator's row.
-    `assignment`: (id, the assignment or None) when find_session was asked to read it as well."""
+    `assignment`: (id, the assignment or None) when find_session was asked to read it as well;
+    `resume_rows`: what work.resume_assignment decides from, when find_session was asked for them."""
 
     identity: Identity
     annotator: AnnotatorInfo
     assignment: tuple[int, AssignmentInfo | None] | None = None
+    resume_rows: list[AssignmentInfo] | None = None
 
 
 def session_values(request: Request) -> list[tuple[str, bool]]:
@@ -42,16 +44,24 @@ def session_values(request: Request) -> list[tuple[str, bool]]:
     return out
 
 
-def find_session(request: Request, served: ServedStudy, assignment_id: int | None = None) -> AnnotatorSession | None:
+def find_session(
+    request: Request, served: ServedStudy, assignment_id: int | None = None, *, resume_rows: bool = False
+) -> AnnotatorSession | None:
     """The annotator this request is signed in as (blocking: reads the database), or None. With an
-    `assignment_id` (a post to an assignment) that assignment is read in the same read transaction,
-    for the ownership check that follows (deps.owned_assignment): one transaction, not two."""
+    `assignment_id` (a post to an assignment) that assignment is read in the same statement, for the
+    ownership check that follows (deps.owned_assignment); with `resume_rows` (the task page), the
+    rows work.resume_assignment decides from: one round trip, not two."""
     for value, from_token in session_values(request):
         ident = served.signer.read_identity(value)
         if ident is None:
             continue
         found: tuple[int, AssignmentInfo | None] | None = None
-        if assignment_id is None:
+        rows: list[AssignmentInfo] | None = None
+        if resume_rows:
+            annotator, rows = work.get_annotator_and_resume_rows(
+                served.ctx.store, ident.annotator_id, served.ctx.study_id
+            )
+        elif assignment_id is None:
             annotator = work.get_annotator(served.ctx.store, ident.annotator_id)
         else:
             annotator, assignment = work.get_annotator_and_assignment(
@@ -65,7 +75,7 @@ def find_session(request: Request, served: ServedStudy, assignment_id: int | Non
             continue
         if from_token:
             request.state.session_token = value  # carried on in every link and redirect (see url_for)
-        return AnnotatorSession(ident, annotator, found)
+        return AnnotatorSession(ident, annotator, found, rows)
     return None
 
 
