@@ -257,24 +257,33 @@ _SET_ANNOTATOR_META = (
 # PostgreSQL merges the keys itself (jsonb's ||, top-level keys as {**meta, **new}): one statement,
 # atomic on its own -- no read of the meta first, no transaction around the two, and two tabs
 # writing different keys at once both keep theirs.
-_MERGE_ANNOTATOR_META_PG = text(
-    "UPDATE annotators SET meta = (COALESCE(meta::jsonb, '{}'::jsonb) || CAST(:patch AS jsonb))::json WHERE id = :aid"
-).bindparams(bindparam("patch", type_=_ANNOTATOR.meta.type))
+_MERGE_ANNOTATOR_META_PG = (
+    text(
+        "UPDATE annotators SET meta = (COALESCE(meta::jsonb, '{}'::jsonb) || CAST(:patch AS jsonb))::json "
+        "WHERE id = :aid RETURNING meta"
+    )
+    .bindparams(bindparam("patch", type_=_ANNOTATOR.meta.type))
+    .columns(meta=_ANNOTATOR.meta.type)
+)
 
 
-def update_annotator_meta(store: Transactions, annotator_id: int, **meta: Any) -> None:
+def update_annotator_meta(store: Transactions, annotator_id: int, **meta: Any) -> dict[str, Any] | None:
     """Merge `meta` into the annotator's meta (plain Core statements: consent, instructions and the
-    done page of every annotator write here). On PostgreSQL one statement in autocommit, on SQLite
-    a read and a write in one write transaction (which holds the file's write lock)."""
+    done page of every annotator write here); returns the merged meta (None: no such annotator). On
+    PostgreSQL one statement in autocommit, on SQLite a read and a write in one write transaction
+    (which holds the file's write lock)."""
     if store.is_postgres:
         with store.single_write() as conn:
-            conn.execute(_MERGE_ANNOTATOR_META_PG, {"aid": annotator_id, "patch": meta})
-        return
+            merged = conn.execute(_MERGE_ANNOTATOR_META_PG, {"aid": annotator_id, "patch": meta}).scalar()
+        return None if merged is None else dict(merged)
     with store.session() as s:
         conn = s.connection()
         row = conn.execute(_ANNOTATOR_META, {"aid": annotator_id}).first()
-        if row is not None:
-            conn.execute(_SET_ANNOTATOR_META, {"aid": annotator_id, "new_meta": {**(row[0] or {}), **meta}})
+        if row is None:
+            return None
+        new_meta = {**(row[0] or {}), **meta}
+        conn.execute(_SET_ANNOTATOR_META, {"aid": annotator_id, "new_meta": new_meta})
+        return new_meta
 
 
 def mark_simulated(store: Transactions, *annotator_ids: int) -> None:

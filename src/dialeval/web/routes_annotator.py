@@ -8,6 +8,7 @@ for every method.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import uuid
@@ -289,7 +290,7 @@ def done_blocking(request: Request, served: ServedStudy) -> tuple[AnnotatorSessi
     (403), the redirects of an annotator not ready or with work left, and what the page shows --
     {"state": "failed" | "nothing-left" | "complete", ...}. A session it finds complete is recorded
     as such (completed_at). The protocol's hooks run here; an async one on the event loop."""
-    session = annotator_session(request, served)
+    session = annotator_session(request, served, resume_rows=True)
     annotator = session.annotator
     if annotator.status == "blocked":
         return session, None, {"state": "failed", "blocked": True}
@@ -300,7 +301,9 @@ def done_blocking(request: Request, served: ServedStudy) -> tuple[AnnotatorSessi
     if not annotator.meta.get("completed_at"):
         protocol = protocol_of(served)
         store, study_id = served.ctx.store, served.ctx.study_id
-        assignment, resumed = work.resume_assignment(store, study_id, annotator.id, protocol.expiry())
+        assignment, resumed = work.resume_assignment(
+            store, study_id, annotator.id, protocol.expiry(), rows=session.resume_rows
+        )
         if assignment is None:
             completion = hook_in_thread(protocol.completion)(annotator, False)
             if completion.done < completion.quota:  # is there more work for them?
@@ -313,7 +316,7 @@ def done_blocking(request: Request, served: ServedStudy) -> tuple[AnnotatorSessi
             store.log_event(study_id, "nothing-left", {"done": completion.done}, annotator.id)
             return session, None, {"state": "nothing-left", "blocked": False, "notice": notice}
         mturk_id = annotator.meta.get("mturk_assignment_id")
-        work.update_annotator_meta(
+        merged = work.update_annotator_meta(
             store,
             annotator.id,
             completed_at=clock.now().isoformat(),
@@ -325,7 +328,8 @@ def done_blocking(request: Request, served: ServedStudy) -> tuple[AnnotatorSessi
             },
             **({"completed_mturk_assignment": mturk_id} if mturk_id else {}),
         )
-        annotator = work.get_annotator(store, annotator.id) or annotator
+        if merged is not None:  # the annotator as the page shows them, without reading them again
+            annotator = dataclasses.replace(annotator, meta=merged)
     return session, None, {"state": "complete", "blocked": False, "notice": notice, "annotator": annotator}
 
 
