@@ -259,13 +259,17 @@ def test_annotator_meta_merges_top_level_keys_and_two_writers_keep_both(store):
     row = store.get_or_create_annotator(study.id, "p1", meta={"entered_as": "link", "nested": {"a": 1}})
     work.update_annotator_meta(store, row.id, consented_at="2026-11-27T10:00:00", nested={"b": 2})
     merged = work.update_annotator_meta(store, row.id, note=None, text='<b>"quoted" é</b>')
-    assert work.get_annotator(store, row.id).meta == merged == {
-        "entered_as": "link",
-        "nested": {"b": 2},
-        "consented_at": "2026-11-27T10:00:00",
-        "note": None,
-        "text": '<b>"quoted" é</b>',
-    }  # it returns the merged meta (the done page shows it without reading the annotator again)
+    assert (
+        work.get_annotator(store, row.id).meta
+        == merged
+        == {
+            "entered_as": "link",
+            "nested": {"b": 2},
+            "consented_at": "2026-11-27T10:00:00",
+            "note": None,
+            "text": '<b>"quoted" é</b>',
+        }
+    )  # it returns the merged meta (the done page shows it without reading the annotator again)
     assert work.update_annotator_meta(store, 10**9, note="nobody") is None
     threads = [
         threading.Thread(target=work.update_annotator_meta, args=(store, row.id), kwargs={f"key{i}": i})
