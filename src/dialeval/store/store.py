@@ -97,8 +97,9 @@ _STUDY_WRITE_LOCK = text("SELECT pg_advisory_xact_lock(:k)")  # Store.locked on 
 
 
 class _SharedRead:
-    """The read transaction of Store.shared_reads: opened at the first read, closed at a write or at
-    the block's end."""
+    """The read connection of Store.shared_reads: opened at the first read, closed at a write or at
+    the block's end (a read transaction on SQLite; on PostgreSQL a connection in autocommit, each
+    read its own snapshot)."""
 
     def __init__(self) -> None:
         self._conn: Connection | None = None
