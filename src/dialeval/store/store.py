@@ -85,10 +85,8 @@ def _insert_judgment_once() -> Any:
     columns = [c for c in table.c if not c.primary_key]
     names = ", ".join(c.name for c in columns)
     params = ", ".join(f":{c.name}" for c in columns)
-    keys = [c.name for c in table.c if c.name in ("annotator_id", "client_request_id")]  # its UniqueConstraint
-    sql = (
-        f"INSERT INTO {table.name} ({names}) VALUES ({params}) ON CONFLICT ({', '.join(keys)}) DO NOTHING RETURNING id"
-    )
+    keys = "annotator_id, client_request_id"  # the table's UniqueConstraint
+    sql = f"INSERT INTO {table.name} ({names}) VALUES ({params}) ON CONFLICT ({keys}) DO NOTHING RETURNING id"
     return text(sql).bindparams(*(bindparam(c.name, type_=c.type) for c in columns))
 
 

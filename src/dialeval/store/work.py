@@ -1082,8 +1082,10 @@ def submit_assignment(
     session_or_store: Session | Transactions, assignment_id: int, state: dict[str, Any] | None = None
 ) -> None:
     """Close an assignment as submitted; in the caller's transaction when given a Session. Core
-    statements (an update returning what the event needs, the event's insert): every answer closes
-    one. (UPDATE ... RETURNING: SQLite 3.35+ and PostgreSQL; it was a read, then the update.)"""
+    statements: every answer closes one. On PostgreSQL the update and its assignment-submitted
+    event are one statement (a data-modifying CTE); on SQLite an UPDATE ... RETURNING what the
+    event needs, then the event's insert. A submitted one is not closed again (no second event);
+    its `state`, when given, is still set."""
 
     def run(s: Session) -> None:
         s.flush()  # the caller's pending rows first (the events keep their order)
@@ -1094,28 +1096,26 @@ def submit_assignment(
         if conn.dialect.name == "postgresql":  # the update and its event in one statement
             statement = _SUBMIT_PG[state is not None]
             row = conn.execute(statement, {**params, "event_payload": {"assignment": assignment_id}}).first()
-            logged = True
         else:
             row = conn.execute(
                 _SUBMIT_ASSIGNMENT_WITH_STATE if state is not None else _SUBMIT_ASSIGNMENT, params
             ).first()
-            logged = False
-        if row is not None and not logged:  # it was open (or expired): now submitted
-            study_id, annotator_id = row
-            conn.execute(
-                _INSERT_EVENT,
-                {
-                    "study_id": study_id,
-                    "kind": "assignment-submitted",
-                    "annotator_id": annotator_id,
-                    "payload": {"assignment": assignment_id},
-                    "created_at": clock.now(),
-                },
-            )
-        elif row is None and state is not None:
-            conn.execute(_SET_ASSIGNMENT_STATE, {"asid": assignment_id, "new_state": dict(state)})
-        elif row is None:
-            return
+            if row is not None:  # it was open (or expired): now submitted
+                study_id, annotator_id = row
+                conn.execute(
+                    _INSERT_EVENT,
+                    {
+                        "study_id": study_id,
+                        "kind": "assignment-submitted",
+                        "annotator_id": annotator_id,
+                        "payload": {"assignment": assignment_id},
+                        "created_at": clock.now(),
+                    },
+                )
+        if row is None:  # submitted before: nothing closed, only the state set
+            if state is None:
+                return
+            conn.execute(_SET_ASSIGNMENT_STATE, {"asid": assignment_id, "new_state": params["new_state"]})
         # an ORM copy of the row this transaction holds is read again on its next use
         held = s.identity_map.get(s.identity_key(AssignmentRow, assignment_id))
         if held is not None:
