@@ -30,7 +30,9 @@ How the web app drives a protocol (web/routes_annotator.py; the app itself never
    ``data["request_id"]`` (the client's per-form id, always present, <= 100 chars).
 3. ``act`` returns an :class:`Outcome`. A browser form post (no ``Accept: application/json``)
    is then redirected (303) to ``Outcome.redirect`` or to the task page; a fetch() gets JSON
-   ``{"ok": true, "done": ..., "redirect": ..., **Outcome.data}``.
+   ``{"ok": true, "done": ..., "redirect": ..., **Outcome.data}``; with ``inline_next_page`` and
+   the page's ``X-Dialeval-Next-Page: inline`` header, also ``"page"``: the next task page's HTML
+   when the redirect is the task page (app.js swaps its header and ``<main>`` in).
    To refuse input raise ``JudgmentError("message for the annotator")`` (-> 400 JSON/HTML);
    ``DialevalError`` -> 400 too. A judgment must be committed inside ``act`` before it returns.
 
@@ -214,6 +216,9 @@ class Protocol(Generic[OptionsT]):
     template: ClassVar[str] = ""  # Jinja template of the task page
     title: ClassVar[str] = ""  # human name shown on the start page
     rate_limited_actions: ClassVar[frozenset[str]] = frozenset()  # e.g. {"send"} for chat messages
+    # The answer's reply carries the next task page and app.js swaps its <main> in (no second
+    # request). Only for a task template with no script of its own: a swapped page runs none.
+    inline_next_page: ClassVar[bool] = False
     # What a complete session is: `session_quota()` submitted assignments of these unit kinds
     # (practice excluded), or fewer when the pool holds nothing more for this annotator.
     work_kinds: ClassVar[tuple[str, ...]] = ()

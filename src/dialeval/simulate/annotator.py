@@ -16,6 +16,7 @@ The simulator also checks that the page shows what the store says it shows.
 from __future__ import annotations
 
 import html
+import http.client
 import random
 import re
 import ssl
@@ -30,6 +31,7 @@ from .. import registry
 from ..registry import SimulationStep
 from ..store import work
 from ..web.auth import IDENTITY_COOKIE
+from ..web.routes_annotator import NEXT_PAGE_HEADER
 from . import model
 from .browser import Browser, BrowserError, Response
 from .model import AnnotatorProfile, SimTruth
@@ -38,6 +40,7 @@ TOPICS = ("cooking", "football", "travel", "music", "films", "gardening", "books
 _ASSIGNMENT = re.compile(r'/s/[^/"]+/a/(\d+)/([a-z_\-]+)"')
 _STAGE = re.compile(r'id="live"[^>]*data-stage="([a-z_]+)"')
 _CSRF = re.compile(r'<meta name="csrf-token" content="([^"]*)"')
+_NEXT_PAGE_INLINE = 'data-next-page="inline"'  # base.html, on a page whose answers bring the next one
 # A shown text's block on a task page: `<div class="text">` holding the escaped raw text, or the
 # `<div class="md">` of its Markdown (bot_markdown.py), which holds no further </div>.
 _TEXT_BLOCK = re.compile(r'<div class="text">(.*?)</div>', re.DOTALL)
@@ -94,6 +97,7 @@ class AnnotatorLog:
     refreshed: int = 0
     double_submits: int = 0
     messages: int = 0
+    pages_brought: int = 0  # task pages that came in an answer's reply instead of a request
     refused: list[str] = field(default_factory=list)  # 4xx messages (expected for careless input)
     errors: list[str] = field(default_factory=list)  # what should not happen
     finished: bool = False  # reached the done page
@@ -148,6 +152,7 @@ class SimulatedAnnotator:
         self._conv_cache: dict[str, Any] = {}
         self._first_reads: dict[int, work.AssignmentInfo] = {}
         self._used_messages: dict[str, list[str]] = {}
+        self._page_inline = False  # the page shown asks for the next task page in an answer's reply
         self.gone = False  # a step saw something it cannot handle: this annotator stops
         simulation = registry.get(method).simulation
         if simulation is None:
@@ -170,11 +175,23 @@ class SimulatedAnnotator:
         self._read_csrf(resp)
         return _Response(resp)
 
+    def _brought_page(self, url: str, html: str) -> _Response:
+        """The next task page an answer's reply carried (routes_annotator.NEXT_PAGE_HEADER), read
+        as the page it stands for."""
+        headers = http.client.HTTPMessage()
+        headers["content-type"] = "text/html; charset=utf-8"
+        resp = Response(200, headers, urljoin(self.base + "/", url), html.encode("utf-8"))
+        self._read_csrf(resp)
+        self.log.pages_brought += 1
+        return _Response(resp)
+
     def _read_csrf(self, resp: Response) -> None:
         if "text/html" in resp.headers.get("content-type", ""):
             m = _CSRF.search(resp.text)
             if m and m.group(1):
                 self.csrf = m.group(1)
+            # what app.js does on this page: ask for the next task page in an answer's reply
+            self._page_inline = _NEXT_PAGE_INLINE in resp.text
 
     def get(self, path: str, params: dict | None = None) -> _Response:
         return self._follow(self.client.get(path, params=params))
@@ -183,10 +200,14 @@ class SimulatedAnnotator:
         return self._follow(self.client.post(path, data=data))
 
     def post_json(self, path: str, data: dict, request_id: str | None = None) -> tuple[int, dict]:
-        """Post like the page's fetch(): form fields + csrf + request id, JSON answer. Waits out a 429."""
+        """Post like the page's fetch(): form fields + csrf + request id, JSON answer. Waits out a 429.
+        Asks for the next task page in the reply when the page does (app.js: data-next-page)."""
         body = {**data, "csrf": self.csrf, "request_id": request_id or uuid.uuid4().hex}
+        headers = {"Accept": "application/json"}
+        if self._page_inline:
+            headers[NEXT_PAGE_HEADER] = "inline"
         for _ in range(60):
-            resp = self.client.post(path, data=body, headers={"Accept": "application/json"})
+            resp = self.client.post(path, data=body, headers=headers)
             if resp.status_code == 429:
                 time.sleep(min(5.0, float(resp.headers.get("retry-after", "1"))))
                 continue
@@ -248,8 +269,7 @@ class SimulatedAnnotator:
             steps = 0
             while steps < self.max_steps and not self.gone:
                 steps += 1
-                page, self._landed = self._landed or self.get(self._sent_to or self.url("task")), None
-                self._sent_to = None
+                page = self.next_page()
                 if page.external or page.path.endswith("/done"):
                     self.log.finished = True
                     break
@@ -285,6 +305,14 @@ class SimulatedAnnotator:
         finally:
             self.client.close()
         return self.log
+
+    def next_page(self) -> _Response:
+        """The page the annotator sees next: the one the last step landed on (the task page after the
+        instructions' redirect, or one an answer's reply brought), else the task page or where the
+        last answer sent them."""
+        page, self._landed = self._landed or self.get(self._sent_to or self.url("task")), None
+        self._sent_to = None
+        return page
 
     def _plan(self, aid: int) -> dict[str, Any]:
         plan = self._unit_plan.get(aid)
@@ -338,9 +366,11 @@ class SimulatedAnnotator:
                     self.log.errors.append(f"double submit of {action} refused: {status2} {payload2.get('error')}")
             if payload.get("done"):
                 self.log.units_completed += 1
-                redirect = payload.get("redirect")
-                if isinstance(redirect, str) and not urlsplit(redirect).path.endswith("/task"):
-                    self._sent_to = redirect  # as the page does: e.g. the done page after the last answer
+            redirect = payload.get("redirect")
+            if isinstance(payload.get("page"), str) and isinstance(redirect, str):
+                self._landed = self._brought_page(redirect, payload["page"])  # as app.js swaps it in
+            elif isinstance(redirect, str) and not urlsplit(redirect).path.endswith("/task"):
+                self._sent_to = redirect  # as the page does: e.g. the done page after the last answer
             return payload
         message = f"{action}: {status} {payload.get('error')}"
         if status in (400, 409):

@@ -716,6 +716,7 @@ class MethodLoad:
     judgments: int = 0  # acknowledged judgments (a double submit counts once)
     per_annotator: dict[int, int] = field(default_factory=dict)  # annotator id -> acknowledged
     request_ids: list[str] = field(default_factory=list)
+    # until a task page was shown: its GET, or the answer whose reply brought it (inline_next_page)
     task_ms: list[float] = field(default_factory=list)
     submit_ms: list[float] = field(default_factory=list)
     first_word_ms: list[float] = field(default_factory=list)
@@ -802,6 +803,11 @@ def drive_method(
                 return page
             return super().get(path, params)
 
+        def next_page(self):
+            if self._landed is not None and over():  # a page an answer brought: no GET to stop at
+                raise _RunOver()
+            return super().next_page()
+
         def conversation(self, conv_id):
             if conv_id not in conversations:
                 conversations[conv_id] = self.store.get_conversation(self.study_id, conv_id)
@@ -821,8 +827,11 @@ def drive_method(
                 self._chat_started = t0
             out = super().act(aid, action, data, judgment)
             if is_judgment:
+                ms = 1000 * (time.perf_counter() - t0)
                 with lock:
-                    res.submit_ms.append(1000 * (time.perf_counter() - t0))
+                    res.submit_ms.append(ms)
+                    if out and isinstance(out.get("page"), str):  # the next task page came with it
+                        res.task_ms.append(ms)
             if action == "watch" and out and self._chat_started is not None:
                 if any(e.get("event") == "chunk" for e in out.get("events", [])):
                     with lock:

@@ -116,10 +116,14 @@ def error_as_html(request: Request) -> bool:
     return "text/html" in request.headers.get("accept", "") and not wants_json(request)
 
 
-def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+def render_html(request: Request, template: str, **context: Any) -> str:
     """The template rendered with the app's environment; `session_token` carries a cookie-less session."""
     context.setdefault("request", request)
     context.setdefault("csrf", "")
     context.setdefault("session_token", getattr(request.state, "session_token", None))
-    html = request.app.state.env.get_template(template).render(**context)
-    return HTMLResponse(html, status_code=status)
+    return request.app.state.env.get_template(template).render(**context)
+
+
+def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """The page of render_html as the response."""
+    return HTMLResponse(render_html(request, template, **context), status_code=status)

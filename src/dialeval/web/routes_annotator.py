@@ -37,7 +37,7 @@ from .deps import (
 )
 from .error_pages import WebError
 from .limits import PathId
-from .pages import render, wants_json
+from .pages import render, render_html, wants_json
 from .served import ServedStudy, call, hook_in_thread
 from .session import AnnotatorSession, url_for
 
@@ -63,12 +63,17 @@ def not_ready(request: Request, served: ServedStudy, annotator: AnnotatorInfo) -
     return None
 
 
-def outcome_response(request: Request, served: ServedStudy, outcome: Outcome) -> Response:
+def outcome_response(request: Request, served: ServedStudy, outcome: Outcome, next_page: str | None = None) -> Response:
+    """The answer's reply: JSON for fetch() (with the next task page's HTML when `next_page` is
+    given, see NEXT_PAGE_HEADER), else a 303 to where the outcome sends the annotator."""
     target = outcome.redirect or served.ctx.url("task")
     if target.startswith(f"/s/{served.slug}/"):
         target = url_for(request, served, target.removeprefix(f"/s/{served.slug}/"))
     if wants_json(request):
-        return JSONResponse({"ok": True, "done": outcome.done, "redirect": target, **(outcome.data or {})})
+        reply = {"ok": True, "done": outcome.done, "redirect": target, **(outcome.data or {})}
+        if next_page is not None:
+            reply["page"] = next_page
+        return JSONResponse(reply)
     return RedirectResponse(target, status_code=303)
 
 
@@ -133,6 +138,8 @@ def task_blocking(request: Request, served: ServedStudy, hooks_in_thread: bool) 
 
 
 def _task_reads(request: Request, served: ServedStudy, hooks_in_thread: bool) -> tuple[Any, ...]:
+    # the session read again with the rows the assignment is resumed from (after an answer too:
+    # the answer may have flagged or blocked the annotator, and it chose their next assignment)
     session = annotator_session(request, served, resume_rows=True)
     annotator = session.annotator
     redirect = not_ready(request, served, annotator)
@@ -165,14 +172,44 @@ async def finish_hook(value: Any, fn, *args) -> Any:
     return value
 
 
+def hooks_run_in_thread(protocol: Any) -> bool:
+    """True when the task page's hooks are plain functions (task_blocking calls them in its thread)."""
+    return protocol is not None and not any(
+        inspect.iscoroutinefunction(hook) for hook in (protocol.assign, protocol.render, protocol.progress)
+    )
+
+
+def task_page_values(
+    request: Request,
+    served: ServedStudy,
+    session: AnnotatorSession,
+    assignment: AssignmentInfo,
+    notice: str | None,
+    context: dict[str, Any],
+    progress: Any,
+) -> dict[str, Any]:
+    """The task template's context: the framework's values (protocols/base.py lists them) and the
+    protocol's render context over them."""
+    protocol = protocol_of(served)
+    page = {
+        "assignment": assignment,
+        "progress": progress,
+        "notice": notice,
+        "show_howto": True,
+        "next_page_inline": protocol.inline_next_page,
+        "action_url": lambda action: url_for(request, served, f"a/{assignment.id}/{action}"),
+        "new_request_id": lambda: uuid.uuid4().hex,
+        **page_context(served, session),
+    }
+    page.update({k: v for k, v in context.items() if k != "notice" or v})
+    return page
+
+
 @router.get("/s/{slug}/task", response_class=HTMLResponse)
 async def task(request: Request, served: Served):
     # One worker thread for the session and everything the page reads (it was one per step: the
     # session, the resumed assignment, the render context, the progress).
-    protocol = served.protocol
-    hooks_in_thread = protocol is not None and not any(
-        inspect.iscoroutinefunction(hook) for hook in (protocol.assign, protocol.render, protocol.progress)
-    )
+    hooks_in_thread = hooks_run_in_thread(served.protocol)
     session, redirect, assignment, notice, context, progress = await run_in_threadpool(
         task_blocking, request, served, hooks_in_thread
     )
@@ -185,17 +222,51 @@ async def task(request: Request, served: Served):
         return RedirectResponse(url_for(request, served, "done" + ("?reassigned=1" if notice else "")), status_code=303)
     context = await finish_hook(context, protocol.render, annotator, assignment)
     progress = await finish_hook(progress, protocol.progress, annotator, assignment)
-    page = {
-        "assignment": assignment,
-        "progress": progress,
-        "notice": notice,
-        "show_howto": True,
-        "action_url": lambda action: url_for(request, served, f"a/{assignment.id}/{action}"),
-        "new_request_id": lambda: uuid.uuid4().hex,
-        **page_context(served, session),
-    }
-    page.update({k: v for k, v in context.items() if k != "notice" or v})
+    page = task_page_values(request, served, session, assignment, notice, context, progress)
     return render(request, protocol.template, **page)
+
+
+# The answer's reply carries the next task page when the page asks for it with this header (app.js
+# does on a page whose protocol sets `inline_next_page`) and the next page is a task page: the
+# page swaps it in, saving the annotator a round trip and the server a request per judgment (a
+# fifth of a pre-generated method's requests, with the framework's share of each).
+NEXT_PAGE_HEADER = "x-dialeval-next-page"
+
+
+def next_page_reads(request: Request, served: ServedStudy, outcome: Any) -> tuple[Any, ...] | str | None:
+    """After an answer, in its worker thread: the next task page's parts (as task_blocking gives
+    them) when the reply can carry it; the done page's study path when no task is left (the reply
+    sends the page there, not through the task page); None when the page must load the task page
+    itself (another page next, a protocol hook left to the loop, no Outcome)."""
+    if not isinstance(outcome, Outcome) or outcome.redirect is not None:
+        return None
+    if request.headers.get(NEXT_PAGE_HEADER) != "inline" or not wants_json(request):
+        return None
+    protocol = protocol_of(served)
+    if not protocol.inline_next_page or not hooks_run_in_thread(protocol):
+        return None
+    parts = task_blocking(request, served, True)
+    _session, redirect, assignment, notice, context, progress = parts
+    if redirect is not None:
+        return None
+    if assignment is None:
+        return served.ctx.url("done" + ("?reassigned=1" if notice else ""))
+    if _LATER in (context, progress) or any(inspect.isawaitable(p) for p in (assignment, context, progress)):
+        return None
+    return parts
+
+
+def next_page_reply(
+    request: Request, served: ServedStudy, outcome: Outcome, following: tuple[Any, ...] | str | None
+) -> tuple[Outcome, str | None]:
+    """The outcome to reply with and the next task page's HTML, from next_page_reads' answer."""
+    if isinstance(following, str):
+        return dataclasses.replace(outcome, redirect=following), None
+    if following is None:
+        return outcome, None
+    session, _redirect, assignment, notice, context, progress = following
+    page = task_page_values(request, served, session, assignment, notice, context, progress)
+    return outcome, render_html(request, protocol_of(served).template, **page)
 
 
 def act_blocking(
@@ -207,11 +278,12 @@ def act_blocking(
     form_error: WebError | None,
     act_in_thread: bool,
     signals: dict[str, int] | None,
-) -> tuple[AnnotatorSession, AssignmentInfo, Any]:
+) -> tuple[AnnotatorSession, AssignmentInfo, Any, tuple[Any, ...] | str | None]:
     """A task post's checks, in the order the dependencies of the other posts apply them, and --
     when the protocol's `act` is a plain function -- the act itself: one worker thread for the
     whole answer (it was three: the session, the ownership, the act). (session, assignment,
-    Outcome, or _LATER when an async `act` is left to the loop, or an Outcome that ends here)."""
+    Outcome, or _LATER when an async `act` is left to the loop, or an Outcome that ends here;
+    next_page_reads' answer: what the reply brings or where it sends the page)."""
     session = signed_in_sender(request, served, data, form_error)  # 403, 413/400, 403
     protocol = protocol_of(served)  # 503
     check_action_name(action)  # 404
@@ -225,7 +297,8 @@ def act_blocking(
         assignment.status = "assigned"  # a late answer on a task nobody else took still counts
     if not assignment.is_open:
         if work.judgment_exists(store, annotator.id, request_id):
-            return session, assignment, Outcome(done=True, data={"repeat": True})
+            repeat = Outcome(done=True, data={"repeat": True})
+            return session, assignment, repeat, next_page_reads(request, served, repeat)
         raise WebError(
             409,
             "This task is already finished or has expired. Continue with the next one.",
@@ -243,9 +316,10 @@ def act_blocking(
                 headers={"Retry-After": str(wait)},
             )
     if not act_in_thread:
-        return session, assignment, _LATER
+        return session, assignment, _LATER, None
     with input_signals.use(signals):
-        return session, assignment, protocol.act(annotator, assignment, action, data)
+        outcome = protocol.act(annotator, assignment, action, data)
+    return session, assignment, outcome, next_page_reads(request, served, outcome)
 
 
 @router.post("/s/{slug}/a/{assignment_id}/{action}")
@@ -258,7 +332,7 @@ async def act(request: Request, served: Served, assignment_id: PathId, action: s
     act_in_thread = protocol is not None and not inspect.iscoroutinefunction(protocol.act)
     # how the texts of this form were entered (pasted, typed; counts only): stored with what it makes
     signals = input_signals.parse_signals(data.get("input_signals"))
-    session, assignment, outcome = await run_in_threadpool(
+    session, assignment, outcome, next_page = await run_in_threadpool(
         act_blocking, request, served, assignment_id, action, data, form_error, act_in_thread, signals
     )
     if outcome is _LATER:
@@ -268,7 +342,8 @@ async def act(request: Request, served: Served, assignment_id: PathId, action: s
         outcome = await outcome
     if not isinstance(outcome, Outcome):
         outcome = Outcome()
-    return outcome_response(request, served, outcome)
+    outcome, page = next_page_reply(request, served, outcome, next_page)
+    return outcome_response(request, served, outcome, page)
 
 
 def completion_code(served: ServedStudy, annotator: AnnotatorInfo) -> str:

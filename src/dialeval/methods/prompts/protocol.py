@@ -61,6 +61,7 @@ def _group(unit_or_assignment: UnitInfo | AssignmentInfo) -> tuple[str, str, str
 class PromptsProtocol(Protocol[PromptsOptions]):
     method = "prompts"
     template = "prompts.html"
+    inline_next_page = True  # its page has no script of its own: the answer brings the next one
     title = "Compare two answers"
     work_kinds = (KIND,)
 

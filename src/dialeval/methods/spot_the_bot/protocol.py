@@ -68,6 +68,7 @@ def pack(segments: list[tuple[str, int]], size: int) -> list[list[tuple[str, int
 class SpotTheBotProtocol(Protocol[SpotTheBotOptions]):
     method = "spot-the-bot"
     template = "spot_the_bot.html"
+    inline_next_page = True  # its page has no script of its own: the answer brings the next one
     title = "Spot The Bot"
 
     work_kinds = ("stb-package",)  # a complete session: session_quota() of these

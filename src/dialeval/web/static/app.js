@@ -1,7 +1,9 @@
 // dialeval: our own small helper script (no library). Never puts user or bot text into innerHTML;
-// the one innerHTML is showBotChunk's, with HTML the server sanitised (bot_markdown.py).
+// the one innerHTML is showBotChunk's, with HTML the server sanitised (bot_markdown.py); swapInPage
+// moves in nodes of the server's own page (DOMParser: none of its scripts run).
 // What it adds to every page: forms sent with fetch, drafts kept until the server accepted them,
-// a warning when the same task is open in two tabs, plain network messages with a retry,
+// the next task page swapped in from the answer's reply, a warning when the same task is open in
+// two tabs, plain network messages with a retry,
 // keyboard shortcuts for choices, the "How to" dialog and the conversation tabs on phones.
 (function () {
   "use strict";
@@ -140,15 +142,18 @@
     showError(form, "");
     function release() { form.dataset.busy = "0"; buttons.forEach(function (b) { b.disabled = false; }); }
     var body = new FormData(form);
+    // a page that can take the next task page in the answer's reply asks for it (swapInPage)
+    var inline = document.body.getAttribute("data-next-page") === "inline";
     fetch(form.action, {
       method: "POST", credentials: "same-origin", body: body,
-      headers: headers()
+      headers: headers(inline ? { "X-Dialeval-Next-Page": "inline" } : null)
     }).then(function (r) {
       return r.json().catch(function () { return { ok: false, error: "The server had a problem (" + r.status + "). Please try again." }; })
         .then(function (j) { j.status = r.status; j.retryAfter = Number(r.headers.get("Retry-After")) || 2; return j; });
     }).then(function (j) {
       if (j.ok) {
         clearDraft(form);
+        if (typeof j.page === "string" && swapInPage(j.page, j.redirect)) return;
         window.location.replace(j.redirect || window.location.href);  // no extra history entry: back stays sane
         return;
       }
@@ -228,34 +233,72 @@
   });
 
   // -- the same task open in two tabs ----------------------------------------------------------------
+  // Set up once per page load; the task it speaks of is read at each message, as an answer can bring
+  // the next task into this page (swapInPage, which calls announceTask again).
+  var announceTask = function () {};
   function watchOtherTabs() {
-    var task = document.body.getAttribute("data-task");
     var banner = document.getElementById("other-tab");
-    if (!task || !banner) return;
+    if (!document.body.getAttribute("data-task") || !banner) return;
     var me = requestId();
+    function task() { return document.body.getAttribute("data-task"); }
     function seen() { banner.hidden = false; }
     if ("BroadcastChannel" in window) {
       var channel = new BroadcastChannel("dialeval-tabs");
       channel.onmessage = function (e) {
         var m = e.data || {};
-        if (m.task !== task || m.tab === me) return;
+        if (m.task !== task() || m.tab === me) return;
         seen();
-        if (m.type === "hello") channel.postMessage({ type: "here", task: task, tab: me });
+        if (m.type === "hello") channel.postMessage({ type: "here", task: task(), tab: me });
       };
-      channel.postMessage({ type: "hello", task: task, tab: me });
+      announceTask = function () { channel.postMessage({ type: "hello", task: task(), tab: me }); };
       window.addEventListener("pagehide", function () { channel.close(); });
     } else {
       var store = storage();
       if (!store) return;
       window.addEventListener("storage", function (e) {
-        if (e.key !== "dialeval:tab:" + task || !e.newValue) return;
+        if (e.key !== "dialeval:tab:" + task() || !e.newValue) return;
         var m = JSON.parse(e.newValue);
         if (m.tab === me) return;
         seen();
-        if (m.type === "hello") store.setItem("dialeval:tab:" + task, JSON.stringify({ type: "here", tab: me, at: Date.now() }));
+        if (m.type === "hello") store.setItem("dialeval:tab:" + task(), JSON.stringify({ type: "here", tab: me, at: Date.now() }));
       });
-      store.setItem("dialeval:tab:" + task, JSON.stringify({ type: "hello", tab: me, at: Date.now() }));
+      announceTask = function () {
+        store.setItem("dialeval:tab:" + task(), JSON.stringify({ type: "hello", tab: me, at: Date.now() }));
+      };
     }
+    announceTask();
+  }
+
+  // -- the next task page, brought by the answer's reply (routes_annotator.NEXT_PAGE_HEADER) ----------
+  // The server's page is parsed as a document of its own (its scripts never run) and its header and
+  // <main> take the place of this page's; then what a page load sets up is set up again. False when
+  // the HTML is not a task page: the caller loads the URL instead.
+  function swapInPage(html, url) {
+    var doc;
+    try { doc = new DOMParser().parseFromString(html, "text/html"); } catch (e) { return false; }
+    var main = doc.getElementById("main"), bar = doc.querySelector("header.topbar");
+    var hereMain = document.getElementById("main"), hereBar = document.querySelector("header.topbar");
+    if (!main || !bar || !hereMain || !hereBar || !doc.body.getAttribute("data-task")) return false;
+    ["csrf-token", "dialeval-session"].forEach(function (name) {
+      var fresh = doc.querySelector('meta[name="' + name + '"]'), here = document.querySelector('meta[name="' + name + '"]');
+      if (fresh && here) here.setAttribute("content", fresh.getAttribute("content"));
+    });
+    document.title = doc.title;
+    hereBar.replaceWith(document.importNode(bar, true));
+    hereMain.replaceWith(document.importNode(main, true));
+    document.body.className = doc.body.className;
+    document.body.setAttribute("data-task", doc.body.getAttribute("data-task"));
+    var banner = document.getElementById("other-tab");
+    if (banner) banner.hidden = true;  // that was about the task answered
+    if (url) {
+      var target = new URL(url, window.location.href).href;
+      if (target !== window.location.href) window.history.replaceState(window.history.state, "", target);
+    }
+    pageReady();
+    announceTask();
+    window.scrollTo(0, 0);
+    document.getElementById("main").focus({ preventScroll: true });  // read from the top, as after a load
+    return true;
   }
 
   // -- keyboard: number keys choose (shown on the buttons as <kbd>) -------------------------------------
@@ -340,21 +383,26 @@
     select(tabs[0]);
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
-    var auto = document.querySelector("form[data-autosubmit]");
-    if (auto) setTimeout(function () { auto.submit(); }, 1500);
-    var started = document.querySelector("input[name=elapsed_ms]");
-    if (started) {
-      var t0 = Date.now();
-      document.addEventListener("submit", function () {
-        document.querySelectorAll("input[name=elapsed_ms]").forEach(function (i) { i.value = String(Date.now() - t0); });
-      }, true);
-    }
+  // When the task page was shown (loaded, or swapped in): its forms send the time since (elapsed_ms).
+  var shownAt = null;
+  document.addEventListener("submit", function () {
+    if (shownAt === null) return;
+    var ms = String(Date.now() - shownAt);
+    document.querySelectorAll("input[name=elapsed_ms]").forEach(function (i) { i.value = ms; });
+  }, true);
+  // What a page's own content needs, at its load and again when swapInPage brings the next one.
+  function pageReady() {
+    shownAt = document.querySelector("input[name=elapsed_ms]") ? Date.now() : null;
     initDrafts(document);
-    watchOtherTabs();
     initHowto();
     initTabs();
     initCopy();
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var auto = document.querySelector("form[data-autosubmit]");
+    if (auto) setTimeout(function () { auto.submit(); }, 1500);
+    pageReady();
+    watchOtherTabs();
   });
   // A page restored from the back/forward cache may be out of date: ask the server again.
   window.addEventListener("pageshow", function (e) {

@@ -1,0 +1,130 @@
+"""In Chromium: an ACUTE-Eval answer brings the next comparison in its reply and the page swaps it in
+(routes_annotator.NEXT_PAGE_HEADER, app.js swapInPage) -- no second request, and everything a page
+load sets up works on the swapped-in page: its timer, its draft, the two-tabs warning, the header,
+focus, a reload, and hostile bot text shown as text."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from dialeval.study import open_study
+from tests.web.studies import make_acute_study
+
+pytestmark = pytest.mark.browser
+
+XSS_BOT = "<script>alert('bot')</script><img src=x onerror=alert('img')> [a link](javascript:alert('md'))"
+
+
+def test_an_answer_swaps_in_the_next_comparison(live_server, browser_page, tmp_path):
+    folder = make_acute_study(tmp_path / "acute", comparisons=3, onboarding=False, xss=XSS_BOT, name="acute-swap")
+    server = live_server([folder])
+    page = browser_page()
+    task_loads: list[str] = []  # documents the browser loaded for the task page
+    page.on("request", lambda r: task_loads.append(r.url) if r.resource_type == "document" else None)
+    sent: list[dict] = []
+    page.on(
+        "request",
+        lambda r: sent.append({"headers": r.headers, "form": r.post_data or ""}) if "/a/" in r.url else None,
+    )
+    page.goto(f"{server.url}/s/acute-swap/")
+    page.click("button:has-text('Start')")
+    page.check("#agree")
+    page.click("button:has-text('Continue')")
+    page.click("#begin")
+    page.wait_for_selector("text=Comparison 1 of 3")
+    assert page.get_attribute("body", "data-next-page") == "inline"
+    loads_before = len(task_loads)
+    page.evaluate("window.__sameDocument = true")  # gone if the browser loads a new document
+    first_task = page.get_attribute("body", "data-task")
+    page.wait_for_timeout(1200)
+    page.check("input[name=choice][value='1']")
+    page.fill("#justification", "the first one is better")
+    page.click("#submit")
+    page.wait_for_selector("text=Comparison 2 of 3")
+
+    # swapped, not loaded: same document, no document request, asked for with the header
+    assert page.evaluate("window.__sameDocument") is True
+    assert len(task_loads) == loads_before
+    assert sent[-1]["headers"].get("x-dialeval-next-page") == "inline"
+    second_task = page.get_attribute("body", "data-task")
+    assert second_task != first_task and page.url.endswith("/s/acute-swap/task")
+    assert page.evaluate("document.activeElement.id") == "main"  # read from the top, as after a load
+    assert page.locator("#justification").input_value() == ""  # a fresh form, not the last answer's
+    assert page.evaluate("window.scrollY") == 0
+
+    # the timer starts again at the swap: this answer's time is its own, not the page's since load
+    page.wait_for_timeout(700)
+    page.check("input[name=choice][value='2']")
+    # the draft of the swapped-in form is kept across a reload
+    page.fill("#justification", "kept while I look away")
+    page.wait_for_timeout(200)
+    page.reload()
+    page.wait_for_selector("text=Comparison 2 of 3")
+    assert page.get_attribute("body", "data-task") == second_task
+    assert page.locator("#justification").input_value() == "kept while I look away"
+    page.evaluate("window.__sameDocument = true")
+    page.wait_for_timeout(700)
+    page.click("#submit")
+    page.wait_for_selector("text=Comparison 3 of 3")
+    assert page.evaluate("window.__sameDocument") is True
+
+    # the two-tabs warning speaks of the swapped-in task
+    other = page.context.new_page()
+    other.goto(page.url)
+    other.wait_for_selector("#other-tab:visible")
+    page.wait_for_selector("#other-tab:visible")
+    other.close()
+
+    # the last answer goes to the thank-you page (a real load: it is not a task page)
+    page.wait_for_timeout(500)
+    page.check("input[name=choice][value='1']")
+    page.fill("#justification", "clearer answers here")
+    page.click("#submit")
+    page.wait_for_selector("text=Thank you!")
+    assert page.dialogs == []  # the bots' script, image and link never ran
+    # the forms go as multipart (FormData): each answer's elapsed_ms, timed from when its form was shown
+    elapsed = [int(m) for s in sent for m in re.findall(r'name="elapsed_ms"\r\n\r\n(\d+)', s["form"])]
+    assert len(elapsed) == 3 and elapsed[0] >= 1200 and elapsed[1] >= 700, elapsed
+    assert 500 <= elapsed[2] < elapsed[1] + 400, elapsed  # from the swap, not from the reload before it
+    study = open_study(folder)
+    try:
+        judgments = study.store.load_dataset(study.id).judgments
+    finally:
+        study.close()
+    assert [j.justification for j in judgments] == [
+        "the first one is better",
+        "kept while I look away",
+        "clearer answers here",
+    ]
+    assert judgments[0].elapsed_s == pytest.approx(elapsed[0] / 1000, abs=0.01)
+
+
+def test_without_the_reply_s_page_the_answer_still_moves_on(live_server, browser_page, tmp_path):
+    """A reply without a page (a server that does not send one, e.g. during a rolling upgrade) is
+    followed as before: the browser loads the task page."""
+    folder = make_acute_study(tmp_path / "acute", comparisons=2, onboarding=False, name="acute-noswap")
+    server = live_server([folder])
+    page = browser_page()
+
+    def drop_page(route):
+        response = route.fetch()
+        body = response.json()
+        body.pop("page", None)
+        route.fulfill(response=response, body=json.dumps(body))
+
+    page.route("**/a/*/submit", drop_page)
+    page.goto(f"{server.url}/s/acute-noswap/")
+    page.click("button:has-text('Start')")
+    page.check("#agree")
+    page.click("button:has-text('Continue')")
+    page.click("#begin")
+    page.wait_for_selector("text=Comparison 1 of 2")
+    page.evaluate("window.__sameDocument = true")
+    page.check("input[name=choice][value='1']")
+    page.fill("#justification", "the first one")
+    page.click("#submit")
+    page.wait_for_selector("text=Comparison 2 of 2")
+    assert page.evaluate("window.__sameDocument === undefined")  # loaded, not swapped
