@@ -132,3 +132,24 @@ def test_a_blocked_annotator_is_sent_on_not_given_a_page(tmp_path):
     finally:
         for s in app.state.studies.values():
             s.ctx.store.close()
+
+
+def test_an_answer_stored_is_acknowledged_when_its_next_page_fails(acute_app, monkeypatch):
+    """The next page's reads fail after the answer was stored (a busy database, a bug): the reply
+    still says ok, without a page, and the page then loads the task page itself."""
+    from dialeval.web import routes_annotator
+
+    ann = Annotator(acute_app, "acute-test")
+    page = ann.enter().text
+    data = {"choice": onboarding_answer(acute_app, page, True), "justification": "sounds like a person"}
+
+    def failing(*_args, **_kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(routes_annotator, "task_blocking", failing)
+    reply = ann.post(ann.action(page), {**data, "request_id": rid()}, headers=INLINE)
+    assert reply.status_code == 200 and reply.json()["ok"] and "page" not in reply.json()
+    monkeypatch.undo()
+    served = next(iter(acute_app.state.studies.values()))
+    assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == 1
+    assert "Comparison 1 of 2" in ann.task().text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import logging
 import re
 import uuid
 from typing import Any
@@ -42,6 +43,7 @@ from .served import ServedStudy, call, hook_in_thread
 from .session import AnnotatorSession, url_for
 
 router = APIRouter()
+log = logging.getLogger("dialeval.web")
 
 REQUEST_ID = re.compile(r"[A-Za-z0-9_\-]{8,100}")
 
@@ -229,7 +231,7 @@ async def task(request: Request, served: Served):
 # The answer's reply carries the next task page when the page asks for it with this header (app.js
 # does on a page whose protocol sets `inline_next_page`) and the next page is a task page: the
 # page swaps it in, saving the annotator a round trip and the server a request per judgment (a
-# fifth of a pre-generated method's requests, with the framework's share of each).
+# fifth of an ACUTE-Eval session's requests; the page's reads and rendering move into the answer).
 NEXT_PAGE_HEADER = "x-dialeval-next-page"
 
 
@@ -237,7 +239,8 @@ def next_page_reads(request: Request, served: ServedStudy, outcome: Any) -> tupl
     """After an answer, in its worker thread: the next task page's parts (as task_blocking gives
     them) when the reply can carry it; the done page's study path when no task is left (the reply
     sends the page there, not through the task page); None when the page must load the task page
-    itself (another page next, a protocol hook left to the loop, no Outcome)."""
+    itself (another page next, a protocol hook left to the loop, no Outcome, or the reads failed:
+    the answer is stored by now, so its reply says so and the task page shows any error)."""
     if not isinstance(outcome, Outcome) or outcome.redirect is not None:
         return None
     if request.headers.get(NEXT_PAGE_HEADER) != "inline" or not wants_json(request):
@@ -245,7 +248,11 @@ def next_page_reads(request: Request, served: ServedStudy, outcome: Any) -> tupl
     protocol = protocol_of(served)
     if not protocol.inline_next_page or not hooks_run_in_thread(protocol):
         return None
-    parts = task_blocking(request, served, True)
+    try:
+        parts = task_blocking(request, served, True)
+    except Exception:  # a busy database, a protocol's bug: never a failed reply to a stored answer
+        log.warning("the next task page was not made with the answer; the page will load it", exc_info=True)
+        return None
     _session, redirect, assignment, notice, context, progress = parts
     if redirect is not None:
         return None
