@@ -97,7 +97,6 @@ class AnnotatorLog:
     refreshed: int = 0
     double_submits: int = 0
     messages: int = 0
-    pages_brought: int = 0  # task pages that came in an answer's reply instead of a request
     refused: list[str] = field(default_factory=list)  # 4xx messages (expected for careless input)
     errors: list[str] = field(default_factory=list)  # what should not happen
     finished: bool = False  # reached the done page
@@ -182,7 +181,6 @@ class SimulatedAnnotator:
         headers["content-type"] = "text/html; charset=utf-8"
         resp = Response(200, headers, urljoin(self.base + "/", url), html.encode("utf-8"))
         self._read_csrf(resp)
-        self.log.pages_brought += 1
         return _Response(resp)
 
     def _read_csrf(self, resp: Response) -> None:

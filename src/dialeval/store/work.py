@@ -236,10 +236,13 @@ def get_annotator_and_assignment(
         row = conn.execute(_ANNOTATOR_AND_ASSIGNMENT, {"aid": annotator_id, "asid": assignment_id}).first()
     if row is None:
         return None, None
+    return _annotator_from_columns(row[:_ANNOTATOR_WIDTH]), _joined_assignment(row)
+
+
+def _joined_assignment(row: Any) -> AssignmentInfo | None:
+    """The assignment columns after the annotator's in an outer-joined row (None: no assignment)."""
     assignment = row[_ANNOTATOR_WIDTH:]
-    return _annotator_from_columns(row[:_ANNOTATOR_WIDTH]), (
-        _assignment_from_columns(assignment) if assignment[0] is not None else None
-    )
+    return _assignment_from_columns(assignment) if assignment[0] is not None else None
 
 
 def annotator_from_row(row: AnnotatorRow) -> AnnotatorInfo:
@@ -1454,7 +1457,7 @@ def get_annotator_and_resume_rows(
         found = conn.execute(_ANNOTATOR_AND_RESUME_ROWS, {"annotator_id": annotator_id, "study_id": study_id}).all()
     if not found:
         return None, []
-    rows = [_assignment_from_columns(r[_ANNOTATOR_WIDTH:]) for r in found if r[_ANNOTATOR_WIDTH] is not None]
+    rows = [a for a in map(_joined_assignment, found) if a is not None]
     return _annotator_from_columns(found[0][:_ANNOTATOR_WIDTH]), rows
 
 
