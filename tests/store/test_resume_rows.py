@@ -69,3 +69,63 @@ def test_one_statement_reads_what_the_two_reads_read(store):
         assert (first is None) == (name == "none"), name
     assert seen_rows == 3  # the open ones (the latest too) and the expired latest; no other study's
     assert work.get_annotator_and_resume_rows(store, 10**9, sid) == (None, [])
+
+
+def test_the_progress_count_comes_with_the_session_read_until_a_write(store):
+    """With `count_kind`, the same statement counts the annotator's submitted units of that kind
+    (the task page's progress header): submitted_count answers from it within the thread's shared
+    reads, with what its own statement counts; a write in the block drops it, and outside shared
+    reads nothing is kept."""
+    from sqlalchemy import event
+
+    sid = store.ensure_study("progress", "acute").id
+    work.add_units(
+        store,
+        sid,
+        "acute",
+        [Unit(id=f"u{i}", kind="acute" if i < 3 else "acute-onboarding", conversation_ids=[]) for i in range(4)],
+    )
+    units = {u.external_id: u.id for u in work.list_units(store, sid)}
+    person = store.get_or_create_annotator(sid, "p").id
+    other = store.get_or_create_annotator(sid, "q").id
+
+    def assign(who: int, unit: int) -> int:
+        with store.locked(sid) as s:
+            return work.create_assignment(
+                s, sid, unit, who, shown_order=None, expires_at=clock.now() + timedelta(minutes=30)
+            ).id
+
+    for unit in ("u0", "u1", "u3"):  # two of the kind, one practice: submitted
+        work.submit_assignment(store, assign(person, units[unit]))
+    assign(person, units["u2"])  # open: not counted
+    work.submit_assignment(store, assign(other, units["u0"]))  # somebody else's
+
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_):
+        statements.append(statement.split(None, 1)[0].upper())
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        with store.shared_reads():
+            annotator, rows = work.get_annotator_and_resume_rows(store, person, sid, count_kind="acute")
+            assert annotator is not None and [r.unit_id for r in rows] == [units["u2"]]
+            before = statements.count("SELECT")
+            assert work.submitted_count(store, sid, person, "acute") == 2
+            assert statements.count("SELECT") == before  # from the session read
+            assert work.submitted_count(store, sid, person, "acute-onboarding") == 1  # another kind: read
+            assert statements.count("SELECT") == before + 1
+            work.submit_assignment(store, rows[0].id)  # a write: what was noted is gone
+            assert work.submitted_count(store, sid, person, "acute") == 3
+            assert statements.count("SELECT") == before + 2
+        # outside shared reads nothing is kept
+        work.get_annotator_and_resume_rows(store, other, sid, count_kind="acute")
+        before = statements.count("SELECT")
+        assert work.submitted_count(store, sid, other, "acute") == 1
+        assert statements.count("SELECT") == before + 1
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
+    # the same rows and annotator as without the count
+    assert work.get_annotator_and_resume_rows(store, person, sid, count_kind="acute") == (
+        work.get_annotator_and_resume_rows(store, person, sid)
+    )

@@ -324,6 +324,124 @@ def test_an_assignment_given_and_submitted_writes_the_same_rows_and_events_on_bo
     ]
 
 
+def test_a_judgment_that_submits_its_assignment_writes_the_same_on_both_databases(store):
+    """add_judgment(submit=True): the judgment, its assignment closed and the assignment-submitted
+    event, on PostgreSQL in one statement (data-modifying CTEs). The same request again stores no
+    second judgment, closes nothing again and logs nothing, but still sets a given state; another
+    request for the closed assignment stores its judgment and logs nothing."""
+    from datetime import timedelta
+
+    from sqlalchemy import event
+
+    from dialeval import clock
+    from dialeval.store import work
+
+    study = store.ensure_study("s-judged", "acute", {})
+    person = store.get_or_create_annotator(study.id, "p1").id
+    with store.locked(study.id) as s:
+        unit = work.create_unit(s, study.id, "u1", "acute", [], {})
+        given = work.create_assignment(
+            s, study.id, unit.id, person, shown_order=None, expires_at=clock.now() + timedelta(minutes=5)
+        )
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_):
+        statements.append(statement.split(None, 1)[0].upper())
+
+    def answer(request_id: str, state: dict | None = None) -> tuple[int, bool]:
+        with store.session() as s:
+            return store.add_judgment(
+                study.id,
+                person,
+                "q",
+                {"winner": "a"},
+                unit_id=unit.id,
+                assignment_id=given.id,
+                client_request_id=request_id,
+                session=s,
+                submit=True,
+                state=state,
+            )
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        first = answer("r1")
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
+    if store.is_postgres:
+        assert statements == ["WITH"], statements
+    else:  # the judgment, the close, its event
+        assert statements == ["BEGIN", "INSERT", "UPDATE", "INSERT"], statements
+    assert first[1] is True
+    assert answer("r1", state={"passed": True}) == (first[0], False)  # a repeat
+    second = answer("r2")  # another answer for the closed assignment: stored, nothing closed
+    assert second[1] is True and second[0] != first[0]
+    done = work.get_assignment(store, given.id)
+    assert done.status == "submitted" and done.submitted_at is not None and done.state == {"passed": True}
+    submitted = [e for e in work.list_events(store, study.id) if e["kind"] == "assignment-submitted"]
+    assert [(e["annotator_id"], e["payload"]) for e in submitted] == [(person, {"assignment": given.id})]
+    assert store.counts(study.id)["judgments"] == 2
+    stored = {j.id: j for j in work.list_judgments(store, study.id)}
+    assert stored[first[0]].value == {"winner": "a"} and stored[first[0]].assignment_id == given.id
+
+
+def test_a_step_s_progress_is_stored_with_its_judgment_and_moves_the_expiry_only_while_open(store):
+    """add_judgment(state=..., expires_at=...) (a step of a multi-step unit, e.g. a Spot The Bot
+    segment) stores the judgment and the assignment's progress in one statement on PostgreSQL; the
+    expiry moves while the assignment is open and not once it is closed (as work.update_state)."""
+    from datetime import timedelta
+
+    from sqlalchemy import event
+
+    from dialeval import clock
+    from dialeval.store import work
+
+    study = store.ensure_study("s-steps", "spot-the-bot", {})
+    person = store.get_or_create_annotator(study.id, "p1").id
+    first_expiry = clock.now() + timedelta(minutes=5)
+    with store.locked(study.id) as s:
+        unit = work.create_unit(s, study.id, "u1", "stb-package", [], {})
+        given = work.create_assignment(s, study.id, unit.id, person, shown_order=None, expires_at=first_expiry)
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_):
+        statements.append(statement.split(None, 1)[0].upper())
+
+    later = clock.now() + timedelta(minutes=30)
+
+    def step(request_id: str, state: dict) -> tuple[int, bool]:
+        with store.session() as s:
+            return store.add_judgment(
+                study.id,
+                person,
+                "segment",
+                {"label": "bot"},
+                unit_id=unit.id,
+                assignment_id=given.id,
+                client_request_id=request_id,
+                session=s,
+                state=state,
+                expires_at=later,
+            )
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        made = step("r1", {"done": [0]})
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
+    assert statements == (["WITH"] if store.is_postgres else ["BEGIN", "INSERT", "UPDATE"]), statements
+    now_open = work.get_assignment(store, given.id)
+    assert made[1] is True and now_open.state == {"done": [0]}
+    assert abs((now_open.expires_at - later).total_seconds()) < 1
+    assert step("r1", {"done": [0, 1]}) == (made[0], False)  # a repeat: no second judgment, the state set
+    work.submit_assignment(store, given.id)
+    work.update_state(store, given.id, {"done": [0, 1, 2]}, expires_at=later + timedelta(hours=1))
+    closed = work.get_assignment(store, given.id)
+    assert closed.status == "submitted" and closed.state == {"done": [0, 1, 2]}
+    assert abs((closed.expires_at - later).total_seconds()) < 1  # closed: the expiry stays
+    assert store.counts(study.id)["judgments"] == 1
+
+
 def test_postgres_short_reads_send_no_begin_and_store_read_keeps_its_transaction(pg_url):
     """On PostgreSQL, read_connection's reads (every page's session and task reads) run in
     autocommit -- no BEGIN and ROLLBACK round trips, the server sees no open transaction -- while

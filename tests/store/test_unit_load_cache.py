@@ -132,3 +132,36 @@ def test_annotator_assignments_and_units_mark_in_one_read(two_stores):
     history, mark = both_ways(person)
     assert [(a.id, a.status) for a in history] == [(first, "submitted"), (late, "expired")]
     assert mark == (4, max(u.id for u in work.list_units(mine, sid)))
+
+
+def test_new_and_closed_assignments_are_one_read_on_postgres(two_stores):
+    """Bringing the kept load up to date reads the new assignments and the kept open ones that
+    closed in one statement on PostgreSQL (two on SQLite, where a statement costs no round trip),
+    and finds both: the submitted one moves, the new one counts."""
+    from sqlalchemy import event
+
+    mine, other = two_stores
+    sid = mine.ensure_study("load-one-read", "acute").id
+    work.add_units(mine, sid, "acute", [Unit(id=f"u{i}", kind="acute", conversation_ids=[]) for i in range(2)])
+    units = [u.id for u in work.list_units(mine, sid)]
+    people = [mine.get_or_create_annotator(sid, f"p{i}").id for i in range(2)]
+    first = assign(other, sid, units[0], people[0])
+    with mine.locked(sid) as s:
+        work.unit_load_cached(s, mine, sid)  # keeps `first` as open
+    work.submit_assignment(other, first)
+    assign(other, sid, units[1], people[1])
+    selects: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_):
+        if statement.lstrip().upper().startswith(("SELECT", "(SELECT")):
+            selects.append(statement)
+
+    with mine.locked(sid) as s:
+        event.listen(mine.engine, "before_cursor_execute", seen)
+        try:
+            load = work.unit_load_cached(s, mine, sid)
+        finally:
+            event.remove(mine.engine, "before_cursor_execute", seen)
+    assert load[units[0]] == {"submitted": 1, "assigned": 0}
+    assert load[units[1]] == {"submitted": 0, "assigned": 1}
+    assert len(selects) == (1 if mine.is_postgres else 2), selects

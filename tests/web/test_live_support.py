@@ -118,7 +118,11 @@ class WriteTransactions:
         event.listen(engine, "rollback", self._rollback)
 
     def _statement(self, conn, cursor, statement, parameters, context, executemany):
-        if statement.lstrip().split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE"):
+        first = statement.lstrip().split(None, 1)[0].upper()
+        # (a WITH statement writes when one of its CTEs does: PostgreSQL's data-modifying CTEs)
+        if first in ("INSERT", "UPDATE", "DELETE") or (
+            first == "WITH" and re.search(r"\b(INSERT|UPDATE|DELETE)\b", statement, re.IGNORECASE)
+        ):
             conn.info["wrote"] = True
 
     def _commit(self, conn):

@@ -219,6 +219,10 @@ class Protocol(Generic[OptionsT]):
     # The answer's reply carries the next task page and app.js swaps its <main> in (no second
     # request). Only for a task template with no script of its own: a swapped page runs none.
     inline_next_page: ClassVar[bool] = False
+    # The unit kind whose submitted assignments the task page counts (its progress header,
+    # `self.db.submitted_count(annotator.id, kind)`): the task page's session read counts them in
+    # the same statement, so the count costs no statement of its own. None: the page counts none.
+    progress_kind: ClassVar[str | None] = None
     # What a complete session is: `session_quota()` submitted assignments of these unit kinds
     # (practice excluded), or fewer when the pool holds nothing more for this annotator.
     work_kinds: ClassVar[tuple[str, ...]] = ()

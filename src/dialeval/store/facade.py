@@ -203,6 +203,11 @@ class StudyStore:
                 client_request_id=client_request_id,
                 meta=meta,
                 session=session,
+                # the assignment closed or its progress stored with the judgment (on PostgreSQL in
+                # its statement)
+                submit=finish,
+                state=state,
+                expires_at=expires_at,
             )
             for more_question, more_value, more_request_id in more:
                 self.store.add_judgment(
@@ -221,29 +226,15 @@ class StudyStore:
                 )
             return out
 
-        def update(where: Any) -> None:
-            assert assignment_id is not None, "finish/state need the assignment"
-            if finish:
-                work.submit_assignment(where, assignment_id, state=state)
-            else:
-                work.update_state(where, assignment_id, state or {}, expires_at=expires_at)
-
         if session is not None:
-            out = store_it(session)
-            if finish or state is not None:
-                update(session)
-            return out
+            return store_it(session)
         if not finish and state is None and not more:
             return store_it()
         try:
             with self.store.session() as s:
                 out = store_it(s)
-                if finish or state is not None:
-                    update(s)
         except IntegrityError:  # the same request raced in twice: the other copy stored it
             out = store_it()
-            if finish or state is not None:
-                update(self.store)
         return out
 
     def judgment_exists(self, annotator_id: int, request_id: str) -> bool:

@@ -6,7 +6,7 @@ import fcntl
 import gc
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -32,7 +32,7 @@ from ..records import (
     is_judge_annotator,
     plain_turns,
 )
-from . import migrations
+from . import migrations, work
 from .engine import READ_ONLY, check_connection, database_url, make_engine
 from .schema import (
     AnnotatorRow,
@@ -101,6 +101,9 @@ class _SharedRead:
 
     def __init__(self) -> None:
         self._conn: Connection | None = None
+        # what a read of this block learnt besides its own answer, for a later read of the block
+        # (Store.note_read): dropped with the connection, so never seen after a write
+        self.noted: dict[Hashable, Any] = {}
 
     def connection(self, engine: Engine) -> Connection:
         if self._conn is None:
@@ -110,6 +113,7 @@ class _SharedRead:
         return self._conn
 
     def close(self) -> None:
+        self.noted.clear()
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()  # rolls the read-only transaction back: nothing was written in it
@@ -256,6 +260,20 @@ class Store:
         finally:
             self._shared.read = None
             shared.close()
+
+    def note_read(self, key: Hashable, value: Any) -> None:
+        """Within shared_reads: keep a value one read learnt on the way (e.g. the progress count the
+        task page's session read brings) for a later read of the same block (noted_read). Outside
+        it, nothing is kept."""
+        shared: _SharedRead | None = getattr(self._shared, "read", None)
+        if shared is not None:
+            shared.noted[key] = value
+
+    def noted_read(self, key: Hashable) -> Any:
+        """The value note_read kept in this thread's shared reads, or None (none kept, no shared
+        reads, or a write since)."""
+        shared: _SharedRead | None = getattr(self._shared, "read", None)
+        return shared.noted.get(key) if shared is not None else None
 
     def _end_shared_read(self) -> None:
         shared: _SharedRead | None = getattr(self._shared, "read", None)
@@ -602,11 +620,18 @@ class Store:
         client_request_id: str | None = None,
         meta: dict | None = None,
         session: Session | None = None,
+        submit: bool = False,
+        state: dict | None = None,
+        expires_at: datetime | None = None,
     ) -> tuple[int, bool]:
         """Store one judgment; returns (row id, created). A repeated client_request_id returns the first.
 
         Plain Core statements on the transaction's connection (no ORM row to build, track and flush:
-        every answer of every method comes here)."""
+        every answer of every method comes here). Its assignment is updated in the same
+        transaction: with `submit`, closed as submitted (work.submit_assignment: a repeated answer
+        closes nothing again; `state` set when given); else with a `state`, its progress stored
+        (work.update_state; `expires_at` while it is open). On PostgreSQL, for an answer with a
+        request id, in the judgment's own statement (work.judged_and_updated)."""
         values = {
             "study_id": study_id,
             "annotator_id": annotator_id,
@@ -621,6 +646,15 @@ class Store:
             "client_request_id": client_request_id,
             "meta": meta or {},
         }
+        updates = submit or state is not None
+        if updates and assignment_id is None:
+            raise ValueError("updating the judgment's assignment needs its id")
+
+        def update(s: Session) -> None:
+            if submit:
+                work.submit_assignment(s, cast(int, assignment_id), state=state)
+            elif state is not None:
+                work.update_state(s, cast(int, assignment_id), state, expires_at=expires_at)
 
         def existing(s: Session) -> int | None:
             if client_request_id is None:
@@ -631,15 +665,27 @@ class Store:
                 .scalar()
             )
 
-        def store_in(s: Session) -> tuple[int, bool]:
-            s.flush()  # the caller's pending ORM changes first (a Core statement does not autoflush)
+        def inserted(s: Session) -> int | None:
+            """The new row's id, or None when the request id was answered before."""
             conn = s.connection()
             if client_request_id is None:
                 result = conn.execute(_INSERT_JUDGMENT, values)
-                return int(cast(Any, result.inserted_primary_key)[0]), True
-            made = conn.execute(_INSERT_JUDGMENT_ONCE, {**values, "created_at": clock.now()}).first()
+                update(s)
+                return int(cast(Any, result.inserted_primary_key)[0])
+            row = {**values, "created_at": clock.now()}
+            if updates and conn.dialect.name == "postgresql":
+                return work.judged_and_updated(
+                    s, row, cast(int, assignment_id), submit=submit, state=state, expires_at=expires_at
+                )
+            made = conn.execute(_INSERT_JUDGMENT_ONCE, row).first()
+            update(s)
+            return int(made[0]) if made is not None else None
+
+        def store_in(s: Session) -> tuple[int, bool]:
+            s.flush()  # the caller's pending ORM changes first (a Core statement does not autoflush)
+            made = inserted(s)
             if made is not None:
-                return int(made[0]), True
+                return made, True
             found = existing(s)  # the request id was answered before: its first judgment
             assert found is not None  # the conflict was on this very key
             return found, False
@@ -650,9 +696,11 @@ class Store:
             with self.session() as s:
                 return store_in(s)
         except IntegrityError:
-            # Two identical submissions raced; the other one was stored.
+            # Two identical submissions raced; the other one was stored (and closes nothing again).
             with self.session() as s:
                 found = existing(s)
+                if found is not None:
+                    update(s)
             if found is None:
                 raise
             return found, False

@@ -8,7 +8,7 @@ the others open their own.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,12 +23,14 @@ from sqlalchemy import (
     and_,
     any_,
     bindparam,
+    case,
     func,
     insert,
     literal,
     select,
     text,
     true,
+    union_all,
     update,
 )
 from sqlalchemy.orm import InstrumentedAttribute, Session
@@ -86,6 +88,8 @@ class Transactions(Protocol):
     def session(self) -> AbstractContextManager[Session]: ...
     def single_write(self) -> AbstractContextManager[Connection]: ...
     def locked(self, study_id: int) -> AbstractContextManager[Session]: ...
+    def note_read(self, key: Hashable, value: Any) -> None: ...
+    def noted_read(self, key: Hashable) -> Any: ...
 
 
 @dataclass
@@ -635,6 +639,14 @@ _ASSIGNMENT_NOW = {
 }
 # of the assignments kept as open, only those that are no longer (most are, and stay unread)
 _LEFT_OPEN = {dialect: query.where(_ASSIGNMENT.status != "assigned") for dialect, query in _ASSIGNMENT_NOW.items()}
+# PostgreSQL: the new assignments and the kept open ones no longer open in one statement (they were
+# two round trips of every assignment given). A new one's id is above `top`, a kept one's is not.
+_NEW_AND_LEFT_OPEN_PG = union_all(
+    _NEW_ASSIGNMENTS,
+    select(_ASSIGNMENT.id, _ASSIGNMENT.unit_id, _ASSIGNMENT.status, _ASSIGNMENT.expires_at).where(
+        _ASSIGNMENT.id == any_(bindparam("ids", type_=ARRAY(Integer))), _ASSIGNMENT.status != "assigned"
+    ),
+)
 
 
 def _count(cache: _LoadCache, unit_id: int, status: str, sign: int) -> None:
@@ -687,12 +699,17 @@ def unit_load_cached(session: Session, store: Transactions, study_id: int) -> di
     cache = _load_cache(store, study_id)
     session.flush()  # the caller's own changes first (a plain Core read does not autoflush)
     conn = session.connection()
-    new = conn.execute(_NEW_ASSIGNMENTS, {"study": study_id, "top": cache.top}).all()
     still_open = [aid for aid, (_u, status, _e) in cache.pending.items() if status == "assigned"]
     expired = [aid for aid, (_u, status, _e) in cache.pending.items() if status != "assigned"]
-    for aid, status, expires_at in _read_now(session, _LEFT_OPEN, still_open) + _read_now(
-        session, _ASSIGNMENT_NOW, expired
-    ):
+    if still_open and conn.dialect.name == "postgresql":
+        top = cache.top  # every kept one was read as new before: its id is not above top
+        rows = conn.execute(_NEW_AND_LEFT_OPEN_PG, {"study": study_id, "top": top, "ids": still_open}).all()
+        new = [row for row in rows if row[0] > top]
+        left_open = [(aid, status, expires_at) for aid, _unit, status, expires_at in rows if aid <= top]
+    else:
+        new = conn.execute(_NEW_ASSIGNMENTS, {"study": study_id, "top": cache.top}).all()
+        left_open = _read_now(session, _LEFT_OPEN, still_open)
+    for aid, status, expires_at in left_open + _read_now(session, _ASSIGNMENT_NOW, expired):
         _move(cache, aid, status, expires_at)
     for aid, unit_id, status, expires_at in new:
         _count(cache, unit_id, status, +1)
@@ -815,7 +832,11 @@ _ANNOTATOR_ASSIGNMENTS = (
 
 def submitted_count(store: Transactions, study_id: int, annotator_id: int, kind: str) -> int:
     """How many units of this kind the annotator has finished (a count, not their whole history:
-    every task page's progress header asks)."""
+    every task page's progress header asks). Within Store.shared_reads, the count the page's session
+    read brought (get_annotator_and_resume_rows' `count_kind`) when it is of this kind."""
+    noted = store.noted_read(_submitted_key(annotator_id, kind))
+    if noted is not None:
+        return int(noted)
     with store.read_connection() as conn:
         return int(
             conn.execute(
@@ -1045,15 +1066,20 @@ def update_state(
     state: dict[str, Any],
     expires_at: datetime | None = None,
 ) -> None:
-    """Store an assignment's progress; in the caller's transaction when given a Session."""
+    """Store an assignment's progress (and, while it is open, a new expiry); in the caller's
+    transaction when given a Session. One Core UPDATE: the ORM's read of the row and its flushed
+    update were two statements at every step of a multi-step unit (each Spot The Bot segment)."""
 
     def run(s: Session) -> None:
-        row = s.get(AssignmentRow, assignment_id)
-        if row is None:
-            return
-        row.state = dict(state)
-        if expires_at is not None and row.status == "assigned":
-            row.expires_at = expires_at
+        s.flush()  # the caller's pending rows first (a Core statement does not autoflush)
+        params: dict[str, Any] = {"asid": assignment_id, "new_state": dict(state)}
+        if expires_at is None:
+            s.connection().execute(_SET_ASSIGNMENT_STATE, params)
+        else:
+            s.connection().execute(_SET_STATE_AND_EXPIRY, {**params, "expires_at": expires_at})
+        held = s.identity_map.get(s.identity_key(AssignmentRow, assignment_id))
+        if held is not None:  # an ORM copy of the row this transaction holds is read again
+            s.expire(held)
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
@@ -1115,19 +1141,111 @@ def submit_assignment(
                         "created_at": clock.now(),
                     },
                 )
-        if row is None:  # submitted before: nothing closed, only the state set
-            if state is None:
-                return
-            conn.execute(_SET_ASSIGNMENT_STATE, {"asid": assignment_id, "new_state": params["new_state"]})
-        # an ORM copy of the row this transaction holds is read again on its next use
-        held = s.identity_map.get(s.identity_key(AssignmentRow, assignment_id))
-        if held is not None:
-            s.expire(held)
+        _after_submit(s, assignment_id, closed=row is not None, state=state)
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
     with session_or_store.session() as s:
         return run(s)
+
+
+def _after_submit(s: Session, assignment_id: int, *, closed: bool, state: dict[str, Any] | None) -> None:
+    """After the statement that closes an assignment: the `state` of one submitted before (nothing
+    was closed now) set, and an ORM copy of the row this transaction holds read again on its next use."""
+    if not closed and state is not None:
+        s.connection().execute(_SET_ASSIGNMENT_STATE, {"asid": assignment_id, "new_state": dict(state)})
+    held = s.identity_map.get(s.identity_key(AssignmentRow, assignment_id))
+    if held is not None:
+        s.expire(held)
+
+
+def judged_and_updated(
+    s: Session,
+    judgment: dict[str, Any],
+    assignment_id: int,
+    *,
+    submit: bool,
+    state: dict[str, Any] | None,
+    expires_at: datetime | None = None,
+) -> int | None:
+    """PostgreSQL: an answer's judgment row (`judgment`: every column, as Store.add_judgment gives
+    them; inserted unless its request id was stored before) and its assignment's update in one
+    statement (data-modifying CTEs), where they were two round trips of every answer: with
+    `submit`, closed as submit_assignment closes it (its event; `state` set); else its progress
+    `state` stored as update_state stores it (`expires_at` while it is open). The new judgment's
+    id, or None for a repeated request id."""
+    params: dict[str, Any] = {**judgment, "asid": assignment_id}
+    if state is not None:
+        params["new_state"] = dict(state)
+    if submit:
+        statement = _JUDGED_AND_SUBMITTED_PG[state is not None]
+        params.update(at=clock.now(), event_payload={"assignment": assignment_id})
+    else:
+        assert state is not None, "a judgment's assignment update is a submit or a state"
+        statement = _JUDGED_AND_PROGRESSED_PG[expires_at is not None]
+        if expires_at is not None:
+            params["expires_at"] = expires_at
+    made, updated = s.connection().execute(statement, params).one()
+    if submit:
+        _after_submit(s, assignment_id, closed=bool(updated), state=state)
+    else:
+        held = s.identity_map.get(s.identity_key(AssignmentRow, assignment_id))
+        if held is not None:
+            s.expire(held)
+    return int(made) if made is not None else None
+
+
+def _judged_and(update_cte: str, binds: list[Any]) -> Any:
+    """judged_and_updated's statement: the judgment's insert, `update_cte` (named `updated`, a row
+    back per row it changed) and the count of its rows. Text over the tables' own columns and
+    types, as store._insert_judgment_once (PostgreSQL's INSERT ... ON CONFLICT as a Core construct
+    has no cache key: it was compiled again on every answer)."""
+    judgments = cast(Table, JudgmentRow.__table__)
+    columns = [c for c in judgments.c if not c.primary_key]
+    names = ", ".join(c.name for c in columns)
+    values = ", ".join(f":{c.name}" for c in columns)
+    sql = (
+        f"WITH made AS (INSERT INTO {judgments.name} ({names}) VALUES ({values}) "
+        "ON CONFLICT (annotator_id, client_request_id) DO NOTHING RETURNING id), "
+        f"{update_cte} "
+        "SELECT (SELECT id FROM made), (SELECT count(*) FROM updated)"
+    )
+    typed = [bindparam(c.name, type_=c.type) for c in columns] + [bindparam("asid", type_=Integer())]
+    return text(sql).bindparams(*typed, *binds)
+
+
+def _judged_and_submitted_pg(with_state: bool) -> Any:
+    """The judgment with submit_assignment's UPDATE and event (_SUBMIT_PG): `updated` counts the
+    events, one when the assignment closed now."""
+    assignments, events = AssignmentRow.__tablename__, EventRow.__tablename__
+    new_state = ", state = :new_state" if with_state else ""
+    closing = (
+        f"closed AS (UPDATE {assignments} SET status = 'submitted', submitted_at = :at{new_state} "
+        "WHERE id = :asid AND status != 'submitted' RETURNING study_id, annotator_id), "
+        f"updated AS (INSERT INTO {events} (study_id, kind, annotator_id, payload, created_at) "
+        "SELECT study_id, 'assignment-submitted', annotator_id, CAST(:event_payload AS JSON), :at FROM closed "
+        "RETURNING id)"
+    )
+    binds = [
+        bindparam("at", type_=_ASSIGNMENT.submitted_at.type),
+        bindparam("event_payload", type_=_EVENT.payload.type),
+    ]
+    if with_state:
+        binds.append(bindparam("new_state", type_=_ASSIGNMENT.state.type))
+    return _judged_and(closing, binds)
+
+
+def _judged_and_progressed_pg(with_expiry: bool) -> Any:
+    """The judgment with update_state's UPDATE (_SET_ASSIGNMENT_STATE, _SET_STATE_AND_EXPIRY)."""
+    expiry = ", expires_at = CASE WHEN status = 'assigned' THEN :expires_at ELSE expires_at END" if with_expiry else ""
+    progressing = (
+        f"updated AS (UPDATE {AssignmentRow.__tablename__} SET state = :new_state{expiry} "
+        "WHERE id = :asid RETURNING id)"
+    )
+    binds = [bindparam("new_state", type_=_ASSIGNMENT.state.type)]
+    if with_expiry:
+        binds.append(bindparam("expires_at", type_=_ASSIGNMENT.expires_at.type))
+    return _judged_and(progressing, binds)
 
 
 _UPDATE_ASSIGNMENT = update(cast(Table, AssignmentRow.__table__)).where(_ASSIGNMENT.id == bindparam("asid"))
@@ -1139,10 +1257,19 @@ _SUBMIT_ASSIGNMENT = (
 )
 _SUBMIT_ASSIGNMENT_WITH_STATE = _SUBMIT_ASSIGNMENT.values(state=bindparam("new_state", type_=_ASSIGNMENT.state.type))
 _SET_ASSIGNMENT_STATE = _UPDATE_ASSIGNMENT.values(state=bindparam("new_state", type_=_ASSIGNMENT.state.type))
+# the expiry moves only while the assignment is open (as update_state's ORM version did)
+_SET_STATE_AND_EXPIRY = _SET_ASSIGNMENT_STATE.values(
+    expires_at=case(
+        (_ASSIGNMENT.status == "assigned", bindparam("expires_at", type_=_ASSIGNMENT.expires_at.type)),
+        else_=_ASSIGNMENT.expires_at,
+    )
+)
 _SUBMIT_PG = {
     False: _submitted_with_event_pg(_SUBMIT_ASSIGNMENT),
     True: _submitted_with_event_pg(_SUBMIT_ASSIGNMENT_WITH_STATE),
 }
+_JUDGED_AND_SUBMITTED_PG = {False: _judged_and_submitted_pg(False), True: _judged_and_submitted_pg(True)}
+_JUDGED_AND_PROGRESSED_PG = {False: _judged_and_progressed_pg(False), True: _judged_and_progressed_pg(True)}
 
 
 def assignment_status_counts(store: Transactions, study_id: int) -> dict[str, int]:
@@ -1449,14 +1576,34 @@ _ANNOTATOR_AND_RESUME_ROWS = (
 )
 
 
+# ... and, in the last column, the annotator's submitted assignments of one kind: what the task
+# page's progress header counts (submitted_count), a statement of its own on every task page before
+_ANNOTATOR_RESUME_ROWS_AND_COUNT = _ANNOTATOR_AND_RESUME_ROWS.add_columns(
+    _SUBMITTED_COUNT.scalar_subquery().label("submitted")
+)
+
+
+def _submitted_key(annotator_id: int, kind: str) -> tuple[str, int, str]:
+    return ("submitted", annotator_id, kind)
+
+
 def get_annotator_and_resume_rows(
-    store: Transactions, annotator_id: int, study_id: int
+    store: Transactions, annotator_id: int, study_id: int, count_kind: str | None = None
 ) -> tuple[AnnotatorInfo | None, list[AssignmentInfo]]:
-    """get_annotator and the rows resume_assignment reads (its `rows`), in one statement."""
+    """get_annotator and the rows resume_assignment reads (its `rows`), in one statement; with
+    `count_kind`, the same statement counts the annotator's submitted units of that kind, and
+    submitted_count answers from it for the rest of the thread's shared reads (Store.note_read)."""
+    params: dict[str, Any] = {"annotator_id": annotator_id, "study_id": study_id}
     with store.read_connection() as conn:
-        found = conn.execute(_ANNOTATOR_AND_RESUME_ROWS, {"annotator_id": annotator_id, "study_id": study_id}).all()
+        if count_kind is None:
+            found = conn.execute(_ANNOTATOR_AND_RESUME_ROWS, params).all()
+        else:
+            found = conn.execute(_ANNOTATOR_RESUME_ROWS_AND_COUNT, {**params, "kind": count_kind}).all()
     if not found:
         return None, []
+    if count_kind is not None:
+        store.note_read(_submitted_key(annotator_id, count_kind), int(found[0][-1]))
+        found = [row[:-1] for row in found]
     rows = [a for a in map(_joined_assignment, found) if a is not None]
     return _annotator_from_columns(found[0][:_ANNOTATOR_WIDTH]), rows
 

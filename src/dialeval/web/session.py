@@ -50,7 +50,8 @@ def find_session(
     """The annotator this request is signed in as (blocking: reads the database), or None. With an
     `assignment_id` (a post to an assignment) that assignment is read in the same statement, for the
     ownership check that follows (deps.owned_assignment); with `resume_rows` (the task page), the
-    rows work.resume_assignment decides from: one round trip, not two."""
+    rows work.resume_assignment decides from and the count of its progress header
+    (Protocol.progress_kind): one round trip, not three."""
     for value, from_token in session_values(request):
         ident = served.signer.read_identity(value)
         if ident is None:
@@ -58,8 +59,12 @@ def find_session(
         found: tuple[int, AssignmentInfo | None] | None = None
         rows: list[AssignmentInfo] | None = None
         if resume_rows:
+            protocol = served.protocol
             annotator, rows = work.get_annotator_and_resume_rows(
-                served.ctx.store, ident.annotator_id, served.ctx.study_id
+                served.ctx.store,
+                ident.annotator_id,
+                served.ctx.study_id,
+                count_kind=protocol.progress_kind if protocol is not None else None,
             )
         elif assignment_id is None:
             annotator = work.get_annotator(served.ctx.store, ident.annotator_id)

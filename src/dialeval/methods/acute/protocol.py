@@ -88,6 +88,7 @@ class AcuteProtocol(Protocol[AcuteOptions]):
     method = "acute"
     template = "acute.html"
     inline_next_page = True  # its page has no script of its own: the answer brings the next one
+    progress_kind = KIND
     title = "ACUTE-Eval (PW-Dialog)"
 
     work_kinds = ("acute",)  # a complete session: session_quota() of these

@@ -110,6 +110,7 @@ class ArenaProtocol(LiveProtocol, Protocol[ArenaOptions]):
     method = "arena"
     template = "arena.html"
     title = "Arena battle: chat with two anonymous bots and vote"
+    progress_kind = KIND  # chat_position's count
     fixed_opener = False  # the annotator opens the battle with a message of their own
     work_kinds = (KIND,)
 

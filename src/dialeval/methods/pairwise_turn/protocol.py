@@ -49,6 +49,7 @@ class PairwiseTurnProtocol(LiveProtocol, Protocol[PairwiseTurnOptions]):
     method = "pairwise-turn"
     template = "pairwise_turn.html"
     title = "Pairwise per-turn comparison (PW-Turn)"
+    progress_kind = KIND  # chat_position's count
 
     work_kinds = ("pw-turn",)  # a complete session: session_quota() of these
 

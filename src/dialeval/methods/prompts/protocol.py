@@ -62,6 +62,7 @@ class PromptsProtocol(Protocol[PromptsOptions]):
     method = "prompts"
     template = "prompts.html"
     inline_next_page = True  # its page has no script of its own: the answer brings the next one
+    progress_kind = KIND
     title = "Compare two answers"
     work_kinds = (KIND,)
 

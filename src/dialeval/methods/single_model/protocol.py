@@ -40,6 +40,7 @@ class SingleModelProtocol(LiveProtocol, Protocol[SingleModelOptions]):
     method = "single-model"
     template = "single_model.html"
     title = "Single-model per-turn and per-dialogue ratings (SM-Turn, SM-Dialog)"
+    progress_kind = KIND  # chat_position's count
 
     work_kinds = ("sm-chat",)  # a complete session: session_quota() of these
 

@@ -69,6 +69,7 @@ class SpotTheBotProtocol(Protocol[SpotTheBotOptions]):
     method = "spot-the-bot"
     template = "spot_the_bot.html"
     inline_next_page = True  # its page has no script of its own: the answer brings the next one
+    progress_kind = KIND
     title = "Spot The Bot"
 
     work_kinds = ("stb-package",)  # a complete session: session_quota() of these
