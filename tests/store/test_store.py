@@ -147,6 +147,47 @@ def test_concurrent_identical_submissions_store_one(store):
     assert store.counts(study.id)["judgments"] == 1
 
 
+def test_an_annotator_is_registered_once_in_one_statement_and_found_after(store):
+    """get_or_create_annotator: a new id is one INSERT ... ON CONFLICT DO NOTHING RETURNING (with
+    its platform and meta); the same id again finds the first row and changes nothing; eight
+    threads registering one new id at once get one row."""
+    from sqlalchemy import event
+
+    study = store.ensure_study("s-register", "acute")
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_):
+        statements.append(statement.split(None, 1)[0].upper())
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        made = store.get_or_create_annotator(study.id, "w1", "prolific", {"session_nonce": "n1"})
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
+    assert [s for s in statements if s not in ("BEGIN",)] == ["INSERT"], statements
+    assert (made.external_id, made.platform, made.status, made.meta, made.study_id) == (
+        "w1",
+        "prolific",
+        "active",
+        {"session_nonce": "n1"},
+        study.id,
+    )
+    again = store.get_or_create_annotator(study.id, "w1", "link", {"session_nonce": "n2"})
+    assert again == made  # found, not changed
+    results = []
+
+    def register():
+        results.append(store.get_or_create_annotator(study.id, "w2", "link").id)
+
+    threads = [threading.Thread(target=register) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 8 and len(set(results)) == 1
+    assert store.counts(study.id)["annotators"] == 2
+
+
 def test_annotator_flagged_not_deleted(store):
     study = store.ensure_study("s5", "acute")
     ann = store.get_or_create_annotator(study.id, "w1")

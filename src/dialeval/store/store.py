@@ -91,6 +91,34 @@ def _insert_judgment_once() -> Any:
 
 
 _INSERT_JUDGMENT_ONCE = _insert_judgment_once()
+_ANNOTATOR_TABLE = cast(Table, AnnotatorRow.__table__)
+# the columns work.annotator_from_columns reads, in its order
+_ANNOTATOR_INFO_COLUMNS = ("id", "external_id", "platform", "status", "qc", "meta", "study_id")
+
+
+def _insert_annotator_once() -> Any:
+    """INSERT ... ON CONFLICT (study, external id) DO NOTHING RETURNING the AnnotatorInfo columns:
+    text() over the table's own columns and types, as _insert_judgment_once (whose docstring says
+    why); the result columns typed, so the JSON ones come back decoded."""
+    columns = [c for c in _ANNOTATOR_TABLE.c if not c.primary_key]
+    names = ", ".join(c.name for c in columns)
+    params = ", ".join(f":{c.name}" for c in columns)
+    returned = ", ".join(_ANNOTATOR_INFO_COLUMNS)
+    sql = (
+        f"INSERT INTO {_ANNOTATOR_TABLE.name} ({names}) VALUES ({params}) "
+        f"ON CONFLICT (study_id, external_id) DO NOTHING RETURNING {returned}"
+    )
+    return (
+        text(sql)
+        .bindparams(*(bindparam(c.name, type_=c.type) for c in columns))
+        .columns(*(_ANNOTATOR_TABLE.c[name] for name in _ANNOTATOR_INFO_COLUMNS))
+    )
+
+
+_INSERT_ANNOTATOR_ONCE = _insert_annotator_once()
+_ANNOTATOR_BY_EXTERNAL_ID = select(*(_ANNOTATOR_TABLE.c[name] for name in _ANNOTATOR_INFO_COLUMNS)).where(
+    _ANNOTATOR_TABLE.c.study_id == bindparam("study_id"), _ANNOTATOR_TABLE.c.external_id == bindparam("external_id")
+)
 _STUDY_WRITE_LOCK = text("SELECT pg_advisory_xact_lock(:k)")  # Store.locked on PostgreSQL
 
 
@@ -565,25 +593,28 @@ class Store:
     # -- annotators, judgments, events ------------------------------------------------------------
     def get_or_create_annotator(
         self, study_id: int, external_id: str, platform: str = "link", meta: dict | None = None
-    ) -> AnnotatorRow:
-        for _attempt in range(2):  # a concurrent insert of the same id loses the race once, then finds it
-            try:
-                with self.session() as s:
-                    row = s.scalar(
-                        select(AnnotatorRow).where(
-                            AnnotatorRow.study_id == study_id, AnnotatorRow.external_id == external_id
-                        )
-                    )
-                    if row is None:
-                        row = AnnotatorRow(
-                            study_id=study_id, external_id=external_id, platform=platform, meta=meta or {}
-                        )
-                        s.add(row)
-                        s.flush()
-                    return row
-            except IntegrityError:
-                continue
-        raise StoreError(f"could not register annotator '{external_id}'")
+    ) -> work.AnnotatorInfo:
+        """The study's annotator with this external id, registered now (with `platform` and `meta`)
+        when there is none. A new one is one statement, INSERT ... ON CONFLICT DO NOTHING RETURNING
+        (it was a look-up, then an ORM insert: every session's first write); an existing one, or
+        one a concurrent request registered first, is then read."""
+        values = {
+            "study_id": study_id,
+            "external_id": external_id,
+            "platform": platform,
+            "status": "active",
+            "qc": {},
+            "meta": meta or {},
+            "created_at": clock.now(),
+        }
+        with self.session() as s:
+            conn = s.connection()
+            row = conn.execute(_INSERT_ANNOTATOR_ONCE, values).first()
+            if row is None:  # registered before (or by a concurrent request, now committed)
+                row = conn.execute(_ANNOTATOR_BY_EXTERNAL_ID, {"study_id": study_id, "external_id": external_id}).first()
+        if row is None:
+            raise StoreError(f"could not register annotator '{external_id}'")
+        return work.annotator_from_columns(row)
 
     def set_annotator_status(self, annotator_id: int, status: str, reasons: list[str] | None = None, **qc: Any) -> None:
         """Flag or block an annotator; their judgments stay. `reasons` and `qc` are kept in annotators.qc."""

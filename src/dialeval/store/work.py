@@ -206,7 +206,8 @@ _ANNOTATOR_BY_ID = _ANNOTATOR_COLUMNS.where(_ANNOTATOR.id == bindparam("aid"))
 _ASSIGNMENT_BY_ID = _ASSIGNMENT_WITH_UNIT.where(_ASSIGNMENT.id == bindparam("asid"))
 
 
-def _annotator_from_columns(row: Any) -> AnnotatorInfo:
+def annotator_from_columns(row: Any) -> AnnotatorInfo:
+    """An AnnotatorInfo from a row of _ANNOTATOR_COLUMNS' columns, in their order."""
     aid, external_id, platform, status, qc, meta, study_id = row
     return AnnotatorInfo(aid, external_id, platform, status, dict(qc or {}), dict(meta or {}), study_id)
 
@@ -214,7 +215,7 @@ def _annotator_from_columns(row: Any) -> AnnotatorInfo:
 def get_annotator(store: Transactions, annotator_id: int) -> AnnotatorInfo | None:
     with store.read_connection() as conn:
         row = conn.execute(_ANNOTATOR_BY_ID, {"aid": annotator_id}).first()
-    return _annotator_from_columns(row) if row is not None else None
+    return annotator_from_columns(row) if row is not None else None
 
 
 # the annotator and (outer-joined: None when there is no such) the assignment, in one statement
@@ -240,7 +241,7 @@ def get_annotator_and_assignment(
         row = conn.execute(_ANNOTATOR_AND_ASSIGNMENT, {"aid": annotator_id, "asid": assignment_id}).first()
     if row is None:
         return None, None
-    return _annotator_from_columns(row[:_ANNOTATOR_WIDTH]), _joined_assignment(row)
+    return annotator_from_columns(row[:_ANNOTATOR_WIDTH]), _joined_assignment(row)
 
 
 def _joined_assignment(row: Any) -> AssignmentInfo | None:
@@ -1605,7 +1606,7 @@ def get_annotator_and_resume_rows(
         store.note_read(_submitted_key(annotator_id, count_kind), int(found[0][-1]))
         found = [row[:-1] for row in found]
     rows = [a for a in map(_joined_assignment, found) if a is not None]
-    return _annotator_from_columns(found[0][:_ANNOTATOR_WIDTH]), rows
+    return annotator_from_columns(found[0][:_ANNOTATOR_WIDTH]), rows
 
 
 def resume_assignment(

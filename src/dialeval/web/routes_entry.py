@@ -90,10 +90,7 @@ async def platform_entry(request: Request, served: ServedStudy, ent: entry_mod.E
 
     def arrive() -> Response:  # one worker thread for its reads and writes (they were five)
         store, sid = served.ctx.store, served.ctx.study_id
-        row = store.get_or_create_annotator(sid, external_id, ent.platform, ent.meta)
-        annotator = work.get_annotator(store, row.id)
-        if annotator is None:  # created just above; gone only if the study was deleted meanwhile
-            raise WebError(404, "This study is no longer available.")
+        annotator = store.get_or_create_annotator(sid, external_id, ent.platform, ent.meta)
         current = find_session(request, served)
         same_browser = current is not None and current.annotator.id == annotator.id
         if not same_browser and annotator.meta.get("session_nonce"):
@@ -183,11 +180,11 @@ async def start_post(request: Request, served: Served, data: SameSiteForm):
         platform = "volunteer" if data.get("volunteer") == "1" else "link"
         external = entry_mod.new_external_id(platform)
         nonce = new_nonce()  # a new annotator is made bound to this browser: one commit, not two
-        row = served.ctx.store.get_or_create_annotator(
+        annotator = served.ctx.store.get_or_create_annotator(
             served.ctx.study_id, external, platform, {"session_nonce": nonce}
         )
-        bound = (row.meta or {}).get("session_nonce") == nonce  # else an id made twice: bind it now
-        set_identity(response, request, served, row.id, nonce, stored=bound)
+        bound = annotator.meta.get("session_nonce") == nonce  # else an id made twice: bind it now
+        set_identity(response, request, served, annotator.id, nonce, stored=bound)
         response.headers["location"] = url_for(request, served, "consent")  # with the new session's token
 
     await run_in_threadpool(sign_in)
