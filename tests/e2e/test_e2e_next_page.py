@@ -38,6 +38,7 @@ def test_an_answer_swaps_in_the_next_comparison(live_server, browser_page, tmp_p
     assert page.get_attribute("body", "data-next-page") == "inline"
     loads_before = len(task_loads)
     page.evaluate("window.__sameDocument = true")  # gone if the browser loads a new document
+    page.evaluate("document.getElementById('progress').__kept = true")  # gone if the element is replaced
     first_task = page.get_attribute("body", "data-task")
     page.wait_for_timeout(1200)
     page.check("input[name=choice][value='1']")
@@ -54,6 +55,12 @@ def test_an_answer_swaps_in_the_next_comparison(live_server, browser_page, tmp_p
     assert page.evaluate("document.activeElement.id") == "main"  # read from the top, as after a load
     assert page.locator("#justification").input_value() == ""  # a fresh form, not the last answer's
     assert page.evaluate("window.scrollY") == 0
+    # the progress region is the same live region with new content (announced), the header's other
+    # parts as the new page has them
+    assert page.evaluate("document.getElementById('progress').__kept") is True
+    assert "Comparison 2 of 3" in page.inner_text("#progress")
+    assert page.locator("header.topbar #progress").count() == 1 and page.locator("header.topbar .howto").count() == 1
+    assert page.evaluate("document.querySelector('header.topbar').firstElementChild.className") == "brand"
 
     # the timer starts again at the swap: this answer's time is its own, not the page's since load
     page.wait_for_timeout(700)

@@ -273,6 +273,28 @@
   // The server's page is parsed as a document of its own (its scripts never run) and its header and
   // <main> take the place of this page's; then what a page load sets up is set up again. False when
   // the HTML is not a task page: the caller loads the URL instead.
+  // The swapped-in page's header. Its progress region (role=status) stays the same element and only
+  // its content changes: a screen reader announces a change of a live region it already knows, not
+  // the content of one inserted anew. The header's other parts are replaced.
+  function updateHeader(hereBar, freshBar) {
+    var hereProgress = hereBar.querySelector("#progress"), freshProgress = freshBar.querySelector("#progress");
+    if (!hereProgress || !freshProgress || hereProgress.parentNode !== hereBar || freshProgress.parentNode !== freshBar) {
+      hereBar.replaceWith(freshBar);
+      return;
+    }
+    hereBar.className = freshBar.className;
+    Array.prototype.slice.call(hereBar.childNodes).forEach(function (node) {
+      if (node !== hereProgress) hereBar.removeChild(node);
+    });
+    var before = true;
+    Array.prototype.slice.call(freshBar.childNodes).forEach(function (node) {
+      if (node === freshProgress) { before = false; return; }
+      if (before) hereBar.insertBefore(node, hereProgress); else hereBar.appendChild(node);
+    });
+    while (hereProgress.firstChild) hereProgress.removeChild(hereProgress.firstChild);
+    while (freshProgress.firstChild) hereProgress.appendChild(freshProgress.firstChild);
+  }
+
   function swapInPage(html, url) {
     var doc;
     try { doc = new DOMParser().parseFromString(html, "text/html"); } catch (e) { return false; }
@@ -284,7 +306,7 @@
       if (fresh && here) here.setAttribute("content", fresh.getAttribute("content"));
     });
     document.title = doc.title;
-    hereBar.replaceWith(document.importNode(bar, true));
+    updateHeader(hereBar, document.importNode(bar, true));
     hereMain.replaceWith(document.importNode(main, true));
     document.body.className = doc.body.className;
     document.body.setAttribute("data-task", doc.body.getAttribute("data-task"));
