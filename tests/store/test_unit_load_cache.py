@@ -165,3 +165,50 @@ def test_new_and_closed_assignments_are_one_read_on_postgres(two_stores):
     assert load[units[0]] == {"submitted": 1, "assigned": 0}
     assert load[units[1]] == {"submitted": 0, "assigned": 1}
     assert len(selects) == (1 if mine.is_postgres else 2), selects
+
+
+def test_the_load_changes_read_with_the_annotator_s_assignments_are_applied_without_a_read(two_stores):
+    """annotator_assignments_and_load reads the annotator's assignments, the units mark and (on
+    PostgreSQL) the kept load's changes in one statement; unit_load_cached then applies those
+    changes without a statement of its own and gives the full count. Changes read ahead but no
+    longer matching the kept load (another call brought it up to date meanwhile) are not used."""
+    from sqlalchemy import event
+
+    mine, other = two_stores
+    sid = mine.ensure_study("load-ahead", "acute").id
+    work.add_units(mine, sid, "acute", [Unit(id=f"u{i}", kind="acute", conversation_ids=[]) for i in range(3)])
+    units = [u.id for u in work.list_units(mine, sid)]
+    people = [mine.get_or_create_annotator(sid, f"p{i}").id for i in range(3)]
+    first = assign(other, sid, units[0], people[0])
+    with mine.locked(sid) as s:
+        work.unit_load_cached(s, mine, sid)  # keeps `first` as open
+    work.submit_assignment(other, first)
+    mine_open = assign(other, sid, units[1], people[1])
+    selects: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_):
+        if statement.lstrip().upper().startswith(("SELECT", "(SELECT")):
+            selects.append(statement)
+
+    with mine.locked(sid) as s:
+        event.listen(mine.engine, "before_cursor_execute", seen)
+        try:
+            everything, mark, ahead = work.annotator_assignments_and_load(s, mine, sid, people[1])
+            load = work.unit_load_cached(s, mine, sid, read_ahead=ahead)
+        finally:
+            event.remove(mine.engine, "before_cursor_execute", seen)
+        assert {u: dict(v) for u, v in load.items() if any(v.values())} == work.unit_load(s, sid)
+    assert [a.id for a in everything] == [mine_open] and mark == (3, max(units))
+    if mine.is_postgres:
+        assert ahead is not None and len(selects) == 1, selects  # the one statement, nothing after it
+    else:
+        assert ahead is None and len(selects) == 3, selects  # the assignments, then the load's two reads
+    # read ahead, then the kept load moves on before it is used: the stale changes are not applied
+    assign(other, sid, units[2], people[2])
+    with mine.locked(sid) as s:
+        _, _, stale = work.annotator_assignments_and_load(s, mine, sid, people[2])
+        work.unit_load_cached(s, mine, sid)  # brings the kept load up to date first
+    assign(other, sid, units[2], people[0])  # a change the stale read never saw
+    with mine.locked(sid) as s:
+        load = work.unit_load_cached(s, mine, sid, read_ahead=stale)
+        assert {u: dict(v) for u, v in load.items() if any(v.values())} == work.unit_load(s, sid)

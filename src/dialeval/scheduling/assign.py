@@ -161,12 +161,15 @@ def assign_in(
     commit (ACUTE-Eval's submit)."""
     store, study_id = protocol.store, protocol.study.study_id
 
+    # the annotator's assignments, the units mark and (PostgreSQL) the kept load's changes: one read
+    everything, units_mark, load_read = work.annotator_assignments_and_load(session, store, study_id, annotator.id)
+
     def read_load() -> dict[int, dict[str, int]]:
-        load = work.unit_load_cached(session, store, study_id)  # kept per process, not recounted
+        # kept per process, not recounted; from the changes read above when they are still the ones
+        load = work.unit_load_cached(session, store, study_id, read_ahead=load_read)
         work.expire_due(session, store, study_id, recheck=recheck)  # expired ones no longer count
         return load
 
-    everything, units_mark = work.annotator_assignments_marked(session, study_id, annotator.id)
     now = clock.now()
     if any(a.is_open and a.expires_at is not None and a.expires_at < now for a in everything):
         read_load()  # their own open one is overdue: expired first, as for everybody

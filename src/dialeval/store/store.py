@@ -611,7 +611,9 @@ class Store:
             conn = s.connection()
             row = conn.execute(_INSERT_ANNOTATOR_ONCE, values).first()
             if row is None:  # registered before (or by a concurrent request, now committed)
-                row = conn.execute(_ANNOTATOR_BY_EXTERNAL_ID, {"study_id": study_id, "external_id": external_id}).first()
+                row = conn.execute(
+                    _ANNOTATOR_BY_EXTERNAL_ID, {"study_id": study_id, "external_id": external_id}
+                ).first()
         if row is None:
             raise StoreError(f"could not register annotator '{external_id}'")
         return work.annotator_from_columns(row)

@@ -8,7 +8,7 @@ the others open their own.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,12 +27,15 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    literal_column,
+    null,
     select,
     text,
     true,
     union_all,
     update,
 )
+from sqlalchemy import cast as sa_cast
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -687,7 +690,9 @@ def _load_cache(store: Transactions, study_id: int) -> _LoadCache:
     return caches.setdefault(study_id, _LoadCache())
 
 
-def unit_load_cached(session: Session, store: Transactions, study_id: int) -> dict[int, dict[str, int]]:
+def unit_load_cached(
+    session: Session, store: Transactions, study_id: int, read_ahead: LoadRead | None = None
+) -> dict[int, dict[str, int]]:
     """unit_load(session, study_id), kept per process on the store and brought up to date from the
     assignments created since (ids above the highest read) and those of the open or expired ones
     whose status changed, instead of counting every assignment of the study at each assignment.
@@ -696,16 +701,22 @@ def unit_load_cached(session: Session, store: Transactions, study_id: int) -> di
     so they commit in id order, and a status leaves `assigned`/`expired` only for a final one
     (submitted, abandoned, returned) or back to `assigned` (a revival): reading the open ones that
     are no longer open and every expired one each time sees every change. Call it under the study
-    lock."""
+    lock. `read_ahead`: those changes as annotator_assignments_and_load read them in this
+    transaction, used when the kept load is still as it was then."""
     cache = _load_cache(store, study_id)
     session.flush()  # the caller's own changes first (a plain Core read does not autoflush)
     conn = session.connection()
     still_open = [aid for aid, (_u, status, _e) in cache.pending.items() if status == "assigned"]
     expired = [aid for aid, (_u, status, _e) in cache.pending.items() if status != "assigned"]
-    if still_open and conn.dialect.name == "postgresql":
-        top = cache.top  # every kept one was read as new before: its id is not above top
-        rows = conn.execute(_NEW_AND_LEFT_OPEN_PG, {"study": study_id, "top": top, "ids": still_open}).all()
-        new = [row for row in rows if row[0] > top]
+    top = cache.top  # every kept one was read as new before: its id is not above top
+    ahead = read_ahead is not None and read_ahead.top == top and read_ahead.still_open == tuple(still_open)
+    if ahead or (still_open and conn.dialect.name == "postgresql"):
+        rows: Sequence[Any] = (
+            cast(LoadRead, read_ahead).rows
+            if ahead
+            else conn.execute(_NEW_AND_LEFT_OPEN_PG, {"study": study_id, "top": top, "ids": still_open}).all()
+        )
+        new: Sequence[Any] = [row for row in rows if row[0] > top]
         left_open = [(aid, status, expires_at) for aid, _unit, status, expires_at in rows if aid <= top]
     else:
         new = conn.execute(_NEW_ASSIGNMENTS, {"study": study_id, "top": cache.top}).all()
@@ -822,6 +833,73 @@ _ANNOTATOR_ASSIGNMENTS_MARKED = (
     )
     .order_by(_ASSIGNMENT.id)
 )
+
+
+def _load_changes_shaped(where: Any) -> Any:
+    """The assignments `where` selects as unit_load_cached reads them (id, unit id, status,
+    expiry), in the columns of _ANNOTATOR_ASSIGNMENTS_MARKED (the others NULL), part 1."""
+    kept = [(_ASSIGNMENT.id, _ASSIGNMENT.id), (_UNIT.id, _ASSIGNMENT.unit_id), (_ASSIGNMENT.status, _ASSIGNMENT.status)]
+    kept.append((_ASSIGNMENT.expires_at, _ASSIGNMENT.expires_at))
+    columns: list[Any] = [literal_column("1"), sa_cast(null(), Integer), sa_cast(null(), Integer)]
+    for column in _ASSIGNMENT_WITH_UNIT.selected_columns:
+        read = [value for place, value in kept if place is column]
+        columns.append(read[0] if read else sa_cast(null(), column.type))
+    return select(*columns).where(where)
+
+
+# PostgreSQL, under the study lock at each choice: the annotator's assignments with the units mark
+# (part 0) and the kept load's changes -- the assignments created since it last read and those of
+# its open ones that closed (part 1) -- in one statement; they were two round trips of every
+# assignment given (annotator_assignments_and_load)
+_MARKED_AND_LOAD_PG = union_all(
+    select(literal_column("0"), *_ANNOTATOR_ASSIGNMENTS_MARKED.selected_columns).select_from(
+        *_ANNOTATOR_ASSIGNMENTS_MARKED.get_final_froms()
+    ),
+    _load_changes_shaped(and_(_ASSIGNMENT.study_id == bindparam("study_id"), _ASSIGNMENT.id > bindparam("top"))),
+    _load_changes_shaped(
+        and_(_ASSIGNMENT.id == any_(bindparam("ids", type_=ARRAY(Integer))), _ASSIGNMENT.status != "assigned")
+    ),
+).order_by(text("1"), text("4"))
+# positions in a row of _MARKED_AND_LOAD_PG
+_PART, _MARK_AT, _ASSIGNMENT_AT = 0, 1, 3
+_LOAD_AT = tuple(
+    _ASSIGNMENT_AT + n
+    for n, column in enumerate(_ASSIGNMENT_WITH_UNIT.selected_columns)
+    if any(column is c for c in (_ASSIGNMENT.id, _UNIT.id, _ASSIGNMENT.status, _ASSIGNMENT.expires_at))
+)
+
+
+@dataclass
+class LoadRead:
+    """The kept load's changes read ahead with the annotator's assignments, for unit_load_cached to
+    apply instead of reading them: valid while the kept load is as it was then (`top`, the open
+    ones it asked about)."""
+
+    top: int
+    still_open: tuple[int, ...]
+    rows: list[tuple[int, int, str, datetime | None]]  # id, unit id, status, expiry
+
+
+def annotator_assignments_and_load(
+    session: Session, store: Transactions, study_id: int, annotator_id: int
+) -> tuple[list[AssignmentInfo], tuple[int, int | None], LoadRead | None]:
+    """annotator_assignments_marked and, on PostgreSQL, the kept load's changes in the same
+    statement (None on SQLite, where a statement costs no round trip: unit_load_cached reads them)."""
+    if not store.is_postgres:
+        everything, mark = annotator_assignments_marked(session, study_id, annotator_id)
+        return everything, mark, None
+    cache = _load_cache(store, study_id)
+    still_open = tuple(aid for aid, (_u, status, _e) in cache.pending.items() if status == "assigned")
+    session.flush()  # the caller's own pending changes first (a plain Core read does not autoflush)
+    params = {"study_id": study_id, "annotator_id": annotator_id, "top": cache.top, "ids": list(still_open)}
+    rows = session.connection().execute(_MARKED_AND_LOAD_PG, params).all()
+    mine = [row for row in rows if row[_PART] == 0]
+    mark = (int(mine[0][_MARK_AT]), mine[0][_MARK_AT + 1])
+    everything = [_assignment_from_columns(row[_ASSIGNMENT_AT:]) for row in mine if row[_ASSIGNMENT_AT] is not None]
+    changes = [cast(Any, tuple(row[n] for n in _LOAD_AT)) for row in rows if row[_PART] == 1]
+    return everything, mark, LoadRead(cache.top, still_open, changes)
+
+
 _ANNOTATOR_ASSIGNMENTS = (
     _ASSIGNMENT_WITH_UNIT.where(
         _ASSIGNMENT.study_id == bindparam("study_id"),
@@ -1596,6 +1674,7 @@ def get_annotator_and_resume_rows(
     submitted_count answers from it for the rest of the thread's shared reads (Store.note_read)."""
     params: dict[str, Any] = {"annotator_id": annotator_id, "study_id": study_id}
     with store.read_connection() as conn:
+        found: Sequence[Any]
         if count_kind is None:
             found = conn.execute(_ANNOTATOR_AND_RESUME_ROWS, params).all()
         else:
