@@ -66,7 +66,7 @@ def test_the_local_model_judges_offline_and_its_unreadable_answers_are_counted(t
     assert invoke("import", "arena", arena_battles(tmp_path / "battles.jsonl"), study).exit_code == 0
     result = invoke(
         "judge", study, "--bot-type", "local-llm", "--bot", "smollm2", "--option", "max_new_tokens=16",
-        "--option", "temperature=0", "--limit", "2", "--concurrency", "1",
+        "--option", "temperature=0", "--limit", "1", "--concurrency", "1",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     opened = open_study(study)
@@ -77,7 +77,9 @@ def test_the_local_model_judges_offline_and_its_unreadable_answers_are_counted(t
     mine = [j for j in dataset.judgments if j.annotator_id == "judge-smollm2"]
     roles = [j.meta["judge"]["role"] for j in mine]
     answered, failed = roles.count("order"), roles.count("failure")
-    assert answered + failed == 4  # two battles, both side orders
+    # one battle, both side orders: each order is one question (and a second try when unreadable),
+    # two to four generations of the model on CPU; a second battle only repeated the same check
+    assert answered + failed == 2
     text = " ".join(result.output.split())
     assert f"stored {answered} answers" in text
     if failed:
