@@ -5,8 +5,7 @@ value is refused and never kept; the copy is bounded. The HTTP flows that carry 
 
 from __future__ import annotations
 
-import time
-
+from dialeval import clock
 from dialeval.web import auth
 from dialeval.web.auth import COOKIE_MAX_AGE, CookieSigner
 
@@ -32,8 +31,8 @@ def test_a_verified_value_is_checked_once_then_only_its_age(monkeypatch):
     assert signer.read_identity(value) == first and signer.read_identity(value) == first
     assert checked == [value]  # the signature was checked once
     # past its age the kept copy is refused too
-    now = time.time()
-    monkeypatch.setattr(auth.time, "time", lambda: now + COOKIE_MAX_AGE + 60)
+    monkeypatch.setattr(clock, "_offset", clock.offset())  # put back after the test
+    clock.advance(COOKIE_MAX_AGE + 60)
     assert signer.read_identity(value) is None
 
 

@@ -6,13 +6,13 @@ import hmac
 import os
 import secrets
 import threading
-import time
 from dataclasses import dataclass
 from hashlib import sha256
 from pathlib import Path
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
+from .. import clock
 from .limits import valid_id
 
 SECRET_ENV = "DIALEVAL_SECRET"
@@ -118,7 +118,7 @@ class CookieSigner:
         kept = self._verified.get(value)
         if kept is not None:  # verified before: only its age is checked again
             identity, signed_at = kept
-            return identity if time.time() - signed_at <= COOKIE_MAX_AGE else None
+            return identity if clock.timestamp() - signed_at <= COOKIE_MAX_AGE else None
         try:
             data, signed = self._id.loads(value, max_age=COOKIE_MAX_AGE, return_timestamp=True)
             if not valid_id(data["a"]):  # signed by us, so never; but a leaked key must not crash a page
