@@ -56,6 +56,28 @@ def postgres_url() -> str | None:
 
 
 @contextmanager
+def statements_seen(engine):
+    """The SQL statements `engine` sends to the database in the block (a list filled as they go)."""
+    from sqlalchemy import event
+
+    seen: list[str] = []
+
+    def record(_conn, _cursor, statement, *_):
+        seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def first_words(statements: list[str]) -> list[str]:
+    """Each statement's first word, upper case (SELECT, INSERT, WITH, BEGIN ...)."""
+    return [statement.split(None, 1)[0].upper() for statement in statements]
+
+
+@contextmanager
 def fresh_schema():
     """A PostgreSQL URL whose search_path is a fresh schema, dropped on leaving.
 

@@ -11,6 +11,7 @@ import pytest
 from dialeval import clock
 from dialeval.records import Unit
 from dialeval.store import Store, work
+from tests.conftest import first_words, statements_seen
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -76,8 +77,6 @@ def test_the_progress_count_comes_with_the_session_read_until_a_write(store):
     (the task page's progress header): submitted_count answers from it within the thread's shared
     reads, with what its own statement counts; a write in the block drops it, and outside shared
     reads nothing is kept."""
-    from sqlalchemy import event
-
     sid = store.ensure_study("progress", "acute").id
     work.add_units(
         store,
@@ -100,31 +99,27 @@ def test_the_progress_count_comes_with_the_session_read_until_a_write(store):
     assign(person, units["u2"])  # open: not counted
     work.submit_assignment(store, assign(other, units["u0"]))  # somebody else's
 
-    statements: list[str] = []
+    with statements_seen(store.engine) as sent:
 
-    def seen(_conn, _cursor, statement, *_):
-        statements.append(statement.split(None, 1)[0].upper())
+        def selects() -> int:
+            return first_words(sent).count("SELECT")
 
-    event.listen(store.engine, "before_cursor_execute", seen)
-    try:
         with store.shared_reads():
             annotator, rows = work.get_annotator_and_resume_rows(store, person, sid, count_kind="acute")
             assert annotator is not None and [r.unit_id for r in rows] == [units["u2"]]
-            before = statements.count("SELECT")
+            before = selects()
             assert work.submitted_count(store, sid, person, "acute") == 2
-            assert statements.count("SELECT") == before  # from the session read
+            assert selects() == before  # from the session read
             assert work.submitted_count(store, sid, person, "acute-onboarding") == 1  # another kind: read
-            assert statements.count("SELECT") == before + 1
+            assert selects() == before + 1
             work.submit_assignment(store, rows[0].id)  # a write: what was noted is gone
             assert work.submitted_count(store, sid, person, "acute") == 3
-            assert statements.count("SELECT") == before + 2
+            assert selects() == before + 2
         # outside shared reads nothing is kept
         work.get_annotator_and_resume_rows(store, other, sid, count_kind="acute")
-        before = statements.count("SELECT")
+        before = selects()
         assert work.submitted_count(store, sid, other, "acute") == 1
-        assert statements.count("SELECT") == before + 1
-    finally:
-        event.remove(store.engine, "before_cursor_execute", seen)
+        assert selects() == before + 1
     # the same rows and annotator as without the count
     assert work.get_annotator_and_resume_rows(store, person, sid, count_kind="acute") == (
         work.get_annotator_and_resume_rows(store, person, sid)

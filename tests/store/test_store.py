@@ -10,6 +10,7 @@ from sqlalchemy import text
 from dialeval.errors import StoreError
 from dialeval.records import Annotator, Conversation, Dataset, Judgment, Turn, Unit
 from dialeval.store import Store
+from tests.conftest import first_words, statements_seen
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -151,19 +152,11 @@ def test_an_annotator_is_registered_once_in_one_statement_and_found_after(store)
     """get_or_create_annotator: a new id is one INSERT ... ON CONFLICT DO NOTHING RETURNING (with
     its platform and meta); the same id again finds the first row and changes nothing; eight
     threads registering one new id at once get one row."""
-    from sqlalchemy import event
 
     study = store.ensure_study("s-register", "acute")
-    statements: list[str] = []
-
-    def seen(_conn, _cursor, statement, *_):
-        statements.append(statement.split(None, 1)[0].upper())
-
-    event.listen(store.engine, "before_cursor_execute", seen)
-    try:
+    with statements_seen(store.engine) as sent:
         made = store.get_or_create_annotator(study.id, "w1", "prolific", {"session_nonce": "n1"})
-    finally:
-        event.remove(store.engine, "before_cursor_execute", seen)
+    statements = first_words(sent)
     assert [s for s in statements if s not in ("BEGIN",)] == ["INSERT"], statements
     assert (made.external_id, made.platform, made.status, made.meta, made.study_id) == (
         "w1",
@@ -372,8 +365,6 @@ def test_a_judgment_that_submits_its_assignment_writes_the_same_on_both_database
     request for the closed assignment stores its judgment and logs nothing."""
     from datetime import timedelta
 
-    from sqlalchemy import event
-
     from dialeval import clock
     from dialeval.store import work
 
@@ -384,10 +375,6 @@ def test_a_judgment_that_submits_its_assignment_writes_the_same_on_both_database
         given = work.create_assignment(
             s, study.id, unit.id, person, shown_order=None, expires_at=clock.now() + timedelta(minutes=5)
         )
-    statements: list[str] = []
-
-    def seen(_conn, _cursor, statement, *_):
-        statements.append(statement.split(None, 1)[0].upper())
 
     def answer(request_id: str, state: dict | None = None) -> tuple[int, bool]:
         with store.session() as s:
@@ -404,11 +391,9 @@ def test_a_judgment_that_submits_its_assignment_writes_the_same_on_both_database
                 state=state,
             )
 
-    event.listen(store.engine, "before_cursor_execute", seen)
-    try:
+    with statements_seen(store.engine) as sent:
         first = answer("r1")
-    finally:
-        event.remove(store.engine, "before_cursor_execute", seen)
+    statements = first_words(sent)
     if store.is_postgres:
         assert statements == ["WITH"], statements
     else:  # the judgment, the close, its event
@@ -432,8 +417,6 @@ def test_a_step_s_progress_is_stored_with_its_judgment_and_moves_the_expiry_only
     expiry moves while the assignment is open and not once it is closed (as work.update_state)."""
     from datetime import timedelta
 
-    from sqlalchemy import event
-
     from dialeval import clock
     from dialeval.store import work
 
@@ -443,11 +426,6 @@ def test_a_step_s_progress_is_stored_with_its_judgment_and_moves_the_expiry_only
     with store.locked(study.id) as s:
         unit = work.create_unit(s, study.id, "u1", "stb-package", [], {})
         given = work.create_assignment(s, study.id, unit.id, person, shown_order=None, expires_at=first_expiry)
-    statements: list[str] = []
-
-    def seen(_conn, _cursor, statement, *_):
-        statements.append(statement.split(None, 1)[0].upper())
-
     later = clock.now() + timedelta(minutes=30)
 
     def step(request_id: str, state: dict) -> tuple[int, bool]:
@@ -465,11 +443,9 @@ def test_a_step_s_progress_is_stored_with_its_judgment_and_moves_the_expiry_only
                 expires_at=later,
             )
 
-    event.listen(store.engine, "before_cursor_execute", seen)
-    try:
+    with statements_seen(store.engine) as sent:
         made = step("r1", {"done": [0]})
-    finally:
-        event.remove(store.engine, "before_cursor_execute", seen)
+    statements = first_words(sent)
     assert statements == (["WITH"] if store.is_postgres else ["BEGIN", "INSERT", "UPDATE"]), statements
     now_open = work.get_assignment(store, given.id)
     assert made[1] is True and now_open.state == {"done": [0]}

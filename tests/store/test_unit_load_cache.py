@@ -12,6 +12,7 @@ import pytest
 from dialeval import clock
 from dialeval.records import Unit
 from dialeval.store import Store, work
+from tests.conftest import statements_seen
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -134,34 +135,34 @@ def test_annotator_assignments_and_units_mark_in_one_read(two_stores):
     assert mark == (4, max(u.id for u in work.list_units(mine, sid)))
 
 
-def test_new_and_closed_assignments_are_one_read_on_postgres(two_stores):
-    """Bringing the kept load up to date reads the new assignments and the kept open ones that
-    closed in one statement on PostgreSQL (two on SQLite, where a statement costs no round trip),
-    and finds both: the submitted one moves, the new one counts."""
-    from sqlalchemy import event
-
-    mine, other = two_stores
-    sid = mine.ensure_study("load-one-read", "acute").id
-    work.add_units(mine, sid, "acute", [Unit(id=f"u{i}", kind="acute", conversation_ids=[]) for i in range(2)])
+def kept_open_then_closed(mine: Store, other: Store, name: str, n: int) -> tuple[int, list[int], list[int]]:
+    """A study of `n` units and `n` annotators; an assignment of the first unit that `mine` keeps
+    as open, then submitted through `other`. (study id, unit ids, annotator ids)"""
+    sid = mine.ensure_study(name, "acute").id
+    work.add_units(mine, sid, "acute", [Unit(id=f"u{i}", kind="acute", conversation_ids=[]) for i in range(n)])
     units = [u.id for u in work.list_units(mine, sid)]
-    people = [mine.get_or_create_annotator(sid, f"p{i}").id for i in range(2)]
+    people = [mine.get_or_create_annotator(sid, f"p{i}").id for i in range(n)]
     first = assign(other, sid, units[0], people[0])
     with mine.locked(sid) as s:
         work.unit_load_cached(s, mine, sid)  # keeps `first` as open
     work.submit_assignment(other, first)
+    return sid, units, people
+
+
+def selects_of(statements: list[str]) -> list[str]:
+    return [s for s in statements if s.lstrip().upper().startswith(("SELECT", "(SELECT"))]
+
+
+def test_new_and_closed_assignments_are_one_read_on_postgres(two_stores):
+    """Bringing the kept load up to date reads the new assignments and the kept open ones that
+    closed in one statement on PostgreSQL (two on SQLite, where a statement costs no round trip),
+    and finds both: the submitted one moves, the new one counts."""
+    mine, other = two_stores
+    sid, units, people = kept_open_then_closed(mine, other, "load-one-read", 2)
     assign(other, sid, units[1], people[1])
-    selects: list[str] = []
-
-    def seen(_conn, _cursor, statement, *_):
-        if statement.lstrip().upper().startswith(("SELECT", "(SELECT")):
-            selects.append(statement)
-
-    with mine.locked(sid) as s:
-        event.listen(mine.engine, "before_cursor_execute", seen)
-        try:
-            load = work.unit_load_cached(s, mine, sid)
-        finally:
-            event.remove(mine.engine, "before_cursor_execute", seen)
+    with mine.locked(sid) as s, statements_seen(mine.engine) as sent:
+        load = work.unit_load_cached(s, mine, sid)
+    selects = selects_of(sent)
     assert load[units[0]] == {"submitted": 1, "assigned": 0}
     assert load[units[1]] == {"submitted": 0, "assigned": 1}
     assert len(selects) == (1 if mine.is_postgres else 2), selects
@@ -172,31 +173,14 @@ def test_the_load_changes_read_with_the_annotator_s_assignments_are_applied_with
     PostgreSQL) the kept load's changes in one statement; unit_load_cached then applies those
     changes without a statement of its own and gives the full count. Changes read ahead but no
     longer matching the kept load (another call brought it up to date meanwhile) are not used."""
-    from sqlalchemy import event
-
     mine, other = two_stores
-    sid = mine.ensure_study("load-ahead", "acute").id
-    work.add_units(mine, sid, "acute", [Unit(id=f"u{i}", kind="acute", conversation_ids=[]) for i in range(3)])
-    units = [u.id for u in work.list_units(mine, sid)]
-    people = [mine.get_or_create_annotator(sid, f"p{i}").id for i in range(3)]
-    first = assign(other, sid, units[0], people[0])
-    with mine.locked(sid) as s:
-        work.unit_load_cached(s, mine, sid)  # keeps `first` as open
-    work.submit_assignment(other, first)
+    sid, units, people = kept_open_then_closed(mine, other, "load-ahead", 3)
     mine_open = assign(other, sid, units[1], people[1])
-    selects: list[str] = []
-
-    def seen(_conn, _cursor, statement, *_):
-        if statement.lstrip().upper().startswith(("SELECT", "(SELECT")):
-            selects.append(statement)
-
     with mine.locked(sid) as s:
-        event.listen(mine.engine, "before_cursor_execute", seen)
-        try:
+        with statements_seen(mine.engine) as sent:
             everything, mark, ahead = work.annotator_assignments_and_load(s, mine, sid, people[1])
             load = work.unit_load_cached(s, mine, sid, read_ahead=ahead)
-        finally:
-            event.remove(mine.engine, "before_cursor_execute", seen)
+        selects = selects_of(sent)
         assert {u: dict(v) for u, v in load.items() if any(v.values())} == work.unit_load(s, sid)
     assert [a.id for a in everything] == [mine_open] and mark == (3, max(units))
     if mine.is_postgres:

@@ -672,6 +672,11 @@ def _move(cache: _LoadCache, aid: int, status: str, expires_at: datetime | None)
         cache.pending[aid] = (unit_id, status, _aware(expires_at))
 
 
+def _still_open(cache: _LoadCache) -> list[int]:
+    """The kept assignments last read as open (unit_load_cached asks which of them closed)."""
+    return [aid for aid, (_u, status, _e) in cache.pending.items() if status == "assigned"]
+
+
 def _read_now(session: Session, queries: dict[str, Any], ids: list[int]) -> list[Any]:
     """`queries` (one of _ASSIGNMENT_NOW, _LEFT_OPEN) for the assignments `ids`."""
     if not ids:
@@ -706,7 +711,7 @@ def unit_load_cached(
     cache = _load_cache(store, study_id)
     session.flush()  # the caller's own changes first (a plain Core read does not autoflush)
     conn = session.connection()
-    still_open = [aid for aid, (_u, status, _e) in cache.pending.items() if status == "assigned"]
+    still_open = _still_open(cache)
     expired = [aid for aid, (_u, status, _e) in cache.pending.items() if status != "assigned"]
     top = cache.top  # every kept one was read as new before: its id is not above top
     ahead = read_ahead is not None and read_ahead.top == top and read_ahead.still_open == tuple(still_open)
@@ -889,7 +894,7 @@ def annotator_assignments_and_load(
         everything, mark = annotator_assignments_marked(session, study_id, annotator_id)
         return everything, mark, None
     cache = _load_cache(store, study_id)
-    still_open = tuple(aid for aid, (_u, status, _e) in cache.pending.items() if status == "assigned")
+    still_open = tuple(_still_open(cache))
     session.flush()  # the caller's own pending changes first (a plain Core read does not autoflush)
     params = {"study_id": study_id, "annotator_id": annotator_id, "top": cache.top, "ids": list(still_open)}
     rows = session.connection().execute(_MARKED_AND_LOAD_PG, params).all()
@@ -1156,9 +1161,7 @@ def update_state(
             s.connection().execute(_SET_ASSIGNMENT_STATE, params)
         else:
             s.connection().execute(_SET_STATE_AND_EXPIRY, {**params, "expires_at": expires_at})
-        held = s.identity_map.get(s.identity_key(AssignmentRow, assignment_id))
-        if held is not None:  # an ORM copy of the row this transaction holds is read again
-            s.expire(held)
+        _expire_held(s, assignment_id)
 
     if isinstance(session_or_store, Session):
         return run(session_or_store)
@@ -1228,14 +1231,20 @@ def submit_assignment(
         return run(s)
 
 
-def _after_submit(s: Session, assignment_id: int, *, closed: bool, state: dict[str, Any] | None) -> None:
-    """After the statement that closes an assignment: the `state` of one submitted before (nothing
-    was closed now) set, and an ORM copy of the row this transaction holds read again on its next use."""
-    if not closed and state is not None:
-        s.connection().execute(_SET_ASSIGNMENT_STATE, {"asid": assignment_id, "new_state": dict(state)})
+def _expire_held(s: Session, assignment_id: int) -> None:
+    """After a Core statement changed the assignment: an ORM copy of its row this transaction holds
+    is read again on its next use."""
     held = s.identity_map.get(s.identity_key(AssignmentRow, assignment_id))
     if held is not None:
         s.expire(held)
+
+
+def _after_submit(s: Session, assignment_id: int, *, closed: bool, state: dict[str, Any] | None) -> None:
+    """After the statement that closes an assignment: the `state` of one submitted before (nothing
+    was closed now) set, and the held ORM copy expired (_expire_held)."""
+    if not closed and state is not None:
+        s.connection().execute(_SET_ASSIGNMENT_STATE, {"asid": assignment_id, "new_state": dict(state)})
+    _expire_held(s, assignment_id)
 
 
 def judged_and_updated(
@@ -1268,9 +1277,7 @@ def judged_and_updated(
     if submit:
         _after_submit(s, assignment_id, closed=bool(updated), state=state)
     else:
-        held = s.identity_map.get(s.identity_key(AssignmentRow, assignment_id))
-        if held is not None:
-            s.expire(held)
+        _expire_held(s, assignment_id)
     return int(made) if made is not None else None
 
 
