@@ -213,6 +213,46 @@ def test_acute_in_cross_site_iframe_with_third_party_cookies_blocked(browser, tm
             s.ctx.store.close()
 
 
+def test_a_plain_study_link_in_a_cookie_less_frame(browser, tmp_path, tls_cert):
+    """A study link (no platform ids) framed by another site, every cookie blocked: the start form's
+    fetch() reply brings the consent page and signs the frame in with the page's token (app.js says
+    the page is framed: a fetch() is not a navigation); the session goes on to the completion code."""
+    folder = make_acute_study(tmp_path / "a", onboarding=False, comparisons=2)
+    app = create_app([folder])
+    profile = tmp_path / "profile" / "Default"
+    profile.mkdir(parents=True)
+    (profile / "Preferences").write_text(json.dumps({"profile": {"default_content_setting_values": {"cookies": 2}}}))
+    ctx = browser.browser_type.launch_persistent_context(
+        str(tmp_path / "profile"),
+        executable_path=CHROMIUM,
+        headless=True,
+        args=[*CHROMIUM_ARGS, "--test-third-party-cookie-phaseout"],
+        ignore_https_errors=True,
+    )
+    try:
+        with ThreadServer(app, tls_cert) as task_server:
+            link = f"https://127.0.0.1:{task_server.port}/s/acute-test/"
+            with ThreadServer(embedding_page(link), tls_cert) as outer:
+                page = ctx.new_page()
+                page.goto(f"https://localhost:{outer.port}/")
+                frame = page.frame_locator("#task")
+                press(frame.locator("button:has-text('Start')"))
+                frame = start_flow(page)
+                for n in (1, 2):
+                    wait_or_show(frame, f"text=Comparison {n} of 2")
+                    tick(frame.locator("input[name=choice][value='2']"))
+                    frame.locator("#justification").fill("kinder answers")
+                    press(frame.locator("#submit"))
+                wait_or_show(frame, "#completion-code")
+                assert ctx.cookies(link) == []  # the page's token carried the session all along
+        served = next(iter(app.state.studies.values()))
+        assert len(work.list_judgments(served.ctx.store, served.ctx.study_id)) == 2
+    finally:
+        ctx.close()
+        for s in app.state.studies.values():
+            s.ctx.store.close()
+
+
 # -- 1. completion is earned -------------------------------------------------------------------------
 def test_done_page_sends_back_until_the_session_is_complete(browser_page, tmp_path):
     folder = make_acute_study(tmp_path / "a", onboarding=False, comparisons=2)

@@ -135,3 +135,88 @@ def test_without_the_reply_s_page_the_answer_still_moves_on(live_server, browser
     page.click("#submit")
     page.wait_for_selector("text=Comparison 2 of 2")
     assert page.evaluate("window.__sameDocument === undefined")  # loaded, not swapped
+
+
+def test_the_session_pages_come_in_their_forms_replies(live_server, browser_page, tmp_path):
+    """Start, consent and instructions: each form's reply brings the next page (pages.NEXT_PAGE_HEADER),
+    up to the first comparison, in the document of the entry page. The task page's own stylesheet is
+    loaded before it is shown, and what its load sets up works: the "How to" dialog, the two-tabs
+    warning, a reload."""
+    folder = make_acute_study(tmp_path / "acute", comparisons=2, onboarding=False, xss=XSS_BOT, name="acute-pages")
+    server = live_server([folder])
+    page = browser_page()
+    documents: list[str] = []
+    page.on("request", lambda r: documents.append(r.url) if r.resource_type == "document" else None)
+    posts: list[dict] = []
+    page.on("request", lambda r: posts.append({"url": r.url, "headers": r.headers}) if r.method == "POST" else None)
+    page.goto(f"{server.url}/s/acute-pages/")
+    page.evaluate("window.__sameDocument = true")
+    assert page.locator('link[href="/static/pair.css"]').count() == 0
+    page.click("button:has-text('Start')")
+    page.wait_for_selector("h1:has-text('Consent')")
+    assert page.url.endswith("/s/acute-pages/consent")
+    page.check("#agree")
+    page.click("button:has-text('Continue')")
+    page.wait_for_selector("h1:has-text('Instructions')")
+    assert page.url.endswith("/s/acute-pages/instructions")
+    assert page.evaluate("document.activeElement.id") == "main"
+    page.click("#begin")
+    page.wait_for_selector("text=Comparison 1 of 2")
+    assert page.url.endswith("/s/acute-pages/task")
+
+    # one document from the entry page on; each form asked for the next page with the header
+    assert page.evaluate("window.__sameDocument") is True
+    assert documents == [f"{server.url}/s/acute-pages/"], documents
+    assert [p["url"].rsplit("/", 1)[-1] for p in posts] == ["start", "consent", "instructions"]
+    assert all(p["headers"].get("x-dialeval-next-page") == "inline" for p in posts)
+    # the comparison's stylesheet came with it, loaded before the page was shown: two columns
+    assert page.locator('link[href="/static/pair.css"]').count() == 1
+    assert page.evaluate("getComputedStyle(document.querySelector('.pair')).display") == "grid"
+    assert page.get_attribute("body", "data-next-page") == "inline" and page.get_attribute("body", "data-task")
+    # the "How to" dialog the task page brings opens over it
+    page.click("[data-howto]")
+    assert page.evaluate("document.getElementById('howto').open") is True
+    page.click("#howto button:has-text('Back to the task')")
+    # the two-tabs warning speaks of the first task, though the document began as the entry page
+    other = page.context.new_page()
+    other.goto(page.url)
+    other.wait_for_selector("#other-tab:visible")
+    page.wait_for_selector("#other-tab:visible")
+    other.close()
+    # a reload shows the same comparison
+    task = page.get_attribute("body", "data-task")
+    page.reload()
+    page.wait_for_selector("text=Comparison 1 of 2")
+    assert page.get_attribute("body", "data-task") == task
+    page.check("input[name=choice][value='1']")
+    page.fill("#justification", "the first one is better")
+    page.click("#submit")
+    page.wait_for_selector("text=Comparison 2 of 2")
+    # each session page has its history entry, as a loaded page has; the next task replaced the
+    # answered one: back goes to the instructions (loaded again), which lead back to the task
+    page.go_back()
+    page.wait_for_selector("#begin:has-text('Back to the task')")
+    assert page.url.endswith("/s/acute-pages/instructions")
+    page.click("#begin")
+    page.wait_for_selector("text=Comparison 2 of 2")
+    assert page.dialogs == []  # the bots' script, image and link never ran
+
+
+def test_session_pages_without_javascript_still_work(live_server, browser, tmp_path):
+    """With JavaScript off, the same forms are plain posts and their redirects load each page."""
+    folder = make_acute_study(tmp_path / "acute", comparisons=1, onboarding=False, name="acute-nojs")
+    server = live_server([folder])
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(f"{server.url}/s/acute-nojs/")
+        page.click("button:has-text('Start')")
+        page.wait_for_selector("h1:has-text('Consent')")
+        page.check("#agree")
+        page.click("button:has-text('Continue')")
+        page.wait_for_selector("h1:has-text('Instructions')")
+        page.click("#begin")
+        page.wait_for_selector("text=Comparison 1 of 1")
+        assert page.url.endswith("/s/acute-nojs/task")
+    finally:
+        context.close()

@@ -259,10 +259,10 @@ def test_acute_two_tabs_network_failure_and_back_button(live_server, new_page, t
         study.close()
     # back: the instructions page offers the way back to the task, not a fresh start
     page.go_back()
-    page.wait_for_load_state()
-    if "/instructions" in page.url:
-        assert page.locator("#begin").inner_text() == "Back to the task"
-        page.click("#begin")
+    page.wait_for_selector("#begin")
+    assert "/instructions" in page.url
+    assert page.locator("#begin").inner_text() == "Back to the task"
+    page.click("#begin")
     page.wait_for_selector("#answer")
     assert "Comparison 2 of 2" in page.locator("#progress").inner_text()
 

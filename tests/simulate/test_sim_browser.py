@@ -178,15 +178,16 @@ def test_the_environments_proxy_is_used_for_http_and_https(monkeypatch, tls_cert
 
 
 def test_a_simulated_annotator_reads_the_page_it_lands_on(tmp_path):
-    # as a browser: the instructions' redirect lands on the task page, which is read, not fetched
-    # again; so is each task page an answer's reply brings
+    # as app.js: the start, consent and instructions forms' replies bring the consent page, the
+    # instructions and the first task page, which are read, not fetched; so is each task page an
+    # answer's reply brings
     folder = make_stb_study(tmp_path / "stb", per_pair=2, humans=2, packages_per_annotator=2)
     app = create_app([folder], prepare=True)
-    task_gets: list[str] = []
+    gets: list[str] = []
 
     async def counting(scope, receive, send):
-        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"].endswith("/task"):
-            task_gets.append(scope["path"])
+        if scope["type"] == "http" and scope["method"] == "GET":
+            gets.append(scope["path"].rsplit("/", 1)[-1])
         await app(scope, receive, send)
 
     with ThreadServer(counting) as server:
@@ -195,6 +196,9 @@ def test_a_simulated_annotator_reads_the_page_it_lands_on(tmp_path):
             base_url=f"http://127.0.0.1:{server.port}",
         )  # fmt: skip
     assert result.errors == [] and result.judgments_stored == result.judgments_submitted > 0
-    # one task page, the instructions' redirect: every answer's reply brought the next task page
-    # (Spot The Bot's page asks for it, as app.js does) or, after the last, sent it to the done page
-    assert len(task_gets) == 1
+    # no task page and no instructions fetched: the instructions' reply brought the first task page,
+    # every answer's reply the next one (Spot The Bot's page asks for it, as app.js does) or, after the
+    # last, sent the page to the done page; the consent page came with the start form's reply (a
+    # Prolific arrival, a GET, is sent there by a redirect)
+    assert "task" not in gets and "instructions" not in gets, gets
+    assert gets.count("consent") <= 1 and gets.count("done") == 1, gets

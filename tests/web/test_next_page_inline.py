@@ -11,10 +11,11 @@ import pytest
 
 from dialeval.methods.acute.protocol import AcuteProtocol
 from dialeval.web.app import create_app
-from dialeval.web.routes_annotator import NEXT_PAGE_HEADER
+from dialeval.web.pages import NEXT_PAGE_HEADER
 
 from .conftest import Annotator
 from .studies import make_acute_study
+from .test_live_support import make_live_study
 from .test_web_acute import _without_request_id, onboarding_answer
 from .test_web_prompts import _assignment, _letter_of, prompts_app  # noqa: F401 (a fixture)
 from .test_web_spot_the_bot import ANSWER as STB_ANSWER
@@ -153,3 +154,90 @@ def test_an_answer_stored_is_acknowledged_when_its_next_page_fails(acute_app, mo
     served = next(iter(acute_app.state.studies.values()))
     assert served.ctx.store.counts(served.ctx.study_id)["judgments"] == 1
     assert "Comparison 1 of 2" in ann.task().text
+
+
+# -- the session pages: start, consent and instructions bring the page that follows them -------------
+JSON_INLINE = {"Accept": "application/json", "Sec-Fetch-Dest": "empty", **INLINE}  # as app.js's fetch()
+
+
+def csrf_of(page: str) -> str:
+    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+
+@pytest.mark.parametrize(
+    ("method", "fixture", "slug"),
+    [("acute", "acute_app", "acute-test"), ("prompts", "prompts_app", "ps"), ("spot-the-bot", "stb_app", None)],
+)
+def test_each_session_form_brings_the_page_a_get_would_show(request, method, fixture, slug):
+    app = request.getfixturevalue(fixture)
+    slug = slug or next(iter(app.state.studies))
+    ann = Annotator(app, slug)
+    entry = ann.client.get(ann.url()).text
+    assert 'data-next-page="inline"' in entry and "data-ajax" in entry  # what tells app.js to ask
+
+    r = ann.client.post(ann.url("start"), data={}, headers=JSON_INLINE)
+    reply = r.json()
+    assert r.status_code == 200 and reply["ok"] and reply["redirect"] == ann.url("consent"), reply
+    assert "dialeval_id" in r.cookies  # the new session's cookie comes with the page
+    assert reply["page"] == ann.client.get(ann.url("consent")).text  # signed in: the same page again
+    ann.csrf = csrf_of(reply["page"])
+
+    r = ann.client.post(ann.url("consent"), data={"csrf": ann.csrf, "agree": "yes"}, headers=JSON_INLINE)
+    reply = r.json()
+    assert reply["ok"] and reply["redirect"] == ann.url("instructions"), reply
+    assert reply["page"] == ann.client.get(ann.url("instructions")).text
+
+    r = ann.client.post(ann.url("instructions"), data={"csrf": ann.csrf}, headers=JSON_INLINE)
+    reply = r.json()
+    assert reply["ok"] and reply["redirect"] == ann.url("task"), reply
+    assert 'data-next-page="inline"' in reply["page"] and "data-task=" in reply["page"]
+    assert same_page(reply["page"], ann.task().text)  # the assignment it made, shown again
+
+
+def test_a_live_method_s_instructions_send_the_page_to_its_task(tmp_path):
+    # a page with a script of its own (the live chat's) is loaded, not brought: the reply says where
+    folder = make_live_study(tmp_path / "sm", "single-model", ["eliza"], name="sm-inline")
+    app = create_app([folder])
+    try:
+        ann = Annotator(app, "sm-inline")
+        ann.client.get(ann.url())
+        ann.csrf = csrf_of(ann.client.post(ann.url("start"), data={}, headers=JSON_INLINE).json()["page"])
+        ann.client.post(ann.url("consent"), data={"csrf": ann.csrf, "agree": "yes"}, headers=JSON_INLINE)
+        reply = ann.client.post(ann.url("instructions"), data={"csrf": ann.csrf}, headers=JSON_INLINE).json()
+        assert reply["ok"] and reply["redirect"] == ann.url("task") and "page" not in reply, reply
+        assert 'id="live"' in ann.task().text
+    finally:
+        for s in app.state.studies.values():
+            s.ctx.store.close()
+
+
+def test_an_unticked_consent_is_refused_and_nothing_is_stored(acute_app):
+    ann = Annotator(acute_app, "acute-test")
+    ann.csrf = csrf_of(ann.client.post(ann.url("start"), data={}, headers=JSON_INLINE).json()["page"])
+    r = ann.client.post(ann.url("consent"), data={"csrf": ann.csrf}, headers=JSON_INLINE)
+    assert r.status_code == 400 and r.json() == {
+        "ok": False,
+        "error": "Please tick the box to agree before you continue, or close this page to leave.",
+        "invalid": "agree",  # app.js marks and focuses that field
+    }
+    # not consented: the instructions and the task send the browser back to the consent page
+    assert ann.client.get(ann.url("instructions"), follow_redirects=False).headers["location"].endswith("/consent")
+    assert ann.task().url.path.endswith("/consent")
+    # a forged or missing CSRF token is refused before anything is written, as without the header
+    r = ann.client.post(ann.url("consent"), data={"csrf": "x", "agree": "yes"}, headers=JSON_INLINE)
+    assert r.status_code == 403 and not r.json()["ok"]
+    assert ann.task().url.path.endswith("/consent")
+
+
+def test_without_the_header_the_forms_redirect_as_before(acute_app):
+    ann = Annotator(acute_app, "acute-test")
+    r = ann.client.post(ann.url("start"), data={}, headers={"Sec-Fetch-Dest": "document"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == ann.url("consent")
+    ann.csrf = csrf_of(ann.client.get(ann.url("consent")).text)
+    # fetch() without the header (an older page): JSON that says where, no page
+    reply = ann.client.post(
+        ann.url("consent"), data={"csrf": ann.csrf, "agree": "yes"}, headers={"Accept": "application/json"}
+    ).json()
+    assert reply == {"ok": True, "redirect": ann.url("instructions")}
+    r = ann.client.post(ann.url("instructions"), data={"csrf": ann.csrf}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == ann.url("task")

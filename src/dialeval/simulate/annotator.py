@@ -31,7 +31,7 @@ from .. import registry
 from ..registry import SimulationStep
 from ..store import work
 from ..web.auth import IDENTITY_COOKIE
-from ..web.routes_annotator import NEXT_PAGE_HEADER
+from ..web.pages import NEXT_PAGE_HEADER
 from . import model
 from .browser import Browser, BrowserError, Response
 from .model import AnnotatorProfile, SimTruth
@@ -197,6 +197,28 @@ class SimulatedAnnotator:
     def post_form(self, path: str, data: dict) -> _Response:
         return self._follow(self.client.post(path, data=data))
 
+    def submit(self, path: str, data: dict) -> _Response:
+        """Send a session page's form (entry, consent, instructions) as app.js does: with fetch(),
+        asking for the next page in the reply when the page does (data-next-page), which is then
+        the page shown; a reply without a page is followed to its redirect. Without it, a plain
+        form post and its redirect."""
+        if not self._page_inline:
+            return self.post_form(path, data)
+        headers = {"Accept": "application/json", NEXT_PAGE_HEADER: "inline"}
+        resp = self.client.post(path, data=data, headers=headers)
+        try:
+            reply = resp.json()
+        except ValueError:
+            reply = {}
+        if resp.status_code != 200 or not reply.get("ok") or not isinstance(reply.get("redirect"), str):
+            raise SimulationError(f"{path} answered {resp.status_code}: {resp.text[:200]}")
+        target = urljoin(resp.url, reply["redirect"])
+        if urlsplit(target).netloc != self.host:
+            return _Response(resp, external=target)
+        if isinstance(reply.get("page"), str):
+            return self._brought_page(target, reply["page"])
+        return self.get(target)
+
     def post_json(self, path: str, data: dict, request_id: str | None = None) -> tuple[int, dict]:
         """Post like the page's fetch(): form fields + csrf + request id, JSON answer. Waits out a 429.
         Asks for the next task page in the reply when the page does (app.js: data-next-page)."""
@@ -228,15 +250,15 @@ class SimulatedAnnotator:
         if not page.path.endswith("/consent"):
             if page.resp.status_code != 200:
                 raise SimulationError(f"entry page answered {page.resp.status_code}")
-            page = self.post_form(self.url("start"), {"volunteer": "1"} if params.get("volunteer") else {})
+            page = self.submit(self.url("start"), {"volunteer": "1"} if params.get("volunteer") else {})
         if not page.path.endswith("/consent"):
             raise SimulationError(f"start did not lead to the consent page but to {page.path}")
-        page = self.post_form(self.url("consent"), {"csrf": self.csrf, "agree": "yes"})
+        page = self.submit(self.url("consent"), {"csrf": self.csrf, "agree": "yes"})
         if not page.path.endswith("/instructions"):
             raise SimulationError(f"consent did not lead to the instructions but to {page.path}")
-        # the page the instructions lead to (the task page, through the redirect): what a browser
-        # shows next, read by run() instead of fetched a second time
-        landed = self.post_form(self.url("instructions"), {"csrf": self.csrf})
+        # the page the instructions lead to (the task page, in the reply or through the redirect): what
+        # a browser shows next, read by run() instead of fetched a second time
+        landed = self.submit(self.url("instructions"), {"csrf": self.csrf})
         self._landed = landed if landed.external or landed.path.endswith(("/task", "/done")) else None
         if self.log.annotator_id is None:
             self.log.annotator_id = self._signed_in_as()

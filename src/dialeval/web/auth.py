@@ -26,6 +26,9 @@ COOKIE_MAX_AGE = 14 * 24 * 3600
 # cross-site iframe: a header on fetch(), or ?sid= on links, form actions and redirects.
 SESSION_HEADER = "X-Dialeval-Session"
 SESSION_PARAM = "sid"
+# Sent by app.js's fetch() from a page shown in a frame: a fetch() is not a navigation, so its
+# Sec-Fetch-Dest ("empty") does not say what a form post's ("iframe") says.
+FRAMED_HEADER = "X-Dialeval-Framed"
 
 
 def _file_value(path: Path, nbytes: int = 32) -> str:

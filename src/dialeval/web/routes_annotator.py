@@ -38,7 +38,7 @@ from .deps import (
 )
 from .error_pages import WebError
 from .limits import PathId
-from .pages import render, render_html, wants_json
+from .pages import form_reply, render, render_html, wants_json, wants_next_page
 from .served import ServedStudy, call, hook_in_thread
 from .session import AnnotatorSession, url_for
 
@@ -81,49 +81,63 @@ def outcome_response(request: Request, served: ServedStudy, outcome: Outcome, ne
 
 @router.get("/s/{slug}/consent", response_class=HTMLResponse)
 async def consent(request: Request, served: Served, session: Session):
-    return render(request, "consent.html", **page_context(served, session))
+    return render(request, "consent.html", **session_page_context(served, session))
+
+
+def session_page_context(served: ServedStudy, session: AnnotatorSession) -> dict[str, Any]:
+    """A session page's values (entry, consent, instructions): its form is sent with fetch() and
+    asks for the next page in the reply (`next_page_inline`, see NEXT_PAGE_HEADER)."""
+    return {**page_context(served, session), "next_page_inline": True}
 
 
 @router.post("/s/{slug}/consent")
 async def consent_post(request: Request, served: Served):
     data, form_error = await form_or_error(request)
     agreed = data.get("agree") == "yes"
+    inline = wants_next_page(request)
 
-    def checked_then_stored() -> AnnotatorSession:  # one worker thread: the checks and the write
+    def checked_then_stored() -> tuple[AnnotatorSession, str | None]:  # one worker thread: checks, write
         session = signed_in_sender(request, served, data, form_error)
-        if agreed:
-            work.update_annotator_meta(served.ctx.store, session.annotator.id, consented_at=clock.now().isoformat())
-        return session
-
-    session = await run_in_threadpool(checked_then_stored)
-    if not agreed:  # the form again, with the message beside its box (also without JavaScript)
-        return render(
-            request,
-            "consent.html",
-            status=400,
-            error="Please tick the box to agree before you continue, or close this page to leave.",
-            **page_context(served, session),
+        if not agreed:
+            return session, None
+        merged = work.update_annotator_meta(
+            served.ctx.store, session.annotator.id, consented_at=clock.now().isoformat()
         )
-    return RedirectResponse(url_for(request, served, "instructions"), status_code=303)
+        if not inline:
+            return session, None
+        if merged is not None:  # the annotator as the next page shows them, without reading them again
+            session = dataclasses.replace(session, annotator=dataclasses.replace(session.annotator, meta=merged))
+        return session, render_html(request, "instructions.html", **session_page_context(served, session))
+
+    session, next_page = await run_in_threadpool(checked_then_stored)
+    if not agreed:  # the form again, with the message beside its box (also without JavaScript)
+        message = "Please tick the box to agree before you continue, or close this page to leave."
+        if wants_json(request):
+            return JSONResponse({"ok": False, "error": message, "invalid": "agree"}, status_code=400)
+        return render(request, "consent.html", status=400, error=message, **session_page_context(served, session))
+    return form_reply(request, url_for(request, served, "instructions"), next_page)
 
 
 @router.get("/s/{slug}/instructions", response_class=HTMLResponse)
 async def instructions(request: Request, served: Served, session: Session):
     if not session.annotator.meta.get("consented_at"):
         return RedirectResponse(url_for(request, served, "consent"), status_code=303)
-    return render(request, "instructions.html", **page_context(served, session))
+    return render(request, "instructions.html", **session_page_context(served, session))
 
 
 @router.post("/s/{slug}/instructions")
 async def instructions_post(request: Request, served: Served):
     data, form_error = await form_or_error(request)
+    begin = Outcome()  # on to the task page, brought with the reply when the page asks for it
 
-    def checked_then_stored() -> None:  # one worker thread: the checks and the write
+    def checked_then_stored() -> tuple[Any, ...] | str | None:  # one worker thread: checks, write, next page
         session = signed_in_sender(request, served, data, form_error)
         work.update_annotator_meta(served.ctx.store, session.annotator.id, instructed_at=clock.now().isoformat())
+        return next_page_reads(request, served, begin)
 
-    await run_in_threadpool(checked_then_stored)
-    return RedirectResponse(url_for(request, served, "task"), status_code=303)
+    following = await run_in_threadpool(checked_then_stored)
+    outcome, page = next_page_reply(request, served, begin, following)
+    return outcome_response(request, served, outcome, page)
 
 
 _LATER = object()  # a task page's part not made in its worker thread (an async hook's): made on the loop
@@ -228,22 +242,13 @@ async def task(request: Request, served: Served):
     return render(request, protocol.template, **page)
 
 
-# The answer's reply carries the next task page when the page asks for it with this header (app.js
-# does on a page whose protocol sets `inline_next_page`) and the next page is a task page: the
-# page swaps it in, saving the annotator a round trip and the server a request per judgment (a
-# fifth of an ACUTE-Eval session's requests; the page's reads and rendering move into the answer).
-NEXT_PAGE_HEADER = "x-dialeval-next-page"
-
-
 def next_page_reads(request: Request, served: ServedStudy, outcome: Any) -> tuple[Any, ...] | str | None:
-    """After an answer, in its worker thread: the next task page's parts (as task_blocking gives
+    """After an answer (or the instructions), in its worker thread: the next task page's parts (as task_blocking gives
     them) when the reply can carry it; the done page's study path when no task is left (the reply
     sends the page there, not through the task page); None when the page must load the task page
     itself (another page next, a protocol hook left to the loop, no Outcome, or the reads failed:
     the answer is stored by now, so its reply says so and the task page shows any error)."""
-    if not isinstance(outcome, Outcome) or outcome.redirect is not None:
-        return None
-    if request.headers.get(NEXT_PAGE_HEADER) != "inline" or not wants_json(request):
+    if not isinstance(outcome, Outcome) or outcome.redirect is not None or not wants_next_page(request):
         return None
     protocol = protocol_of(served)
     if not protocol.inline_next_page or not hooks_run_in_thread(protocol):

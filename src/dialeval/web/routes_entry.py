@@ -14,9 +14,10 @@ from .. import clock
 from ..store import work
 from ..store.work import AnnotatorInfo
 from . import entry as entry_mod
+from .csrf import csrf_token
 from .deps import SameSiteForm, Served
 from .error_pages import RETRY_AFTER_S, WebError
-from .pages import render
+from .pages import form_reply, render, render_html, wants_next_page
 from .served import ServedStudy
 from .session import find_session, new_nonce, set_identity, url_for
 
@@ -79,6 +80,7 @@ async def entry_page(request: Request, served: Served):
         entry=ent,
         existing=existing,
         sid=getattr(request.state, "session_token", None),
+        next_page_inline=True,  # the start form asks for the consent page in its reply
     )
 
 
@@ -170,22 +172,33 @@ async def confirm_browser(request: Request, served: Served, data: SameSiteForm):
 
 @router.post("/s/{slug}/start")
 async def start_post(request: Request, served: Served, data: SameSiteForm):
-    response = RedirectResponse("", status_code=303)
+    signed_in = Response()  # carries the identity cookie set_identity writes, for the reply made below
+    inline = wants_next_page(request)
 
-    def sign_in() -> None:  # one worker thread: the session read, the new annotator, the cookie
+    def sign_in() -> str | None:  # one worker thread: the session read, the new annotator, the cookie
         found = find_session(request, served)
         if found is not None and data.get("new") != "1":  # already signed in: on to consent
-            response.headers["location"] = url_for(request, served, "consent")  # with their token
-            return
-        platform = "volunteer" if data.get("volunteer") == "1" else "link"
-        external = entry_mod.new_external_id(platform)
-        nonce = new_nonce()  # a new annotator is made bound to this browser: one commit, not two
-        annotator = served.ctx.store.get_or_create_annotator(
-            served.ctx.study_id, external, platform, {"session_nonce": nonce}
+            annotator, nonce = found.annotator, found.identity.nonce
+        else:
+            platform = "volunteer" if data.get("volunteer") == "1" else "link"
+            external = entry_mod.new_external_id(platform)
+            nonce = new_nonce()  # a new annotator is made bound to this browser: one commit, not two
+            annotator = served.ctx.store.get_or_create_annotator(
+                served.ctx.study_id, external, platform, {"session_nonce": nonce}
+            )
+            bound = annotator.meta.get("session_nonce") == nonce  # else an id made twice: bind it now
+            set_identity(signed_in, request, served, annotator.id, nonce, stored=bound)
+        if not inline:
+            return None
+        return render_html(  # the consent page, as its GET shows it (routes_annotator.consent)
+            request,
+            "consent.html",
+            study=served.ctx,
+            annotator=annotator,
+            csrf=csrf_token(served.secret, nonce),
+            next_page_inline=True,
         )
-        bound = annotator.meta.get("session_nonce") == nonce  # else an id made twice: bind it now
-        set_identity(response, request, served, annotator.id, nonce, stored=bound)
-        response.headers["location"] = url_for(request, served, "consent")  # with the new session's token
 
-    await run_in_threadpool(sign_in)
-    return response
+    consent_page = await run_in_threadpool(sign_in)
+    # the consent URL after signing in: with the new session's token where the page carries it
+    return form_reply(request, url_for(request, served, "consent"), consent_page, cookies_from=signed_in)

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 
 from ..store import work
 from ..store.work import AnnotatorInfo, AssignmentInfo
-from .auth import COOKIE_MAX_AGE, IDENTITY_COOKIE, SESSION_HEADER, SESSION_PARAM, Identity
+from .auth import COOKIE_MAX_AGE, FRAMED_HEADER, IDENTITY_COOKIE, SESSION_HEADER, SESSION_PARAM, Identity
 from .served import ServedStudy
 
 
@@ -140,7 +140,9 @@ def set_identity(
     if secure:
         partition_last_cookie(response)
     # The token rides in the URLs only where a cookie may be dropped: in a frame (browsers that do
-    # not send Sec-Fetch-Dest are treated alike); a top-level tab keeps its cookie.
-    if request.headers.get("sec-fetch-dest", "iframe") in ("iframe", "frame", "embed", "object"):
+    # not send Sec-Fetch-Dest are treated alike; app.js's fetch() says so itself); a top-level tab
+    # keeps its cookie.
+    framed = request.headers.get("sec-fetch-dest", "iframe") in ("iframe", "frame", "embed", "object")
+    if framed or request.headers.get(FRAMED_HEADER) == "1":
         request.state.session_token = value
     return value

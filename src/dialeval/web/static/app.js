@@ -2,9 +2,9 @@
 // the one innerHTML is showBotChunk's, with HTML the server sanitised (bot_markdown.py); swapInPage
 // moves in nodes of the server's own page (DOMParser: none of its scripts run).
 // What it adds to every page: forms sent with fetch, drafts kept until the server accepted them,
-// the next task page swapped in from the answer's reply, a warning when the same task is open in
-// two tabs, plain network messages with a retry,
-// keyboard shortcuts for choices, the "How to" dialog and the conversation tabs on phones.
+// the next page swapped in from the reply of an answer or of a session page's form, a warning
+// when the same task is open in two tabs, plain network messages with a retry, keyboard shortcuts
+// for choices, the "How to" dialog and the conversation tabs on phones.
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
@@ -23,6 +23,7 @@
   function headers(extra) {
     var h = Object.assign({ "Accept": "application/json", "X-CSRF-Token": csrf() }, extra || {});
     if (session()) h["X-Dialeval-Session"] = session();
+    if (window.self !== window.top) h["X-Dialeval-Framed"] = "1";  // auth.FRAMED_HEADER
     return h;
   }
   function requestId() {
@@ -142,7 +143,7 @@
     showError(form, "");
     function release() { form.dataset.busy = "0"; buttons.forEach(function (b) { b.disabled = false; }); }
     var body = new FormData(form);
-    // a page that can take the next task page in the answer's reply asks for it (swapInPage)
+    // a page that can take the next page in the form's reply asks for it (swapInPage)
     var inline = document.body.getAttribute("data-next-page") === "inline";
     fetch(form.action, {
       method: "POST", credentials: "same-origin", body: body,
@@ -171,6 +172,12 @@
       }
       release();
       showError(form, j.error || "Something went wrong.", j.status >= 500 ? function () { form.requestSubmit(); } : null);
+      // the field the server names as the reason ({"invalid": name}): marked for screen readers, focused
+      var field = typeof j.invalid === "string" ? form.elements.namedItem(j.invalid) : null;
+      if (field && field.setAttribute) {
+        field.setAttribute("aria-invalid", "true");
+        field.focus();
+      }
     }).catch(function () {
       release();
       showError(form, NETWORK_MESSAGE + " Your answer was not sent yet.", function () { form.requestSubmit(); });
@@ -233,12 +240,15 @@
   });
 
   // -- the same task open in two tabs ----------------------------------------------------------------
-  // Set up once per page load; the task it speaks of is read at each message, as an answer can bring
-  // the next task into this page (swapInPage, which calls announceTask again).
+  // Set up once per document, when it first shows a task (at its load, or when swapInPage brings one
+  // into a session page); the task it speaks of is read at each message, as an answer can bring the
+  // next task into this page (swapInPage, which calls announceTask again).
   var announceTask = function () {};
+  var watchingTabs = false;
   function watchOtherTabs() {
     var banner = document.getElementById("other-tab");
-    if (!document.body.getAttribute("data-task") || !banner) return;
+    if (watchingTabs || !document.body.getAttribute("data-task") || !banner) return;
+    watchingTabs = true;
     var me = requestId();
     function task() { return document.body.getAttribute("data-task"); }
     function seen() { banner.hidden = false; }
@@ -269,10 +279,13 @@
     announceTask();
   }
 
-  // -- the next task page, brought by the answer's reply (routes_annotator.NEXT_PAGE_HEADER) ----------
-  // The server's page is parsed as a document of its own (its scripts never run) and its header and
-  // <main> take the place of this page's; then what a page load sets up is set up again. False when
-  // the HTML is not a task page: the caller loads the URL instead.
+  // -- the next page, brought by a form's reply (pages.NEXT_PAGE_HEADER) ------------------------------
+  // An answer's reply brings the next task page; the entry, consent and instructions forms' replies
+  // bring the page that follows them. The server's page is parsed as a document of its own (its
+  // scripts never run); its header, <main> and "How to" dialog take the place of this page's, the
+  // stylesheets it adds are loaded first (no unstyled flash), and what a page load sets up is set up
+  // again. False when it cannot be swapped in (not one of our pages, or a page with a script this
+  // one has not loaded): the caller loads the URL instead.
   // The swapped-in page's header. Its progress region (role=status) stays the same element and only
   // its content changes: a screen reader announces a change of a live region it already knows, not
   // the content of one inserted anew. The header's other parts are replaced.
@@ -295,31 +308,91 @@
     while (freshProgress.firstChild) hereProgress.appendChild(freshProgress.firstChild);
   }
 
+  function absolute(url) { return new URL(url, window.location.href).href; }
+  function scriptsLoaded(doc) {
+    var here = Array.prototype.map.call(document.querySelectorAll("script[src]"), function (s) { return s.src; });
+    return Array.prototype.every.call(doc.querySelectorAll("script[src]"), function (s) {
+      return here.indexOf(absolute(s.getAttribute("src"))) !== -1;
+    });
+  }
+  function newStylesheets(doc) {
+    var here = Array.prototype.map.call(document.querySelectorAll('link[rel="stylesheet"]'), function (l) { return l.href; });
+    return Array.prototype.filter.call(doc.head.querySelectorAll('link[rel="stylesheet"]'), function (l) {
+      return here.indexOf(absolute(l.getAttribute("href"))) === -1;
+    }).map(function (l) { return document.importNode(l, true); });
+  }
+  function mirror(source, selector, parent) {
+    // this page's element as the new page has it: replaced, added after `parent`'s last one, or removed
+    var fresh = source.querySelector(selector), here = document.querySelector(selector);
+    if (fresh && here) here.replaceWith(document.importNode(fresh, true));
+    else if (fresh) parent.appendChild(document.importNode(fresh, true));
+    else if (here) here.remove();
+  }
+
+  // The page this document shows. Back or forward to another page's entry (one swapInPage pushed)
+  // loads that page; a move within the page (the skip link's #main) does not.
+  function withoutHash(url) { return url.split("#")[0]; }
+  var shownPage = withoutHash(window.location.href);
+  window.addEventListener("popstate", function () {
+    if (withoutHash(window.location.href) !== shownPage) window.location.reload();
+  });
+
   function swapInPage(html, url) {
     var doc;
     try { doc = new DOMParser().parseFromString(html, "text/html"); } catch (e) { return false; }
     var main = doc.getElementById("main"), bar = doc.querySelector("header.topbar");
     var hereMain = document.getElementById("main"), hereBar = document.querySelector("header.topbar");
-    if (!main || !bar || !hereMain || !hereBar || !doc.body.getAttribute("data-task")) return false;
-    ["csrf-token", "dialeval-session"].forEach(function (name) {
-      var fresh = doc.querySelector('meta[name="' + name + '"]'), here = document.querySelector('meta[name="' + name + '"]');
-      if (fresh && here) here.setAttribute("content", fresh.getAttribute("content"));
-    });
-    document.title = doc.title;
-    updateHeader(hereBar, document.importNode(bar, true));
-    hereMain.replaceWith(document.importNode(main, true));
-    document.body.className = doc.body.className;
-    document.body.setAttribute("data-task", doc.body.getAttribute("data-task"));
-    var banner = document.getElementById("other-tab");
-    if (banner) banner.hidden = true;  // that was about the task answered
-    if (url) {
-      var target = new URL(url, window.location.href).href;
-      if (target !== window.location.href) window.history.replaceState(window.history.state, "", target);
+    if (!main || !bar || !hereMain || !hereBar || !scriptsLoaded(doc)) return false;
+    var sheets = newStylesheets(doc), swapped = false;
+    function swap() {
+      if (swapped) return;
+      swapped = true;
+      var csrfMeta = document.querySelector('meta[name="csrf-token"]'), freshCsrf = doc.querySelector('meta[name="csrf-token"]');
+      if (csrfMeta && freshCsrf) csrfMeta.setAttribute("content", freshCsrf.getAttribute("content"));
+      mirror(doc, 'meta[name="dialeval-session"]', document.head);  // a cookie-less session's token
+      document.title = doc.title;
+      updateHeader(hereBar, document.importNode(bar, true));
+      var freshMain = document.importNode(main, true);
+      hereMain.replaceWith(freshMain);
+      var dialog = doc.getElementById("howto"), hereDialog = document.getElementById("howto");
+      if (hereDialog) hereDialog.remove();
+      if (dialog) freshMain.after(document.importNode(dialog, true));
+      var taskToTask = document.body.hasAttribute("data-task") && doc.body.hasAttribute("data-task");
+      document.body.className = doc.body.className;
+      ["data-task", "data-next-page"].forEach(function (name) {
+        if (doc.body.hasAttribute(name)) document.body.setAttribute(name, doc.body.getAttribute(name));
+        else document.body.removeAttribute(name);
+      });
+      var banner = document.getElementById("other-tab");
+      if (banner) banner.hidden = true;  // that was about the task answered
+      if (url) {
+        // the next task takes the answered one's place in the history; another page gets its own
+        // entry, as a loaded page would (back from the first task goes to the instructions)
+        var target = absolute(url);
+        if (target !== window.location.href) {
+          if (taskToTask) window.history.replaceState(window.history.state, "", target);
+          else window.history.pushState(null, "", target);
+        }
+      }
+      shownPage = withoutHash(window.location.href);
+      pageReady();
+      watchOtherTabs();  // once per document: the first task page may come into a session page
+      announceTask();
+      window.scrollTo(0, 0);
+      document.getElementById("main").focus({ preventScroll: true });  // read from the top, as after a load
     }
-    pageReady();
-    announceTask();
-    window.scrollTo(0, 0);
-    document.getElementById("main").focus({ preventScroll: true });  // read from the top, as after a load
+    if (!sheets.length) {
+      swap();
+      return true;
+    }
+    var waiting = sheets.length;
+    sheets.forEach(function (link) {
+      function loaded() { if (--waiting === 0) swap(); }
+      link.addEventListener("load", loaded);
+      link.addEventListener("error", loaded);
+      document.head.appendChild(link);
+    });
+    setTimeout(swap, 3000);  // a stylesheet that never answers: show the page anyway
     return true;
   }
 
