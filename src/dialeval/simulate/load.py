@@ -716,7 +716,8 @@ class MethodLoad:
     judgments: int = 0  # acknowledged judgments (a double submit counts once)
     per_annotator: dict[int, int] = field(default_factory=dict)  # annotator id -> acknowledged
     request_ids: list[str] = field(default_factory=list)
-    # until a task page was shown: its GET, or the answer whose reply brought it (inline_next_page)
+    # until a task page was shown: its GET, the answer whose reply brought it (inline_next_page), or
+    # for a session's first, the instructions' post and what it then loaded
     task_ms: list[float] = field(default_factory=list)
     submit_ms: list[float] = field(default_factory=list)
     first_word_ms: list[float] = field(default_factory=list)
@@ -785,13 +786,31 @@ def drive_method(
 
     class Timed(SimulatedAnnotator):
         _chat_started: float | None = None
+        _beginning = False  # inside the instructions' post: its task page is timed there, once
+
+        def submit(self, path, data):
+            # The first task page of a session: from the instructions' Begin until it is shown,
+            # whether the reply brought it or the browser then loaded it (a live method's).
+            if not path.endswith("/instructions"):
+                return super().submit(path, data)
+            t0 = time.perf_counter()
+            self._beginning = True
+            try:
+                page = super().submit(path, data)
+            finally:
+                self._beginning = False
+            if page.path.endswith("/task") and not page.external:
+                with lock:
+                    res.task_ms.append(1000 * (time.perf_counter() - t0))
+                status(page.resp.status_code)
+            return page
 
         def mark_simulated(self, annotator_id: int) -> None:
             with lock:
                 arrived.append(annotator_id)
 
         def get(self, path, params=None):
-            if path.endswith("/task"):
+            if path.endswith("/task") and not self._beginning:
                 if over():
                     raise _RunOver()
                 t0 = time.perf_counter()
