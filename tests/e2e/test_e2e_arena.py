@@ -6,17 +6,15 @@ with every cookie blocked."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from dialeval.store import work
 from dialeval.study import open_study
 from dialeval.web.app import create_app
 from tests.bots.fake_openai_server import start_fake_openai
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.e2e.test_e2e_integrity import (  # noqa: F401  (tls_cert is a fixture)
     ThreadServer,
+    cookieless_context,
     embedding_page,
     mturk_task_url,
     press,
@@ -132,16 +130,7 @@ def test_arena_in_cross_site_iframe_without_cookies(browser, tmp_path, tls_cert)
         tmp_path / "arena", "arena", ["repeat", "eliza"], protocol={"turns": 1}, name="arena-frame"
     )
     app = create_app([folder])
-    profile = tmp_path / "profile" / "Default"
-    profile.mkdir(parents=True)
-    (profile / "Preferences").write_text(json.dumps({"profile": {"default_content_setting_values": {"cookies": 2}}}))
-    ctx = browser.browser_type.launch_persistent_context(
-        str(tmp_path / "profile"),
-        executable_path=CHROMIUM,
-        headless=True,
-        args=[*CHROMIUM_ARGS, "--test-third-party-cookie-phaseout"],
-        ignore_https_errors=True,
-    )
+    ctx = cookieless_context(browser, tmp_path)
     try:
         with ThreadServer(app, tls_cert) as task_server:
             task = mturk_task_url(task_server.port, "arena-frame", "WA1", "AA1", "HA1")

@@ -137,6 +137,21 @@ def route_mturk(ctx) -> list[str]:
     return submitted
 
 
+def cookieless_context(browser, tmp_path: Path):
+    """A Chromium that keeps no cookie at all (the "block all cookies" setting, as a profile
+    preference), third-party cookies phased out too: only the page's session token is left."""
+    profile = tmp_path / "profile" / "Default"
+    profile.mkdir(parents=True)
+    (profile / "Preferences").write_text(json.dumps({"profile": {"default_content_setting_values": {"cookies": 2}}}))
+    return browser.browser_type.launch_persistent_context(
+        str(tmp_path / "profile"),
+        executable_path=CHROMIUM,
+        headless=True,
+        args=[*CHROMIUM_ARGS, "--test-third-party-cookie-phaseout"],
+        ignore_https_errors=True,
+    )
+
+
 def start_flow(page, frame_selector: str = "#task"):
     frame = page.frame_locator(frame_selector)
     frame.locator("#agree, .error").first.wait_for()
@@ -219,16 +234,7 @@ def test_a_plain_study_link_in_a_cookie_less_frame(browser, tmp_path, tls_cert):
     the page is framed: a fetch() is not a navigation); the session goes on to the completion code."""
     folder = make_acute_study(tmp_path / "a", onboarding=False, comparisons=2)
     app = create_app([folder])
-    profile = tmp_path / "profile" / "Default"
-    profile.mkdir(parents=True)
-    (profile / "Preferences").write_text(json.dumps({"profile": {"default_content_setting_values": {"cookies": 2}}}))
-    ctx = browser.browser_type.launch_persistent_context(
-        str(tmp_path / "profile"),
-        executable_path=CHROMIUM,
-        headless=True,
-        args=[*CHROMIUM_ARGS, "--test-third-party-cookie-phaseout"],
-        ignore_https_errors=True,
-    )
+    ctx = cookieless_context(browser, tmp_path)
     try:
         with ThreadServer(app, tls_cert) as task_server:
             link = f"https://127.0.0.1:{task_server.port}/s/acute-test/"
