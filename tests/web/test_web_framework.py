@@ -139,7 +139,13 @@ def test_app_from_env(tmp_path, monkeypatch):
     folder = make_acute_study(tmp_path / "a")
     create_app([folder])
     monkeypatch.setenv("DIALEVAL_STUDY_FOLDERS", str(folder))
-    c = TestClient(app_from_env())
+    app = app_from_env()
+    # a serving worker compiles its pages before the first request (Jinja compiles on first use):
+    # the shared pages and the served method's, not another method's
+    compiled = {name for _loader, name in app.state.env.cache}
+    assert {"consent.html", "instructions.html", "acute.html"} <= compiled
+    assert "spot_the_bot.html" not in compiled
+    c = TestClient(app)
     assert c.get("/healthz").json()["studies"] == 1
 
 

@@ -73,6 +73,7 @@ from __future__ import annotations
 import random
 import secrets
 from collections.abc import Awaitable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -281,6 +282,11 @@ class Protocol(Generic[OptionsT]):
     def progress(self, annotator: AnnotatorInfo, assignment: AssignmentInfo | None) -> dict[str, Any] | None:
         """Where the annotator is in the whole session (``session_progress``), or None."""
         return None
+
+    def page_reads(self) -> AbstractContextManager[None]:
+        """The scope of one task page's hooks (render, then progress, in one thread): what they both
+        read may be read once inside it (LiveProtocol: the live chat). Nothing by default."""
+        return nullcontext()
 
     def admin_summary(self) -> AdminSummary:
         """Progress per bot / pair and live headline numbers for the admin page."""

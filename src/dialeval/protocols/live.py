@@ -41,8 +41,9 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextlib import aclosing, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -70,6 +71,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
+
+# The live chats one task page has read (LiveProtocol.page_reads): render and progress each read the
+# chat, two statements each, and on a chat's first page the chat was read, stored and read again.
+_page_conversations: ContextVar[dict[str, Conversation] | None] = ContextVar("page_conversations", default=None)
 R = TypeVar("R")
 
 HUMAN = "human"
@@ -455,23 +460,43 @@ class LiveProtocol:
         assignment.state = state
         return state
 
-    def load_conversation(self, conversation_id: str) -> Conversation | None:
+    @contextmanager
+    def page_reads(self) -> Iterator[None]:
+        """Inside, a live chat is read from the store once (load_conversation): render and progress
+        of one task page see the same chat, at most milliseconds apart in one thread."""
+        token = _page_conversations.set({})
         try:
-            return self.db.get_conversation(conversation_id)
+            yield
+        finally:
+            _page_conversations.reset(token)
+
+    def load_conversation(self, conversation_id: str) -> Conversation | None:
+        page = _page_conversations.get()
+        if page is not None and conversation_id in page:
+            return page[conversation_id]
+        try:
+            conversation = self.db.get_conversation(conversation_id)
         except StoreError:
             return None
+        if page is not None:
+            page[conversation_id] = conversation
+        return conversation
 
     def create_conversation(
         self, conversation_id: str, annotator: AnnotatorInfo, bots: list[str], meta: dict[str, Any]
     ) -> Conversation:
-        """The live conversation, made on first use (with the fixed opener when the method has one)."""
+        """The live conversation, made on first use (with the fixed opener when the method has one).
+        Made: one insert that keeps a chat another request stored first, and no read back."""
         existing = self.load_conversation(conversation_id)
         if existing is not None:
             return existing
-        self.db.save_conversation(self.unsaved_conversation(conversation_id, annotator, bots, meta))
-        return self.load_conversation(conversation_id) or self.unsaved_conversation(
-            conversation_id, annotator, bots, meta
-        )
+        made = self.unsaved_conversation(conversation_id, annotator, bots, meta)
+        if not self.db.add_conversation(made):
+            return self.load_conversation(conversation_id) or made  # another tab's request made it
+        page = _page_conversations.get()
+        if page is not None:
+            page[conversation_id] = made
+        return made
 
     def new_conversation(
         self, annotator: AnnotatorInfo, assignment: AssignmentInfo, state: dict[str, Any]

@@ -141,6 +141,9 @@ class StudyStore:
     def save_conversation(self, conversation: Conversation) -> int:
         return self.store.save_conversation(self.study_id, conversation)
 
+    def add_conversation(self, conversation: Conversation) -> bool:
+        return self.store.add_conversation(self.study_id, conversation)
+
     def set_conversation_meta(
         self, external_id: str, meta: dict[str, Any], also: Callable[[Session], None] | None = None
     ) -> None:

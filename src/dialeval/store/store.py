@@ -116,6 +116,23 @@ def _insert_annotator_once() -> Any:
 
 
 _INSERT_ANNOTATOR_ONCE = _insert_annotator_once()
+
+
+def _insert_conversation_once() -> Any:
+    """INSERT ... ON CONFLICT (study, external id) DO NOTHING RETURNING id, as _insert_judgment_once
+    (text() over the table's own columns and types)."""
+    table = cast(Table, ConversationRow.__table__)
+    columns = [c for c in table.c if not c.primary_key]
+    names = ", ".join(c.name for c in columns)
+    params = ", ".join(f":{c.name}" for c in columns)
+    sql = (
+        f"INSERT INTO {table.name} ({names}) VALUES ({params}) "
+        "ON CONFLICT (study_id, external_id) DO NOTHING RETURNING id"
+    )
+    return text(sql).bindparams(*(bindparam(c.name, type_=c.type) for c in columns))
+
+
+_INSERT_CONVERSATION_ONCE = _insert_conversation_once()
 _ANNOTATOR_BY_EXTERNAL_ID = select(*(_ANNOTATOR_TABLE.c[name] for name in _ANNOTATOR_INFO_COLUMNS)).where(
     _ANNOTATOR_TABLE.c.study_id == bindparam("study_id"), _ANNOTATOR_TABLE.c.external_id == bindparam("external_id")
 )
@@ -462,6 +479,27 @@ class Store:
             s.flush()
             s.add_all(_turn_rows(row.id, conversation.turns))
             return row.id
+
+    def add_conversation(self, study_id: int, conversation: Conversation) -> bool:
+        """Store a new conversation with its turns; False (nothing written) when the study already has
+        one with this id, e.g. stored by a concurrent request. One INSERT ... ON CONFLICT DO NOTHING
+        (a live chat's first page: save_conversation looks up the id first)."""
+        values = {
+            "study_id": study_id,
+            "external_id": conversation.id,
+            "source": conversation.source,
+            "bots": list(conversation.bots),
+            "meta": conversation.meta,
+            "error": conversation.error,
+            "created_at": clock.now(),
+        }
+        self._conversations.pop((study_id, conversation.id), None)
+        with self.session() as s:
+            row_id = s.connection().execute(_INSERT_CONVERSATION_ONCE, values).scalar()
+            if row_id is None:
+                return False
+            s.add_all(_turn_rows(row_id, conversation.turns))
+        return True
 
     def set_conversation_meta(
         self, study_id: int, external_id: str, meta: dict[str, Any], also: Callable[[Session], None] | None = None

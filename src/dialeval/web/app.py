@@ -25,7 +25,7 @@ from . import routes_admin, routes_annotator, routes_entry, routes_live
 from .error_pages import install_error_handlers
 from .limits import BodyLimits
 from .middleware import ACCESS_LOG_ENV, install_middleware
-from .pages import HERE, make_environment, method_static_folder, method_static_url
+from .pages import HERE, compile_page_templates, make_environment, method_static_folder, method_static_url
 from .served import ServedStudy, open_served, run_hook_blocking, slugify
 
 __all__ = ["ACCESS_LOG_ENV", "STUDY_FOLDERS_ENV", "app_from_env", "create_app", "make_environment", "slugify"]
@@ -33,11 +33,12 @@ __all__ = ["ACCESS_LOG_ENV", "STUDY_FOLDERS_ENV", "app_from_env", "create_app", 
 STUDY_FOLDERS_ENV = "DIALEVAL_STUDY_FOLDERS"
 
 
-def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -> FastAPI:
+def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True, warm: bool = False) -> FastAPI:
     """The app serving these study folders (each holding a study.yaml).
 
     With `prepare` (default) each protocol's prepare step (building units) runs first; `serve`
-    runs it once before starting several workers and passes prepare=False to them.
+    runs it once before starting several workers and passes prepare=False to them. With `warm`
+    (serve's workers), the served pages' templates are compiled before the first request.
     """
     if not study_folders:
         raise DialevalError("no study folder to serve")
@@ -56,6 +57,8 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
     app = FastAPI(title="dialeval", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.studies = studies
     app.state.env = make_environment()
+    if warm:
+        compile_page_templates(app.state.env, {s.ctx.config.method for s in studies.values()})
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     # each method's own CSS and JavaScript, from its package (a method carries all of itself)
     for method in registry.all_methods().values():
@@ -72,4 +75,4 @@ def create_app(study_folders: list[Path] | list[str], *, prepare: bool = True) -
 def app_from_env() -> FastAPI:
     """App factory for `uvicorn --factory --workers N`: study folders from $DIALEVAL_STUDY_FOLDERS."""
     folders = [Path(p) for p in os.environ.get(STUDY_FOLDERS_ENV, "").split(os.pathsep) if p]
-    return create_app(folders, prepare=False)
+    return create_app(folders, prepare=False, warm=True)

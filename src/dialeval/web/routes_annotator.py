@@ -173,9 +173,10 @@ def _task_reads(request: Request, served: ServedStudy, hooks_in_thread: bool) ->
     if assignment is None:
         assignment = protocol.assign(annotator) if hooks_in_thread else _LATER
     if hooks_in_thread and assignment is not None and not inspect.isawaitable(assignment):
-        context = protocol.render(annotator, assignment)
-        if not inspect.isawaitable(context):
-            progress = protocol.progress(annotator, assignment)
+        with protocol.page_reads():
+            context = protocol.render(annotator, assignment)
+            if not inspect.isawaitable(context):
+                progress = protocol.progress(annotator, assignment)
     return session, None, assignment, notice, context, progress
 
 

@@ -137,4 +137,4 @@ def app_for_one_process(folders: list[Path]):
     """The app of a one-process server, opened with the pool size serve chose."""
     from .app import create_app
 
-    return create_app(folders, prepare=False)
+    return create_app(folders, prepare=False, warm=True)
