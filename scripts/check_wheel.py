@@ -7,7 +7,8 @@ Steps: `python -m build` on a copy of the checkout (the wheel is built from the 
 fails here; no build isolation: the setuptools of the test extra builds it, offline), `twine check
 --strict`, a fresh venv in a temporary folder, the wheel installed into it by pip, then from a
 temporary working folder, with no PYTHONPATH: `dialeval --version` (must be the wheel's version),
-`dialeval init METHOD DIR` for every registered method, `dialeval demo --simulate 4 --no-serve`.
+`dialeval init METHOD DIR` for every registered method, `dialeval demo --simulate 8 --no-serve` (under
+scripts/run_tests.py into the folder where the test suite reads its completed demo: simulated_demo).
 
 Cost: the fresh venv does not download or reinstall the dependencies. A .pth file puts a folder of
 links to this environment's installed distributions on its path (dialeval's own left out), so pip
@@ -19,6 +20,7 @@ asserts that `dialeval` is imported from the fresh venv's site-packages, not fro
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import shutil
 import subprocess
@@ -32,6 +34,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # what the copy of the checkout leaves out: environments, caches, build output, git, local data
+# the simulated annotators of the demo this check runs: tests/conftest.py's COMPLETED_DEMO_ANNOTATORS,
+# as the suite reads the demo made here (simulated_demo)
+COMPLETED_DEMO_ANNOTATORS = 8
 NOT_SOURCES = (
     ".git",
     ".venv",
@@ -71,6 +76,30 @@ def dependency_links(target: Path) -> None:
                 continue
             if not (target / entry.name).exists():
                 (target / entry.name).symlink_to(entry)
+
+
+def simulated_demo(cli: str, work: Path, env: dict[str, str]) -> Path:
+    """`dialeval demo --simulate 8 --no-serve` by the installed command; the folder it made.
+
+    Under scripts/run_tests.py (DIALEVAL_TEST_SHARED set) the demo goes where the test suite's
+    `completed_demo` (tests/conftest.py) looks for it, under the same file lock, so the suite reads
+    this one instead of running the same two-minute command a second time; if a test part made it
+    first, this check runs its own in its working folder. Alone, the demo goes there too."""
+    command = [cli, "demo", "--simulate", str(COMPLETED_DEMO_ANNOTATORS), "--no-serve", "--out"]
+    shared = os.environ.get("DIALEVAL_TEST_SHARED")
+    if shared:
+        root = Path(shared)
+        root.mkdir(parents=True, exist_ok=True)
+        out, done = root / "completed-demo", root / "completed-demo.done"
+        with (root / "completed-demo.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+            if not done.exists():
+                shutil.rmtree(out, ignore_errors=True)  # a run that died half-way
+                made = run([*command, str(out)], cwd=work, env=env, timeout=900)
+                done.write_text(made, encoding="utf-8")
+                return out
+    run([*command, "demo"], cwd=work, env=env, timeout=900)
+    return work / "demo"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         for method in methods:
             run([cli, "init", method, f"study-{method}"], cwd=work, env=env)
             assert (work / f"study-{method}" / "study.yaml").is_file(), method
-        run([cli, "demo", "--simulate", "4", "--no-serve", "--out", "demo"], cwd=work, env=env, timeout=900)
-        reports = sorted(p.parent.parent.name for p in (work / "demo").glob("*/report/index.html"))
+        demo = simulated_demo(cli, work, env)
+        reports = sorted(p.parent.parent.name for p in demo.glob("*/report/index.html"))
         assert reports == sorted(methods), f"demo reports for {reports}, methods {methods}"
         print(
             f"check_wheel: ok: {wheel.name} installed outside the checkout; --version, init x {len(methods)}"

@@ -82,10 +82,12 @@ GATES: dict[str, list[str]] = {
 }
 GATE_SECONDS = {"scripts/lint.sh": 59.0, "scripts/check_wheel.py": 48.0}
 
-# Parts that go first whatever their length: tests/judges makes the shared completed demo
-# (tests/conftest.py, ~2 min) that four later parts read; taken first, they find it made instead of
-# waiting on its lock with a core idle (the fresh-clone run above: test_sim_time waited 63 s).
-FIRST = ("tests/judges",)
+# Parts that go first whatever their length: the wheel check runs the installed `dialeval demo
+# --simulate 8 --no-serve` into DIALEVAL_TEST_SHARED, the completed demo (tests/conftest.py, ~1 min)
+# that five parts read, which then do not run the same command again; taken first, it is made before
+# they ask instead of them waiting on its lock with a core idle (the parts after it, by length, do not
+# read it).
+FIRST = ("scripts/check_wheel.py",)
 
 
 @dataclass

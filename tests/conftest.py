@@ -128,8 +128,11 @@ def strict_json_loads(text: str):
 # the simulated seconds, the judges, the demo command itself); it takes about two minutes, so a test
 # run makes it once. scripts/run_tests.py gives its parts (separate pytest processes) one folder,
 # DIALEVAL_TEST_SHARED; the first part to ask makes the demo there under a file lock, the others wait
-# for it and read it. A plain pytest run makes it in its own temporary folder.
-COMPLETED_DEMO_ANNOTATORS = 8
+# for it and read it. In `make test` that first one is scripts/check_wheel.py (queued first), whose
+# check of the installed wheel runs the same command with the installed `dialeval`
+# (check_wheel.simulated_demo, the same lock and folder). A plain pytest run makes it in its own
+# temporary folder.
+COMPLETED_DEMO_ANNOTATORS = 8  # check_wheel.COMPLETED_DEMO_ANNOTATORS too
 
 
 @pytest.fixture(scope="session")

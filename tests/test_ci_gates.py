@@ -90,6 +90,31 @@ def test_make_test_runs_the_lint_type_and_wheel_gates_beside_the_tests():
         assert gate in lint
 
 
+def test_the_wheel_check_makes_the_completed_demo_the_suite_reads(tmp_path, monkeypatch):
+    """scripts/check_wheel.py (queued first) runs the installed `dialeval demo --simulate N --no-serve`
+    into the folder and under the lock of tests/conftest.py's completed_demo, so the suite does not run
+    the same command twice; once a part made it first, the check runs its own elsewhere."""
+    import tests.conftest as conftest
+
+    spec = importlib.util.spec_from_file_location("check_wheel", REPO / "scripts" / "check_wheel.py")
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    assert check.COMPLETED_DEMO_ANNOTATORS == conftest.COMPLETED_DEMO_ANNOTATORS
+    ran: list[list[str]] = []
+    monkeypatch.setattr(check, "run", lambda cmd, cwd, env=None, timeout=600: ran.append(cmd) or "made\n")
+    monkeypatch.setenv("DIALEVAL_TEST_SHARED", str(tmp_path / "shared"))
+    work = tmp_path / "work"
+    out = check.simulated_demo("dialeval", work, {})
+    assert out == tmp_path / "shared" / "completed-demo"
+    assert ran[-1] == ["dialeval", "demo", "--simulate", str(conftest.COMPLETED_DEMO_ANNOTATORS), "--no-serve"] + [
+        "--out",
+        str(out),
+    ]
+    assert (tmp_path / "shared" / "completed-demo.done").read_text() == "made\n"
+    assert check.simulated_demo("dialeval", work, {}) == work / "demo"  # made already: its own
+    assert ran[-1][-1] == "demo"
+
+
 def test_mypy_gate_counts_errors_per_file_and_refuses_more(tmp_path, monkeypatch, capsys):
     gate = _mypy_gate()
     counts = gate.count_errors(MYPY_OUTPUT)
@@ -225,7 +250,7 @@ def test_the_parts_of_the_suite_hold_every_test_once():
     assert named == every_file
     for name in module.EXPECTED_SECONDS:
         assert name in names and (name == module.TOP_LEVEL or (REPO / name).exists()), name
-    assert set(module.FIRST) <= set(names)  # the parts put first are real parts
+    assert set(module.FIRST) <= set(names) | set(module.GATES)  # the parts put first are real parts or gates
     for part in parts:
         if part.name.endswith(".py") and part.name != module.TOP_LEVEL:
             folder = next(p for p in parts if p.name == str(Path(part.name).parent))
