@@ -76,8 +76,8 @@ DEFAULT_SECONDS = 60.0
 
 # The gates of `make test` that take minutes run in the same queue as the tests (each a command, not
 # a pytest run), instead of alone before them while a core idles: the lint and type gates (mypy
-# ~30 s) and the installed-wheel check (~60 s, the suite's completed demo included). `make test` runs the quick ones (licences, the
-# documentation site) before this script.
+# ~30 s) and the installed-wheel check (~60 s, the suite's completed demo included). `make test`
+# runs the quick ones (licences, the documentation site) before this script.
 GATES: dict[str, list[str]] = {
     "scripts/lint.sh": ["bash", "scripts/lint.sh"],
     "scripts/check_wheel.py": [sys.executable, "scripts/check_wheel.py"],
