@@ -72,68 +72,40 @@ def _stored_conversation(session: Any, study_id: int, external_id: str) -> Conve
 _INSERT_JUDGMENT = insert(cast(Table, JudgmentRow.__table__))
 
 
-def _insert_judgment_once() -> Any:
-    """INSERT ... ON CONFLICT (annotator, request id) DO NOTHING RETURNING id (SQLite and PostgreSQL
-    both have it): a repeated request id inserts nothing and returns no row, so a new answer is one
-    statement, not a look-up and then the insert.
+def _insert_once(table: Table, keys: str, returned: tuple[str, ...] = ("id",)) -> Any:
+    """INSERT ... ON CONFLICT (keys) DO NOTHING RETURNING `returned` (SQLite and PostgreSQL both have
+    it): a row that is there already inserts nothing and returns no row, so a new row is one
+    statement, not a look-up and then the insert. `keys`: the table's UniqueConstraint.
 
     Written as text() over the table's own columns and types, not with the dialects' insert():
     SQLAlchemy 2.0's dialect Insert has no cache key (`inherit_cache = False`), so that statement was
     compiled again on every answer, about 0.5 ms of a PostgreSQL ACUTE judgment's 10 ms of server
-    CPU. A text() clause is compiled once and cached. The columns' Python-side defaults do not apply
-    to text(): add_judgment passes every column, created_at included."""
-    table = cast(Table, JudgmentRow.__table__)
-    columns = [c for c in table.c if not c.primary_key]
-    names = ", ".join(c.name for c in columns)
-    params = ", ".join(f":{c.name}" for c in columns)
-    keys = "annotator_id, client_request_id"  # the table's UniqueConstraint
-    sql = f"INSERT INTO {table.name} ({names}) VALUES ({params}) ON CONFLICT ({keys}) DO NOTHING RETURNING id"
-    return text(sql).bindparams(*(bindparam(c.name, type_=c.type) for c in columns))
-
-
-_INSERT_JUDGMENT_ONCE = _insert_judgment_once()
-_ANNOTATOR_TABLE = cast(Table, AnnotatorRow.__table__)
-# the columns work.annotator_from_columns reads, in its order
-_ANNOTATOR_INFO_COLUMNS = ("id", "external_id", "platform", "status", "qc", "meta", "study_id")
-
-
-def _insert_annotator_once() -> Any:
-    """INSERT ... ON CONFLICT (study, external id) DO NOTHING RETURNING the AnnotatorInfo columns:
-    text() over the table's own columns and types, as _insert_judgment_once (whose docstring says
-    why); the result columns typed, so the JSON ones come back decoded."""
-    columns = [c for c in _ANNOTATOR_TABLE.c if not c.primary_key]
-    names = ", ".join(c.name for c in columns)
-    params = ", ".join(f":{c.name}" for c in columns)
-    returned = ", ".join(_ANNOTATOR_INFO_COLUMNS)
-    sql = (
-        f"INSERT INTO {_ANNOTATOR_TABLE.name} ({names}) VALUES ({params}) "
-        f"ON CONFLICT (study_id, external_id) DO NOTHING RETURNING {returned}"
-    )
-    return (
-        text(sql)
-        .bindparams(*(bindparam(c.name, type_=c.type) for c in columns))
-        .columns(*(_ANNOTATOR_TABLE.c[name] for name in _ANNOTATOR_INFO_COLUMNS))
-    )
-
-
-_INSERT_ANNOTATOR_ONCE = _insert_annotator_once()
-
-
-def _insert_conversation_once() -> Any:
-    """INSERT ... ON CONFLICT (study, external id) DO NOTHING RETURNING id, as _insert_judgment_once
-    (text() over the table's own columns and types)."""
-    table = cast(Table, ConversationRow.__table__)
+    CPU. A text() clause is compiled once and cached; the result columns are typed, so JSON ones
+    come back decoded. The columns' Python-side defaults do not apply to text(): the caller passes
+    every column, created_at included."""
     columns = [c for c in table.c if not c.primary_key]
     names = ", ".join(c.name for c in columns)
     params = ", ".join(f":{c.name}" for c in columns)
     sql = (
         f"INSERT INTO {table.name} ({names}) VALUES ({params}) "
-        "ON CONFLICT (study_id, external_id) DO NOTHING RETURNING id"
+        f"ON CONFLICT ({keys}) DO NOTHING RETURNING {', '.join(returned)}"
     )
-    return text(sql).bindparams(*(bindparam(c.name, type_=c.type) for c in columns))
+    return (
+        text(sql)
+        .bindparams(*(bindparam(c.name, type_=c.type) for c in columns))
+        .columns(*(table.c[name] for name in returned))
+    )
 
 
-_INSERT_CONVERSATION_ONCE = _insert_conversation_once()
+# a repeated request id of an annotator (a double submit) inserts no second judgment
+_INSERT_JUDGMENT_ONCE = _insert_once(cast(Table, JudgmentRow.__table__), "annotator_id, client_request_id")
+_ANNOTATOR_TABLE = cast(Table, AnnotatorRow.__table__)
+# the columns work.annotator_from_columns reads, in its order
+_ANNOTATOR_INFO_COLUMNS = ("id", "external_id", "platform", "status", "qc", "meta", "study_id")
+# a session's first write (get_or_create_annotator), returning the AnnotatorInfo columns
+_INSERT_ANNOTATOR_ONCE = _insert_once(_ANNOTATOR_TABLE, "study_id, external_id", _ANNOTATOR_INFO_COLUMNS)
+# a live chat's first page (add_conversation); another request's chat of the same id is kept
+_INSERT_CONVERSATION_ONCE = _insert_once(cast(Table, ConversationRow.__table__), "study_id, external_id")
 _ANNOTATOR_BY_EXTERNAL_ID = select(*(_ANNOTATOR_TABLE.c[name] for name in _ANNOTATOR_INFO_COLUMNS)).where(
     _ANNOTATOR_TABLE.c.study_id == bindparam("study_id"), _ANNOTATOR_TABLE.c.external_id == bindparam("external_id")
 )

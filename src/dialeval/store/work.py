@@ -1284,7 +1284,7 @@ def judged_and_updated(
 def _judged_and(update_cte: str, binds: list[Any]) -> Any:
     """judged_and_updated's statement: the judgment's insert, `update_cte` (named `updated`, a row
     back per row it changed) and the count of its rows. Text over the tables' own columns and
-    types, as store._insert_judgment_once (PostgreSQL's INSERT ... ON CONFLICT as a Core construct
+    types, as store._insert_once (PostgreSQL's INSERT ... ON CONFLICT as a Core construct
     has no cache key: it was compiled again on every answer)."""
     judgments = cast(Table, JudgmentRow.__table__)
     columns = [c for c in judgments.c if not c.primary_key]
