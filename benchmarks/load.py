@@ -17,7 +17,12 @@ the local database server's processes), the judgments/s the annotators' own roun
 request), divided by the requests the crowd sent per judgment -- what uvicorn, Starlette/FastAPI,
 our middleware and the client allow if the method's own work cost nothing. The serve processes' CPU
 per /healthz request times the requests per judgment is "framework CPU ms/judgment": of the
-server's CPU per judgment, what is not the method's own work.
+server's CPU per judgment, what is not the method's own work. "limit: write lock" is the judgments/s
+at which the study's write lock would be held all the time (SQLite's one writer, PostgreSQL's advisory
+lock; each serve process adds up its hold time, dialeval/store/lock_time.py): when it is near the
+measured rate, the lock, not the cores, bounds the run; "write lock CPU ms/judgment" is the part of
+the hold the holding threads computed, the rest they waited (for the GIL behind their process's
+other threads, or for the database).
 
     python benchmarks/load.py                                    # the full run (both databases, 200 annotators)
     python benchmarks/load.py --dbs sqlite --annotators 20 --seconds 20 --methods acute spot-the-bot
@@ -56,6 +61,7 @@ from dialeval.simulate.load import (
     stop_balancer,
     stop_host,
 )
+from dialeval.store.lock_time import LOCK_TIME_DIR_ENV, read_totals
 
 
 def run_one(args, annotators: int, workdir: Path) -> dict:
@@ -219,9 +225,11 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
         folder = make_method_study(method, out, database=db_url, stub_bot=stub_url)
         url = database_url(folder, db_url)
         ceiling = commit_rate(url)
-        host = start_host(folder, workers=workers)
+        lock_dir = out / "lock-time"  # each serve process's write-lock totals (dialeval/store/lock_time.py)
+        host = start_host(folder, workers=workers, env={LOCK_TIME_DIR_ENV: str(lock_dir)})
         server_pids = [host.process.pid, *host.worker_pids()]
         pg_before = pg_counters(url) if db_url else None
+        lock_before = read_totals(lock_dir)
         cpu_before = cpu_seconds(server_pids)
         # Backends start per connection during the run: the processes are listed at the end, and
         # a backend that ended in the run is not counted (the pools keep theirs open).
@@ -255,6 +263,7 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
         db_cpu = sum(cpu_seconds([pid]) - db_cpu_before.get(pid, 0.0) for pid in postgres_pids()) if db_url else 0.0
         pg_after = pg_counters(url) if db_url else None
         load_after = loadavg()
+        lock_used = {k: v - lock_before[k] for k, v in read_totals(lock_dir).items()}  # written every 0.5 s
         floor = None if think else serving_floor(host.url, annotators, out, server_pids)
         stop_host(host)
         if client.returncode != 0:
@@ -304,7 +313,14 @@ def run_method(db: str, method: str, annotators: int, seconds: float, think, wor
             "limit: commit/s": ceiling,
             "limit: annotators/cycle": (1000 * annotators / cycle) if cycle and not think else None,
             "limit: framework": floor_rps / requests_per_judgment if floor_rps and requests_per_judgment else None,
+            # the judgments/s at which the study's write lock (SQLite's one writer, PostgreSQL's
+            # advisory lock) would be held all the time, at the hold time per judgment measured
+            "limit: write lock": n / lock_used["held_s"] if n and lock_used["held_s"] > 0 else None,
             "floor requests/s": floor_rps,
+            "write lock held ms/judgment": 1000 * lock_used["held_s"] / max(1, n),
+            # of the hold, the holding threads' own CPU; the rest they waited (the GIL, the database)
+            "write lock CPU ms/judgment": 1000 * lock_used["held_cpu_s"] / max(1, n),
+            "write lock busy": lock_used["held_s"] / res.seconds if res.seconds else None,
             # the server's CPU for what the framework alone costs at this run's requests per judgment
             # (the floor's server ms per request x requests per judgment); the rest is the method's
             "framework CPU ms/judgment": floor["server ms/request"] * requests_per_judgment
@@ -360,6 +376,7 @@ METHOD_COLUMNS = [
     "judgments/s",
     "limit: cores",
     "limit: framework",
+    "limit: write lock",
     "limit: commit/s",
     "limit: annotators/cycle",
     "requests/judgment",

@@ -5,6 +5,7 @@ no unit or bot pair over its cap). Asserts outcomes, never timings."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -89,3 +90,30 @@ def test_check_method_sees_a_lost_judgment(served):
     res.per_annotator = {10**9: 1}  # acknowledged to an annotator the store has nothing of
     with pytest.raises(AssertionError, match="stored != acknowledged"):
         load.check_method(folders["acute"], res)
+
+
+def test_serve_processes_add_up_their_write_lock_time(served, tmp_path):
+    """benchmarks/load.py's "limit: write lock": `dialeval serve` with DIALEVAL_LOCK_TIME_DIR set
+    writes each process's write-lock totals there (dialeval/store/lock_time.py); after a short ACUTE
+    run every answer was at least one turn of the lock, held for some time, and the holders' CPU is
+    a part of the time they held it."""
+    from dialeval.store.lock_time import LOCK_TIME_DIR_ENV, read_totals
+
+    _host, folders = served
+    lock_dir = tmp_path / "lock-time"
+    host = load.start_host(folders["acute"], workers=2, env={LOCK_TIME_DIR_ENV: str(lock_dir)})
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            res = pool.submit(
+                load.drive_method, host.url, folders["acute"], "load-acute", 3, 1.0, min_judgments=1
+            ).result()
+    finally:
+        load.stop_host(host)  # each process writes its last totals at exit
+    assert res.judgments > 0 and not res.errors, res.errors[:3]
+    files = sorted(lock_dir.glob("*.json"))
+    assert files and all(f.stem.isdigit() and int(f.stem) != os.getpid() for f in files)
+    totals = read_totals(lock_dir)
+    assert totals["turns"] >= res.judgments and totals["held_s"] > 0
+    assert 0 < totals["held_cpu_s"] <= totals["held_s"] * 1.05 + 0.01  # thread CPU within the hold
+    (lock_dir / "half.json").write_text("{", encoding="utf-8")  # a file being written: skipped
+    assert read_totals(lock_dir) == totals

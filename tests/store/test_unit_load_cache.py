@@ -107,9 +107,9 @@ def test_expire_due_reads_only_the_overdue_and_rechecks_on_demand(two_stores):
 
 
 def test_annotator_assignments_and_units_mark_in_one_read(two_stores):
-    """annotator_assignments_marked (what the scheduler reads under the lock) gives what
-    annotator_assignments(include_expired=True) and units_mark give apart, with or without
-    assignments, and a mark that sees a unit another process added."""
+    """annotator_assignments_and_load (what the scheduler reads under the lock) gives the
+    assignments and mark that annotator_assignments(include_expired=True) and units_mark give apart,
+    with or without assignments, and a mark that sees a unit another process added."""
     mine, other = two_stores
     sid = mine.ensure_study("marked", "acute").id
     work.add_units(mine, sid, "acute", [Unit(id=f"u{i}", kind="acute", conversation_ids=[]) for i in range(3)])
@@ -119,7 +119,7 @@ def test_annotator_assignments_and_units_mark_in_one_read(two_stores):
     def both_ways(annotator: int):
         with mine.locked(sid) as s:
             apart = (work.annotator_assignments(s, sid, annotator, include_expired=True), work.units_mark(s, sid))
-            assert work.annotator_assignments_marked(s, sid, annotator) == apart
+            assert work.annotator_assignments_and_load(s, mine, sid, annotator)[:2] == apart
             return apart
 
     assert both_ways(person) == ([], (3, max(units)))
@@ -153,10 +153,10 @@ def selects_of(statements: list[str]) -> list[str]:
     return [s for s in statements if s.lstrip().upper().startswith(("SELECT", "(SELECT"))]
 
 
-def test_new_and_closed_assignments_are_one_read_on_postgres(two_stores):
+def test_new_and_closed_assignments_are_one_read(two_stores):
     """Bringing the kept load up to date reads the new assignments and the kept open ones that
-    closed in one statement on PostgreSQL (two on SQLite, where a statement costs no round trip),
-    and finds both: the submitted one moves, the new one counts."""
+    closed in one statement (on SQLite too: each statement inside the write lock is a wait for the
+    GIL), and finds both: the submitted one moves, the new one counts."""
     mine, other = two_stores
     sid, units, people = kept_open_then_closed(mine, other, "load-one-read", 2)
     assign(other, sid, units[1], people[1])
@@ -165,12 +165,12 @@ def test_new_and_closed_assignments_are_one_read_on_postgres(two_stores):
     selects = selects_of(sent)
     assert load[units[0]] == {"submitted": 1, "assigned": 0}
     assert load[units[1]] == {"submitted": 0, "assigned": 1}
-    assert len(selects) == (1 if mine.is_postgres else 2), selects
+    assert len(selects) == 1, selects
 
 
 def test_the_load_changes_read_with_the_annotator_s_assignments_are_applied_without_a_read(two_stores):
-    """annotator_assignments_and_load reads the annotator's assignments, the units mark and (on
-    PostgreSQL) the kept load's changes in one statement; unit_load_cached then applies those
+    """annotator_assignments_and_load reads the annotator's assignments, the units mark and the
+    kept load's changes in one statement; unit_load_cached then applies those
     changes without a statement of its own and gives the full count. Changes read ahead but no
     longer matching the kept load (another call brought it up to date meanwhile) are not used."""
     mine, other = two_stores
@@ -183,10 +183,7 @@ def test_the_load_changes_read_with_the_annotator_s_assignments_are_applied_with
         selects = selects_of(sent)
         assert {u: dict(v) for u, v in load.items() if any(v.values())} == work.unit_load(s, sid)
     assert [a.id for a in everything] == [mine_open] and mark == (3, max(units))
-    if mine.is_postgres:
-        assert ahead is not None and len(selects) == 1, selects  # the one statement, nothing after it
-    else:
-        assert ahead is None and len(selects) == 3, selects  # the assignments, then the load's two reads
+    assert ahead is not None and len(selects) == 1, selects  # the one statement, nothing after it
     # read ahead, then the kept load moves on before it is used: the stale changes are not applied
     assign(other, sid, units[2], people[2])
     with mine.locked(sid) as s:

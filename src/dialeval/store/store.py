@@ -6,8 +6,9 @@ import fcntl
 import gc
 import itertools
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +35,7 @@ from ..records import (
 )
 from . import migrations, work
 from .engine import READ_ONLY, check_connection, database_url, make_engine
+from .lock_time import LOCK_TIME
 from .schema import (
     AnnotatorRow,
     AssignmentRow,
@@ -223,6 +225,7 @@ class Store:
         if self._writer is None:
             yield
             return
+        asked_at = time.monotonic()
         if not self._writer.acquire(timeout=WRITER_WAIT_S):
             raise StoreBusy(f"the database stayed busy for {WRITER_WAIT_S:g} s")
         outer = self._writer_depth == 0
@@ -231,7 +234,8 @@ class Store:
                 fcntl.flock(self._writer_file, fcntl.LOCK_EX)
             self._writer_depth += 1
             try:
-                yield
+                with LOCK_TIME.turn(asked_at) if outer else nullcontext():
+                    yield
             finally:
                 self._writer_depth -= 1
                 if outer and self._writer_file is not None:
@@ -313,13 +317,15 @@ class Store:
                 yield session
             return
         turn = self._study_turns.setdefault(study_id, threading.RLock())
+        asked_at = time.monotonic()
         if not turn.acquire(timeout=WRITER_WAIT_S):
             raise StoreBusy(f"the study stayed locked for {WRITER_WAIT_S:g} s")
         try:
-            with self.session() as session:
+            with ExitStack() as held, self.session() as session:
                 # on the session's connection, a statement built once: Session.execute's ORM path
                 # cost about 3% of a PostgreSQL ACUTE answer's server CPU (py-spy) for this one line
                 session.connection().execute(_STUDY_WRITE_LOCK, {"k": 7_000_000 + study_id})
+                held.enter_context(LOCK_TIME.turn(asked_at))  # ends after the commit that releases it
                 yield session
         finally:
             turn.release()

@@ -7,6 +7,7 @@ the others open their own.
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -19,6 +20,8 @@ from sqlalchemy import (
     ARRAY,
     Connection,
     Integer,
+    Select,
+    String,
     Table,
     and_,
     any_,
@@ -634,23 +637,39 @@ _NEW_ASSIGNMENTS = select(_ASSIGNMENT.id, _ASSIGNMENT.unit_id, _ASSIGNMENT.statu
     _ASSIGNMENT.study_id == bindparam("study"), _ASSIGNMENT.id > bindparam("top")
 )
 _ASSIGNMENT_COLUMNS_NOW = select(_ASSIGNMENT.id, _ASSIGNMENT.status, _ASSIGNMENT.expires_at)
-# Assignments by id, per dialect. PostgreSQL takes the ids as one array parameter: an expanding
-# IN list of the ~200 open ones (one per annotator at work) made SQLAlchemy render, and the server
-# parse, a new statement at every answer (4% of a serve worker's CPU, ACUTE under load).
-_ASSIGNMENT_NOW = {
-    "sqlite": _ASSIGNMENT_COLUMNS_NOW.where(_ASSIGNMENT.id.in_(bindparam("ids", expanding=True))),
-    "postgresql": _ASSIGNMENT_COLUMNS_NOW.where(_ASSIGNMENT.id == any_(bindparam("ids", type_=ARRAY(Integer)))),
+_DIALECTS = ("sqlite", "postgresql")
+
+
+def _id_among(dialect: str) -> ColumnElement[bool]:
+    """assignments.id among the ids of the parameter "ids" (given as _ids_param makes it), as one
+    parameter whatever their number: PostgreSQL an array (= ANY), SQLite a JSON array (IN
+    json_each). An expanding IN list of the ~200 open ones (one per annotator at work) made
+    SQLAlchemy render, and the database parse, a new statement at every answer: 4% of a PostgreSQL
+    serve worker's CPU, and on SQLite 200 parameters bound inside the study's write lock."""
+    if dialect == "postgresql":
+        return _ASSIGNMENT.id == any_(bindparam("ids", type_=ARRAY(Integer)))
+    among: Select[Any] = select(literal_column("value")).select_from(func.json_each(bindparam("ids", type_=String)))
+    return _ASSIGNMENT.id.in_(among.scalar_subquery())
+
+
+def _ids_param(conn: Connection, ids: Sequence[int]) -> Any:
+    """The "ids" parameter of an _id_among statement on this connection's database."""
+    return list(ids) if conn.dialect.name == "postgresql" else json.dumps(list(ids))
+
+
+_ASSIGNMENT_NOW = {dialect: _ASSIGNMENT_COLUMNS_NOW.where(_id_among(dialect)) for dialect in _DIALECTS}
+# the new assignments and the kept open ones no longer open in one statement (on PostgreSQL they were
+# two round trips of every assignment given; on SQLite two statements inside the study's write lock).
+# A new one's id is above `top`, a kept one's is not.
+_NEW_AND_LEFT_OPEN = {
+    dialect: union_all(
+        _NEW_ASSIGNMENTS,
+        select(_ASSIGNMENT.id, _ASSIGNMENT.unit_id, _ASSIGNMENT.status, _ASSIGNMENT.expires_at).where(
+            _id_among(dialect), _ASSIGNMENT.status != "assigned"
+        ),
+    )
+    for dialect in _DIALECTS
 }
-# of the assignments kept as open, only those that are no longer (most are, and stay unread)
-_LEFT_OPEN = {dialect: query.where(_ASSIGNMENT.status != "assigned") for dialect, query in _ASSIGNMENT_NOW.items()}
-# PostgreSQL: the new assignments and the kept open ones no longer open in one statement (they were
-# two round trips of every assignment given). A new one's id is above `top`, a kept one's is not.
-_NEW_AND_LEFT_OPEN_PG = union_all(
-    _NEW_ASSIGNMENTS,
-    select(_ASSIGNMENT.id, _ASSIGNMENT.unit_id, _ASSIGNMENT.status, _ASSIGNMENT.expires_at).where(
-        _ASSIGNMENT.id == any_(bindparam("ids", type_=ARRAY(Integer))), _ASSIGNMENT.status != "assigned"
-    ),
-)
 
 
 def _count(cache: _LoadCache, unit_id: int, status: str, sign: int) -> None:
@@ -678,16 +697,11 @@ def _still_open(cache: _LoadCache) -> list[int]:
 
 
 def _read_now(session: Session, queries: dict[str, Any], ids: list[int]) -> list[Any]:
-    """`queries` (one of _ASSIGNMENT_NOW, _LEFT_OPEN) for the assignments `ids`."""
+    """`queries` (_ASSIGNMENT_NOW) for the assignments `ids`."""
     if not ids:
         return []
     conn = session.connection()
-    if conn.dialect.name == "postgresql":
-        return list(conn.execute(queries["postgresql"], {"ids": ids}).all())
-    rows: list[Any] = []
-    for k in range(0, len(ids), 500):  # SQLite's bound-parameter limit
-        rows += conn.execute(queries["sqlite"], {"ids": ids[k : k + 500]}).all()
-    return rows
+    return list(conn.execute(queries[conn.dialect.name], {"ids": _ids_param(conn, ids)}).all())
 
 
 def _load_cache(store: Transactions, study_id: int) -> _LoadCache:
@@ -715,17 +729,20 @@ def unit_load_cached(
     expired = [aid for aid, (_u, status, _e) in cache.pending.items() if status != "assigned"]
     top = cache.top  # every kept one was read as new before: its id is not above top
     ahead = read_ahead is not None and read_ahead.top == top and read_ahead.still_open == tuple(still_open)
-    if ahead or (still_open and conn.dialect.name == "postgresql"):
+    if ahead or still_open:
         rows: Sequence[Any] = (
             cast(LoadRead, read_ahead).rows
             if ahead
-            else conn.execute(_NEW_AND_LEFT_OPEN_PG, {"study": study_id, "top": top, "ids": still_open}).all()
+            else conn.execute(
+                _NEW_AND_LEFT_OPEN[conn.dialect.name],
+                {"study": study_id, "top": top, "ids": _ids_param(conn, still_open)},
+            ).all()
         )
         new: Sequence[Any] = [row for row in rows if row[0] > top]
         left_open = [(aid, status, expires_at) for aid, _unit, status, expires_at in rows if aid <= top]
     else:
         new = conn.execute(_NEW_ASSIGNMENTS, {"study": study_id, "top": cache.top}).all()
-        left_open = _read_now(session, _LEFT_OPEN, still_open)
+        left_open = []
     for aid, status, expires_at in left_open + _read_now(session, _ASSIGNMENT_NOW, expired):
         _move(cache, aid, status, expires_at)
     for aid, unit_id, status, expires_at in new:
@@ -790,20 +807,6 @@ def expire_due(session: Session, store: Transactions, study_id: int, *, recheck:
     return len(ids)
 
 
-def annotator_assignments_marked(
-    session: Session, study_id: int, annotator_id: int
-) -> tuple[list[AssignmentInfo], tuple[int, int | None]]:
-    """annotator_assignments(include_expired=True) and units_mark, in one statement."""
-    session.flush()  # the caller's own pending changes first (a plain Core read does not autoflush)
-    rows = (
-        session.connection()
-        .execute(_ANNOTATOR_ASSIGNMENTS_MARKED, {"study_id": study_id, "annotator_id": annotator_id})
-        .all()
-    )
-    mark = (int(rows[0][0]), rows[0][1])
-    return [_assignment_from_columns(row[2:]) for row in rows if row[2] is not None], mark
-
-
 def annotator_assignments(
     session_or_store: Session | Transactions, study_id: int, annotator_id: int, include_expired: bool = False
 ) -> list[AssignmentInfo]:
@@ -852,20 +855,22 @@ def _load_changes_shaped(where: Any) -> Any:
     return select(*columns).where(where)
 
 
-# PostgreSQL, under the study lock at each choice: the annotator's assignments with the units mark
-# (part 0) and the kept load's changes -- the assignments created since it last read and those of
-# its open ones that closed (part 1) -- in one statement; they were two round trips of every
-# assignment given (annotator_assignments_and_load)
-_MARKED_AND_LOAD_PG = union_all(
-    select(literal_column("0"), *_ANNOTATOR_ASSIGNMENTS_MARKED.selected_columns).select_from(
-        *_ANNOTATOR_ASSIGNMENTS_MARKED.get_final_froms()
-    ),
-    _load_changes_shaped(and_(_ASSIGNMENT.study_id == bindparam("study_id"), _ASSIGNMENT.id > bindparam("top"))),
-    _load_changes_shaped(
-        and_(_ASSIGNMENT.id == any_(bindparam("ids", type_=ARRAY(Integer))), _ASSIGNMENT.status != "assigned")
-    ),
-).order_by(text("1"), text("4"))
-# positions in a row of _MARKED_AND_LOAD_PG
+# Under the study lock at each choice: the annotator's assignments with the units mark (part 0) and
+# the kept load's changes -- the assignments created since it last read and those of its open ones
+# that closed (part 1) -- in one statement (annotator_assignments_and_load). On PostgreSQL they were
+# two round trips of every assignment given; on SQLite three statements inside the write lock, each
+# a return to the GIL that the lock's holder waits for behind the process's other threads.
+_MARKED_AND_LOAD = {
+    dialect: union_all(
+        select(literal_column("0"), *_ANNOTATOR_ASSIGNMENTS_MARKED.selected_columns).select_from(
+            *_ANNOTATOR_ASSIGNMENTS_MARKED.get_final_froms()
+        ),
+        _load_changes_shaped(and_(_ASSIGNMENT.study_id == bindparam("study_id"), _ASSIGNMENT.id > bindparam("top"))),
+        _load_changes_shaped(and_(_id_among(dialect), _ASSIGNMENT.status != "assigned")),
+    ).order_by(text("1"), text("4"))
+    for dialect in _DIALECTS
+}
+# positions in a row of _MARKED_AND_LOAD
 _PART, _MARK_AT, _ASSIGNMENT_AT = 0, 1, 3
 _LOAD_AT = tuple(
     _ASSIGNMENT_AT + n
@@ -888,16 +893,13 @@ class LoadRead:
 def annotator_assignments_and_load(
     session: Session, store: Transactions, study_id: int, annotator_id: int
 ) -> tuple[list[AssignmentInfo], tuple[int, int | None], LoadRead | None]:
-    """annotator_assignments_marked and, on PostgreSQL, the kept load's changes in the same
-    statement (None on SQLite, where a statement costs no round trip: unit_load_cached reads them)."""
-    if not store.is_postgres:
-        everything, mark = annotator_assignments_marked(session, study_id, annotator_id)
-        return everything, mark, None
+    """annotator_assignments_marked and the kept load's changes, in one statement (_MARKED_AND_LOAD)."""
     cache = _load_cache(store, study_id)
     still_open = tuple(_still_open(cache))
     session.flush()  # the caller's own pending changes first (a plain Core read does not autoflush)
-    params = {"study_id": study_id, "annotator_id": annotator_id, "top": cache.top, "ids": list(still_open)}
-    rows = session.connection().execute(_MARKED_AND_LOAD_PG, params).all()
+    conn = session.connection()
+    params = {"study_id": study_id, "annotator_id": annotator_id, "top": cache.top, "ids": _ids_param(conn, still_open)}
+    rows = conn.execute(_MARKED_AND_LOAD[conn.dialect.name], params).all()
     mine = [row for row in rows if row[_PART] == 0]
     mark = (int(mine[0][_MARK_AT]), mine[0][_MARK_AT + 1])
     everything = [_assignment_from_columns(row[_ASSIGNMENT_AT:]) for row in mine if row[_ASSIGNMENT_AT] is not None]

@@ -372,9 +372,9 @@ class AcuteProtocol(Protocol[AcuteOptions]):
         if onboarding:
             meta = {**meta, "onboarding": True, "passed": passed}
 
-        def store_answer(session: Transaction) -> tuple[tuple[int | None, bool], bool]:
-            """The answer in the transaction; ((tries used by a failed practice, never gives a
-            reason), stored), both read in the answer's own transaction."""
+        def store_answer(session: Transaction) -> tuple[int | None, bool]:
+            """The answer in the transaction; (tries used by a failed practice, read in the answer's
+            own transaction; stored)."""
             _row, stored = self.add_judgment(
                 annotator,
                 assignment,
@@ -394,10 +394,12 @@ class AcuteProtocol(Protocol[AcuteOptions]):
                     work.annotator_assignments(session, self.study.study_id, annotator.id)
                 )
                 failed_tries = None if ok else tries
-            never_justifies = not onboarding and self.never_justifies(annotator.id, session=session)
-            return (failed_tries, never_justifies), stored
+            return failed_tries, stored
 
-        (failed_tries, never_justifies), nothing_left = answer_with_next(self, annotator, store_answer, self.choose)
+        failed_tries, nothing_left = answer_with_next(self, annotator, store_answer, self.choose)
+        # after the commit, not inside the study's write lock: every statement there is time the
+        # study's other writers wait (the lock bounded judgments/s, benchmarks/load.py)
+        never_justifies = not onboarding and self.never_justifies(annotator.id)
         if failed_tries is not None and failed_tries >= self.config.onboarding.tries:
             block = self.config.onboarding.on_fail == "block"
             self.flag(annotator.id, ["failed onboarding"], block=block, onboarding="failed")
