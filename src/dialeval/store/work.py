@@ -696,12 +696,12 @@ def _still_open(cache: _LoadCache) -> list[int]:
     return [aid for aid, (_u, status, _e) in cache.pending.items() if status == "assigned"]
 
 
-def _read_now(session: Session, queries: dict[str, Any], ids: list[int]) -> list[Any]:
-    """`queries` (_ASSIGNMENT_NOW) for the assignments `ids`."""
+def _read_now(session: Session, ids: list[int]) -> list[Any]:
+    """The assignments `ids` as they are now: (id, status, expiry) rows (_ASSIGNMENT_NOW)."""
     if not ids:
         return []
     conn = session.connection()
-    return list(conn.execute(queries[conn.dialect.name], {"ids": _ids_param(conn, ids)}).all())
+    return list(conn.execute(_ASSIGNMENT_NOW[conn.dialect.name], {"ids": _ids_param(conn, ids)}).all())
 
 
 def _load_cache(store: Transactions, study_id: int) -> _LoadCache:
@@ -743,7 +743,7 @@ def unit_load_cached(
     else:
         new = conn.execute(_NEW_ASSIGNMENTS, {"study": study_id, "top": cache.top}).all()
         left_open = []
-    for aid, status, expires_at in left_open + _read_now(session, _ASSIGNMENT_NOW, expired):
+    for aid, status, expires_at in left_open + _read_now(session, expired):
         _move(cache, aid, status, expires_at)
     for aid, unit_id, status, expires_at in new:
         _count(cache, unit_id, status, +1)
@@ -797,7 +797,7 @@ def expire_due(session: Session, store: Transactions, study_id: int, *, recheck:
     if not due:
         return 0
     ids = []
-    for aid, status, expires_at in _read_now(session, _ASSIGNMENT_NOW, due):
+    for aid, status, expires_at in _read_now(session, due):
         expires_at = _aware(expires_at)
         if status == "assigned" and expires_at is not None and expires_at < now:
             ids.append(aid)
@@ -858,8 +858,9 @@ def _load_changes_shaped(where: Any) -> Any:
 # Under the study lock at each choice: the annotator's assignments with the units mark (part 0) and
 # the kept load's changes -- the assignments created since it last read and those of its open ones
 # that closed (part 1) -- in one statement (annotator_assignments_and_load). On PostgreSQL they were
-# two round trips of every assignment given; on SQLite three statements inside the write lock, each
-# a return to the GIL that the lock's holder waits for behind the process's other threads.
+# two round trips of every assignment given; on SQLite three statements inside the write lock. Under
+# load the lock's holder waits after each statement (for the GIL, for a core), and the others wait
+# for the lock: it bounded ACUTE's judgments/s ("limit: write lock", benchmarks/load.py).
 _MARKED_AND_LOAD = {
     dialect: union_all(
         select(literal_column("0"), *_ANNOTATOR_ASSIGNMENTS_MARKED.selected_columns).select_from(
@@ -892,8 +893,9 @@ class LoadRead:
 
 def annotator_assignments_and_load(
     session: Session, store: Transactions, study_id: int, annotator_id: int
-) -> tuple[list[AssignmentInfo], tuple[int, int | None], LoadRead | None]:
-    """annotator_assignments_marked and the kept load's changes, in one statement (_MARKED_AND_LOAD)."""
+) -> tuple[list[AssignmentInfo], tuple[int, int | None], LoadRead]:
+    """The annotator's assignments (expired ones too), the units mark and the kept load's changes,
+    in one statement (_MARKED_AND_LOAD)."""
     cache = _load_cache(store, study_id)
     still_open = tuple(_still_open(cache))
     session.flush()  # the caller's own pending changes first (a plain Core read does not autoflush)
