@@ -117,3 +117,22 @@ def test_serve_processes_add_up_their_write_lock_time(served, tmp_path):
     assert 0 < totals["held_cpu_s"] <= totals["held_s"] * 1.05 + 0.01  # thread CPU within the hold
     (lock_dir / "half.json").write_text("{", encoding="utf-8")  # a file being written: skipped
     assert read_totals(lock_dir) == totals
+
+
+def test_a_lock_time_folder_that_cannot_be_written_costs_no_request(tmp_path, caplog):
+    """DIALEVAL_LOCK_TIME_DIR naming a place that cannot be a folder, or a folder removed while
+    serving: a warning, the totals still kept in memory, and no error out of a write transaction."""
+    from dialeval.store.lock_time import LockTime
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    unwritable = LockTime(str(blocker / "lock-time"))  # a folder inside a file
+    with unwritable.turn(0.0):
+        pass
+    assert unwritable.totals()["turns"] == 1 and "not written" in caplog.text
+    removed = LockTime(str(tmp_path / "gone"))
+    (tmp_path / "gone").rmdir()
+    with removed.turn(0.0):  # its write finds no folder
+        pass
+    removed.write()
+    assert removed.totals()["turns"] == 1 and not (tmp_path / "gone").exists()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import threading
 import time
@@ -27,8 +28,8 @@ WRITE_EVERY_S = 0.5
 
 class LockTime:
     """Totals of one process: lock turns, seconds waited, seconds held, and the CPU seconds the
-    holding threads used while they held it (held minus CPU: the holder waiting, mostly for the GIL
-    behind the process's other threads)."""
+    holding threads used while they held it (held minus CPU: the holder waiting after its statements,
+    for the database, a core or the GIL)."""
 
     def __init__(self, folder: str | None) -> None:
         self.turns = 0
@@ -39,8 +40,12 @@ class LockTime:
         self._file = Path(folder) / f"{os.getpid()}.json" if folder else None
         self._written_at = 0.0
         if self._file is not None:
-            self._file.parent.mkdir(parents=True, exist_ok=True)
-            atexit.register(self.write)
+            try:
+                self._file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                self._give_up(exc)
+            else:
+                atexit.register(self.write)
 
     @contextmanager
     def turn(self, asked_at: float) -> Iterator[None]:
@@ -69,11 +74,20 @@ class LockTime:
             }
 
     def write(self) -> None:
+        """The totals into the folder. Never raises: it runs as a write transaction ends, after its
+        commit, and a full disk or a removed folder must not fail the request (it stops writing)."""
         if self._file is None:
             return
         partial = self._file.parent / f"{self._file.name}.{threading.get_ident()}.tmp"
-        partial.write_text(json.dumps(self.totals()), encoding="utf-8")
-        partial.replace(self._file)  # a reader never sees half a file
+        try:
+            partial.write_text(json.dumps(self.totals()), encoding="utf-8")
+            partial.replace(self._file)  # a reader never sees half a file
+        except OSError as exc:
+            self._give_up(exc)
+
+    def _give_up(self, exc: OSError) -> None:
+        logging.getLogger(__name__).warning("%s: the write-lock totals are not written (%s)", LOCK_TIME_DIR_ENV, exc)
+        self._file = None
 
 
 LOCK_TIME = LockTime(os.environ.get(LOCK_TIME_DIR_ENV) or None)
