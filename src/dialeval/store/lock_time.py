@@ -24,6 +24,7 @@ from pathlib import Path
 
 LOCK_TIME_DIR_ENV = "DIALEVAL_LOCK_TIME_DIR"
 WRITE_EVERY_S = 0.5
+TOTALS = ("turns", "waited_s", "held_s", "held_cpu_s")  # what a process's file holds
 
 
 class LockTime:
@@ -66,12 +67,7 @@ class LockTime:
 
     def totals(self) -> dict[str, float]:
         with self._count:
-            return {
-                "turns": self.turns,
-                "waited_s": self.waited_s,
-                "held_s": self.held_s,
-                "held_cpu_s": self.held_cpu_s,
-            }
+            return {name: getattr(self, name) for name in TOTALS}
 
     def write(self) -> None:
         """The totals into the folder. Never raises: it runs as a write transaction ends, after its
@@ -95,7 +91,7 @@ LOCK_TIME = LockTime(os.environ.get(LOCK_TIME_DIR_ENV) or None)
 
 def read_totals(folder: Path) -> dict[str, float]:
     """The totals of every process that wrote into `folder`, added up."""
-    out = {"turns": 0.0, "waited_s": 0.0, "held_s": 0.0, "held_cpu_s": 0.0}
+    out = dict.fromkeys(TOTALS, 0.0)
     for path in Path(folder).glob("*.json"):
         try:
             values = json.loads(path.read_text(encoding="utf-8"))
