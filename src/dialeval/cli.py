@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import sys
@@ -655,22 +656,31 @@ def simulate(
                 f"{study} has {real} real annotator{'s' if real != 1 else ''}: simulated ones would mix with "
                 f"their data; simulate in a copy (--copy DIR) or, knowingly, in the study itself (--into-study)"
             )
-    result = simulate_study(
-        study,
-        annotators=annotators,
-        seed=seed,
-        careless_share=careless,
-        base_url=url,
-        spammer_share=spammers,
-        adversary_share=adversaries,
-        adversary_target=adversary_target,
-        strengths=_parse_strengths(strengths) if strengths is not None else None,
-    )
-    console.print(result.summary())
-    for error in result.errors[:10]:
-        err_console.print(f"  simulator: {error}", highlight=False, markup=False)
+    from .report import figure_worker
+
+    with contextlib.ExitStack() as stack:
+        # The report's figures are drawn by a worker forked now, before the simulation's threads
+        # start (it may only fork then): its matplotlib import overlaps the simulation, its drawing
+        # the statistics, as in `dialeval report` (report/figure_worker.py).
+        worker = stack.enter_context(figure_worker.figure_worker()) if report_too else None
+        result = simulate_study(
+            study,
+            annotators=annotators,
+            seed=seed,
+            careless_share=careless,
+            base_url=url,
+            spammer_share=spammers,
+            adversary_share=adversaries,
+            adversary_target=adversary_target,
+            strengths=_parse_strengths(strengths) if strengths is not None else None,
+        )
+        console.print(result.summary())
+        for error in result.errors[:10]:
+            err_console.print(f"  simulator: {error}", highlight=False, markup=False)
+        if report_too:
+            with cyclic_gc_paused(age_after=True):  # as `dialeval report`: no collection passes mid-report
+                paths = write_study_report(study, worker=worker)
     if report_too:
-        paths = write_study_report(study)
         console.print(f"wrote the report: {paths}")
         import json as json_lib
 

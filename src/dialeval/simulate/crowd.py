@@ -333,13 +333,14 @@ def recovered_order(report: dict[str, Any], truth: SimTruth | dict[str, Any]) ->
     }
 
 
-def write_study_report(folder: str | Path) -> Path:
-    """Analyse the study and write <folder>/report/ (report.json, index.html, plots)."""
+def write_study_report(folder: str | Path, worker: Any = None) -> Path:
+    """Analyse the study and write <folder>/report/ (report.json, index.html, plots); `worker`: a
+    figure worker (report/figure_worker.py) to draw the figures, else they are drawn here."""
     from ..report import study_report, write_report
 
     report = study_report(folder)
     out = Path(folder) / "report"
-    write_report(report, out)
+    write_report(report, out, worker=worker)
     return out
 
 

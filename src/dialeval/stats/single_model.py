@@ -167,6 +167,26 @@ def _prob_greater(a: np.ndarray, b: np.ndarray) -> float:
     return float((less + 0.5 * (leq - less)) / (a.size * b.size))
 
 
+def _prob_greater_rows(a_rows: np.ndarray, b_rows: np.ndarray, chunk: int = 256) -> np.ndarray:
+    """`_prob_greater` of each pair of rows, at once (the bootstrap's 2,000 rounds took ~50 ms per
+    pair and quality in a loop, 1-2 s of a single-model report). The same integer counts and the
+    same arithmetic on them, so the same floats: values become ranks among all values, and each
+    row's ranks are shifted past the previous row's, so one searchsorted counts row by row."""
+    values = np.unique(np.concatenate([a_rows.ravel(), b_rows.ravel()]))
+    na, nb = a_rows.shape[1], b_rows.shape[1]
+    out = []
+    for start in range(0, len(a_rows), chunk):  # bounded memory for large studies
+        ra = np.searchsorted(values, a_rows[start : start + chunk])
+        rb = np.sort(np.searchsorted(values, b_rows[start : start + chunk]), axis=1)
+        shift = np.arange(len(ra))[:, None] * (values.size + 1)
+        keys = (rb + shift).ravel()
+        before = np.arange(len(ra))[:, None] * nb  # b's of earlier rows, counted by every search
+        less = (np.searchsorted(keys, ra + shift, side="left") - before).sum(axis=1)
+        leq = (np.searchsorted(keys, ra + shift, side="right") - before).sum(axis=1)
+        out.append((less + 0.5 * (leq - less)) / (na * nb))
+    return np.concatenate(out)
+
+
 def effective_win_rate(
     x: Sequence[float],
     y: Sequence[float],
@@ -205,9 +225,9 @@ def effective_win_rate(
     wins = np.where(ma > mb, 1.0, np.where(ma == mb, 0.5, 0.0))
     rate = float(wins.mean())
     rounds = max(1, min(n_boot, 2000))
-    resampled = [
-        _prob_greater(a[rng.integers(0, a.size, a.size)], b[rng.integers(0, b.size, b.size)]) for _ in range(rounds)
-    ]
+    # the draws in the order the one-round-at-a-time loop made them (a's, then b's, per round)
+    draws = [(rng.integers(0, a.size, a.size), rng.integers(0, b.size, b.size)) for _ in range(rounds)]
+    resampled = _prob_greater_rows(np.array([a[i] for i, _ in draws]), np.array([b[j] for _, j in draws]))
     low, high = np.percentile(resampled, [2.5, 97.5])
     return {
         "win_rate": rate,
