@@ -383,15 +383,14 @@ def annotator_justifications(
     """The annotator's justifications in order (onboarding left out); in the caller's transaction
     when given a Session (its pending rows first)."""
 
-    def run(s: Session) -> list[str | None]:
-        params = {"study_id": study_id, "annotator_id": annotator_id}
-        return list(s.connection().execute(_JUSTIFICATIONS, params).scalars())
-
+    params = {"study_id": study_id, "annotator_id": annotator_id}
     if isinstance(session_or_store, Session):
         session_or_store.flush()  # the caller's pending rows first (a plain Core read does not autoflush)
-        return run(session_or_store)
-    with session_or_store.read() as s:
-        return run(s)
+        return list(session_or_store.connection().execute(_JUSTIFICATIONS, params).scalars())
+    # a short read (no ORM session; on PostgreSQL no BEGIN and COMMIT round trips): ACUTE reads it
+    # after every answer (Protocol.never_justifies) until the annotator's reasons are settled
+    with session_or_store.read_connection() as conn:
+        return list(conn.execute(_JUSTIFICATIONS, params).scalars())
 
 
 def annotator_live_messages(store: Transactions, study_id: int, annotator_id: int) -> list[list[str]]:
