@@ -7,8 +7,10 @@ import base64
 import json
 import multiprocessing
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,12 +35,10 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    """A small arena study completed by 6 simulated annotators (as benchmarks/cli_start.py makes it)."""
-    folder = tmp_path_factory.mktemp("worker") / "arena"
-    _run("-m", "dialeval.cli", "init", "arena", str(folder))
-    _run("-m", "dialeval.cli", "simulate", str(folder), "--annotators", "6", "--seed", "1")
-    return folder
+def study(completed_demo, tmp_path_factory):
+    """An arena study completed by simulated annotators: a copy of the suite's completed demo's (tests/conftest.py:
+    `dialeval demo --simulate 8 --no-serve`, made once per test run), as the tests below write its report."""
+    return Path(shutil.copytree(completed_demo / "arena", tmp_path_factory.mktemp("worker") / "arena"))
 
 
 def _files(folder) -> dict[str, bytes]:
