@@ -36,3 +36,25 @@ def test_the_wilson_interval_is_binomtests():
 def test_importing_it_does_not_import_scipy_stats():
     code = "import sys, dialeval.stats.binomial as b; b.two_sided_p(3, 10); print('scipy.stats' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_binom_cdf_sf_ppf_are_scipy_stats_binoms_to_the_bit():
+    """What the power of a pairwise study asks for (stats/power.py), ends of the support and invalid
+    arguments included, as arrays and as scalars."""
+    from scipy.stats import binom
+
+    from dialeval.stats.binomial import binom_cdf, binom_ppf, binom_sf
+
+    rng = np.random.default_rng(1)
+    n = np.concatenate([np.arange(0, 80), rng.integers(80, 200_000, 200), [2.5, -1, np.nan]])
+    k = np.concatenate([rng.integers(-3, 90, n.size - 3), [1, 1, 1]]).astype(float)
+    k[:5] = [-np.inf, np.inf, np.nan, -0.5, 3.7]
+    for p in (0.0, 0.5, 0.3, 0.77, 1.0, 1.5, np.nan):
+        for ours, theirs in ((binom_cdf, binom.cdf), (binom_sf, binom.sf)):
+            assert np.array_equal(ours(k, n, p), theirs(k, n, p), equal_nan=True), (ours, p)
+            ki, ni = k[5:-3].astype(int), n[5:-3].astype(int)  # integer arrays, as power.py passes them
+            assert np.array_equal(ours(ki, ni, p), theirs(ki, ni, p), equal_nan=True), (ours, p)
+        for q in (0.0, 0.025, 0.005, 0.5, 0.975, 1.0, 1.2):
+            assert np.array_equal(binom_ppf(q, n, p), binom.ppf(q, n, p), equal_nan=True), (q, p)
+    assert binom_cdf(3, 10, 0.5) == binom.cdf(3, 10, 0.5) and binom_ppf(0.025, 10, 0.5) == binom.ppf(0.025, 10, 0.5)
+    assert binom_sf(3.0, 10, 0.4) == binom.sf(3.0, 10, 0.4) and np.ndim(binom_sf(3.0, 10, 0.4)) == 0

@@ -10,6 +10,9 @@ share, the pairwise grid); importing scipy.stats for it cost a small report abou
   scipy.stats.binomtest's value to the bit (tests/stats/test_binomial.py compares them on every
   k <= n <= 60 and on large n; a one-off run matched every k <= n <= 300). Any other p0, or a scipy
   without those functions, goes to binomtest.
+- `binom_cdf`, `binom_sf`, `binom_ppf`: scipy.stats.binom's cdf, sf and ppf (vectorised) from the same
+  Boost functions, with rv_discrete's handling of the support's ends and of invalid arguments, for
+  the power of a pairwise study that every pairwise report sizes (tests/stats/test_binomial.py).
 - `wilson_interval(k, n, level)`: the Wilson score interval (Wilson 1927, JASA; formula as in
   Newcombe 1998, Statistics in Medicine, method 3), equal to binomtest's proportion_ci("wilson").
 
@@ -19,13 +22,78 @@ Imports nothing from dialeval.
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import numpy as np
 import scipy.special as sc
 
 # The binomial distribution's Boost CDF/SF ufuncs that scipy.stats.binom calls (scipy >= 1.10). They
 # are not public; without them every test goes through scipy.stats.binomtest (same values, slower start).
 _CDF = getattr(sc, "_ufuncs", None) and getattr(sc._ufuncs, "_binom_cdf", None)
 _SF = getattr(sc, "_ufuncs", None) and getattr(sc._ufuncs, "_binom_sf", None)
+_PPF = getattr(sc, "_ufuncs", None) and getattr(sc._ufuncs, "_binom_ppf", None)
+
+
+def _valid(n: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """binom's _argcheck: an integral n >= 0 and 0 <= p <= 1."""
+    return (n >= 0) & (n == np.round(n)) & (p >= 0) & (p <= 1)
+
+
+def _result(out: np.ndarray) -> Any:
+    return out[()] if out.ndim == 0 else out
+
+
+def binom_cdf(k: Any, n: Any, p: Any) -> Any:
+    """scipy.stats.binom.cdf(k, n, p), the same values (rv_discrete.cdf's steps, binom._cdf's function)."""
+    if _CDF is None:
+        from scipy import stats
+
+        return stats.binom.cdf(k, n, p)
+    k, n, p = np.broadcast_arrays(np.asarray(k), np.asarray(n), np.asarray(p))
+    valid = _valid(n, p)
+    out = np.zeros(k.shape, "d")
+    out[k >= n] = 1.0
+    out[np.isneginf(k)] = 0.0
+    out[~valid | np.isnan(k)] = np.nan
+    inside = valid & (k >= 0) & (k < n) & np.isfinite(k)
+    if inside.any():
+        out[inside] = np.clip(_CDF(np.floor(k[inside]), n[inside], p[inside]), 0, 1)
+    return _result(out)
+
+
+def binom_sf(k: Any, n: Any, p: Any) -> Any:
+    """scipy.stats.binom.sf(k, n, p), the same values (rv_discrete.sf's steps, binom._sf's function)."""
+    if _SF is None:
+        from scipy import stats
+
+        return stats.binom.sf(k, n, p)
+    k, n, p = np.broadcast_arrays(np.asarray(k), np.asarray(n), np.asarray(p))
+    valid = _valid(n, p)
+    out = np.zeros(k.shape, "d")
+    out[~valid | np.isnan(k)] = np.nan
+    out[((k < 0) | np.isneginf(k)) & valid] = 1.0
+    inside = valid & (k >= 0) & (k < n) & np.isfinite(k)
+    if inside.any():
+        out[inside] = np.clip(_SF(np.floor(k[inside]), n[inside], p[inside]), 0, 1)
+    return _result(out)
+
+
+def binom_ppf(q: Any, n: Any, p: Any) -> Any:
+    """scipy.stats.binom.ppf(q, n, p), the same values (rv_discrete.ppf's steps, binom._ppf's function)."""
+    if _PPF is None:
+        from scipy import stats
+
+        return stats.binom.ppf(q, n, p)
+    q, n, p = np.broadcast_arrays(np.asarray(q), np.asarray(n), np.asarray(p))
+    valid = _valid(n, p)
+    out = np.full(q.shape, np.nan, "d")
+    out[(q == 0) & valid] = -1.0  # the support's start (0) minus 1
+    at_one = (q == 1) & valid
+    out[at_one] = n[at_one]
+    inside = valid & (q > 0) & (q < 1)
+    if inside.any():
+        out[inside] = _PPF(q[inside], n[inside], p[inside]) + 0  # + loc, as rv_discrete (-0.0 becomes 0.0)
+    return _result(out)
 
 
 def two_sided_p(k: int, n: int, p0: float = 0.5) -> float:

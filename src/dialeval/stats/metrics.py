@@ -22,7 +22,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 DEBIAN_WORDNET = Path("/usr/share/wordnet")
 WORDNET_FILES = (
@@ -282,6 +281,10 @@ def metric_correlations(
     }
     systems = [s for s in human_scores_by_system if s in by_system]
     metric_names = list(dict.fromkeys(m for s in systems for m in by_system[s]))
+    # imported here: a report imports this module whether or not it has references to score, and
+    # scipy.stats takes ~0.5 s to import
+    from scipy import stats
+
     out: dict[str, dict[str, float | int | None]] = {}
     for m in metric_names:
         shared = [s for s in systems if m in by_system[s]]
