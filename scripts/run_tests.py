@@ -18,6 +18,7 @@ ends; the last lines are a table of every part's time, the place to look when th
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import subprocess
@@ -200,6 +201,11 @@ def main(args: list[str]) -> int:
     if args:  # a chosen part of the suite: plain pytest
         return subprocess.call([*PYTEST, *args], cwd=REPO)
     workers = int(os.environ.get("DIALEVAL_TEST_WORKERS", "2"))
+    # Bytecode for src/ before any part starts. pip compiles what it installs, but dialeval is
+    # installed editable, and where PYTHONDONTWRITEBYTECODE is set (it is on our development machines) no
+    # process writes what it compiled: every `dialeval` subprocess of the tests compiled the modules
+    # it imports again (~0.35 s of a small `dialeval report`, medians of 5 alternating runs).
+    compileall.compile_dir(REPO / "src", quiet=1, workers=workers)
     queue = sorted(parts() + gates(), key=lambda p: (p.name not in FIRST, -p.expected))
     started = time.monotonic()
     lock = threading.Lock()
