@@ -43,22 +43,28 @@ def _result(out: np.ndarray) -> Any:
     return out[()] if out.ndim == 0 else out
 
 
+def _tail(function: Any, k: Any, n: Any, p: Any, *, lower: bool) -> Any:
+    """rv_discrete's cdf (`lower`) or sf steps around binom's Boost function: NaN for invalid
+    arguments, 1 past the support's far end (k >= n for the cdf, k < 0 for the sf), 0 before its
+    near end, the function of floor(k) inside."""
+    k, n, p = np.broadcast_arrays(np.asarray(k), np.asarray(n), np.asarray(p))
+    valid = _valid(n, p)
+    out = np.zeros(k.shape, "d")
+    out[(k >= n) if lower else (k < 0)] = 1.0
+    out[~valid | np.isnan(k)] = np.nan
+    inside = valid & (k >= 0) & (k < n) & np.isfinite(k)
+    if inside.any():
+        out[inside] = np.clip(function(np.floor(k[inside]), n[inside], p[inside]), 0, 1)
+    return _result(out)
+
+
 def binom_cdf(k: Any, n: Any, p: Any) -> Any:
     """scipy.stats.binom.cdf(k, n, p), the same values (rv_discrete.cdf's steps, binom._cdf's function)."""
     if _CDF is None:
         from scipy import stats
 
         return stats.binom.cdf(k, n, p)
-    k, n, p = np.broadcast_arrays(np.asarray(k), np.asarray(n), np.asarray(p))
-    valid = _valid(n, p)
-    out = np.zeros(k.shape, "d")
-    out[k >= n] = 1.0
-    out[np.isneginf(k)] = 0.0
-    out[~valid | np.isnan(k)] = np.nan
-    inside = valid & (k >= 0) & (k < n) & np.isfinite(k)
-    if inside.any():
-        out[inside] = np.clip(_CDF(np.floor(k[inside]), n[inside], p[inside]), 0, 1)
-    return _result(out)
+    return _tail(_CDF, k, n, p, lower=True)
 
 
 def binom_sf(k: Any, n: Any, p: Any) -> Any:
@@ -67,15 +73,7 @@ def binom_sf(k: Any, n: Any, p: Any) -> Any:
         from scipy import stats
 
         return stats.binom.sf(k, n, p)
-    k, n, p = np.broadcast_arrays(np.asarray(k), np.asarray(n), np.asarray(p))
-    valid = _valid(n, p)
-    out = np.zeros(k.shape, "d")
-    out[~valid | np.isnan(k)] = np.nan
-    out[((k < 0) | np.isneginf(k)) & valid] = 1.0
-    inside = valid & (k >= 0) & (k < n) & np.isfinite(k)
-    if inside.any():
-        out[inside] = np.clip(_SF(np.floor(k[inside]), n[inside], p[inside]), 0, 1)
-    return _result(out)
+    return _tail(_SF, k, n, p, lower=False)
 
 
 def binom_ppf(q: Any, n: Any, p: Any) -> Any:
