@@ -38,6 +38,25 @@ def open_study(path: str | Path) -> OpenStudy:
     return OpenStudy(folder=folder, config=config, store=store, row=row)
 
 
+def no_tasks_reason(store: Store, study_id: int, config: StudyConfig, folder: str | Path) -> str | None:
+    """Why a study whose tasks are made before collection (not a live chat) has none to give, once its
+    units are built (Protocol.prepare); None when it has some, or makes them as people chat. Without
+    one an annotator -- a paid one too -- consents, reads the instructions and then finds nothing to
+    do, so `serve` warns and `simulate` stops before the crowd."""
+    from . import registry
+    from .store import work
+
+    method = registry.get(config.method)
+    if method.live or method.protocol is None or work.count_units(store, study_id) > 0:
+        return None
+    material = "the conversations it shows" if method.generate is None else "its systems' answers, two systems at least"
+    return (
+        f"{folder} has no task to give annotators yet: {method.title} needs {material}, made before the "
+        f"study starts, and it has none. Make them with `dialeval generate {folder}`, or bring them with "
+        "`dialeval import` (dialeval import --help)"
+    )
+
+
 STUDY_ID_FILE = ".study-id"
 
 

@@ -130,7 +130,7 @@ def simulate_study(
     ``<folder>/simulation/truth.json``.
     """
     from ..corpus import load_corpus
-    from ..study import open_study
+    from ..study import no_tasks_reason, open_study
     from ..web.served import slugify
     from .server import running_app
 
@@ -174,7 +174,6 @@ def simulate_study(
             raise DialevalError(
                 f"--adversary-target '{target}' is not a bot of this study ({', '.join(truth.order())})"
             )
-        truth.save(folder)  # once the options are known good: a refused run leaves nothing behind
         profiles = [
             sample_profile(
                 random.Random(f"{seed}:profile:{i}"),
@@ -212,10 +211,19 @@ def simulate_study(
             with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
                 return list(pool.map(one, range(annotators)))
 
+        def ready_or_stop() -> None:
+            # after the units are built (by the app started here, or the running server)
+            reason = no_tasks_reason(opened.store, opened.id, config, folder)
+            if reason is not None:
+                raise DialevalError(f"{reason}; no simulated annotator was sent")
+            truth.save(folder)  # once the options and the study are known good: a refused run leaves nothing
+
         if base_url is None:
             with running_app([folder]) as url:
+                ready_or_stop()
                 logs = run_all(url)
         else:
+            ready_or_stop()
             logs = run_all(base_url)
         _save_roles(opened, folder, profiles, logs)
         return collect(opened, config.method, folder, logs, truth)

@@ -9,6 +9,7 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
+from ..study import no_tasks_reason
 from .app import STUDY_FOLDERS_ENV
 
 
@@ -31,6 +32,12 @@ def study_links(app, host: str, port: int) -> list[dict[str, str]]:
                 "admin": f"{base}/s/{served.slug}/admin?token={served.admin_token}",
                 "error": served.error or "",
                 "completion_warning": completion_warning(served.ctx.config.recruitment) or "",
+                "tasks_warning": (
+                    no_tasks_reason(served.ctx.store, served.ctx.study_id, served.ctx.config, served.ctx.folder)
+                    if served.protocol is not None
+                    else None
+                )
+                or "",
             }
         )
     return out
@@ -104,8 +111,9 @@ def serve(
             continue
         for key in ("annotator", "volunteer", "prolific", "mturk", "admin"):
             print_fn(f"    {key:<10} {link[key]}")
-        if link["completion_warning"]:
-            print_fn(f"    warning: {link['completion_warning']}")
+        for warning in (link["tasks_warning"], link["completion_warning"]):
+            if warning:
+                print_fn(f"    warning: {warning}")
     if open_browser:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         threading.Timer(1.0, webbrowser.open, args=(f"http://{shown}:{port}/",)).start()
