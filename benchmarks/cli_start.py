@@ -1,22 +1,25 @@
-"""Benchmark at the user's door: `dialeval report` on a small study and `dialeval --help`.
+"""Benchmark at the user's door: `dialeval report` on a small study of every method, and `dialeval --help`.
 
-Targets (issue 25, part 3): `dialeval report` of a small arena study < 1.5 s wall on a quiet
-machine, `dialeval --help` < 0.3 s. Each command is the installed `dialeval` run in a subprocess;
-each figure is the median of --runs runs: wall time, CPU time (user + sys of the child and of the
+Targets (issue 25, part 3): `dialeval report` of a small study < 1.5 s wall on a quiet machine,
+`dialeval --help` < 0.3 s. Each command is the installed `dialeval` run in a subprocess; each
+figure is the median of --runs runs: wall time, CPU time (user + sys of the child and of the
 processes it waited for, the report's figure worker: os.wait4) and peak RSS (the largest of them),
 with the load average before and after (the machine is shared).
 
 Beside them, the limits measured in the same run: the interpreter's bare start (`python -c pass`),
 the CLI's import (`python -c "import dialeval.cli"`), which every command pays before it does
-anything, and the libraries the report's own process cannot do without, imported and nothing else
-(pandas, scipy.special and scipy.optimize for the tie models, SQLAlchemy for the store, Jinja2 for
-the page; matplotlib is imported by the figure worker it forks, report/figure_worker.py, on the
-other core): the floor of the report's wall time as long as it uses them; and the same report with
-its figures left out (no worker, matplotlib never imported, nothing drawn or rendered): what the
-figures still add to the wall time.
+anything, and the libraries every report's own process cannot do without, imported and nothing
+else (pandas, scipy.special and scipy.optimize for the tie models, SQLAlchemy for the store, Jinja2
+for the page; matplotlib is imported by the figure worker it forks, report/figure_worker.py, on the
+other core): the floor of a report's wall time as long as it uses them; scipy.stats imported alone,
+which the reports of the methods whose statistics come from it (t-tests, Mann-Whitney U,
+chi-squared, scikit-learn's TF-IDF of the ACUTE justifications) add to that floor; and the arena
+report with its figures left out (no worker, matplotlib never imported, nothing drawn or
+rendered): what the figures still add to the wall time.
 
-The study: `dialeval init arena` completed by 6 simulated annotators (seed 1), made once in a
-temporary folder (the study is not timed).
+The studies: one per method, `dialeval init METHOD`, `dialeval generate` (the conversations or
+answers of the methods that show pre-made ones; a live method's generate says there is nothing to
+make) and 6 simulated annotators (seed 1), made once in a temporary folder (not timed).
 
 Run: .venv/bin/python benchmarks/cli_start.py [--runs 7] [--json benchmarks/cli_start.json]
 A worktree's code: PYTHONPATH=$PWD/src .venv/bin/python benchmarks/cli_start.py (children inherit it).
@@ -37,8 +40,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DIALEVAL = str(Path(sys.executable).with_name("dialeval"))
-TARGETS = {"report": 1.5, "help": 0.3}  # seconds of wall time, on a quiet machine
+TARGETS = {"report": 1.5, "help": 0.3}  # seconds of wall time, on a quiet machine ("report": each method's)
 LIBRARIES = "import numpy, pandas, scipy.special, scipy.optimize, sqlalchemy.orm, jinja2"
+SIMULATED_ANNOTATORS = 6
 
 
 # The report command with `figures` (report/build.py) replaced by one that draws nothing, and no figure
@@ -107,19 +111,25 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=HERE / "cli_start.json")
     args = parser.parse_args()
     compile_package()
+    from dialeval import METHODS
+
     with tempfile.TemporaryDirectory(prefix="dialeval-start-") as tmp:
-        study = str(Path(tmp) / "arena")
-        subprocess.run([DIALEVAL, "init", "arena", study], check=True, capture_output=True)
-        subprocess.run(
-            [DIALEVAL, "simulate", study, "--annotators", "6", "--seed", "1"], check=True, capture_output=True
-        )
+        studies = {method: str(Path(tmp) / method) for method in METHODS}
+        for method, study in studies.items():
+            for step in (
+                ["init", method, study],
+                ["generate", study],
+                ["simulate", study, "--annotators", str(SIMULATED_ANNOTATORS), "--seed", "1", "--no-report"],
+            ):
+                subprocess.run([DIALEVAL, *step], check=True, capture_output=True)
         results = {
             "python -c pass": timed([sys.executable, "-c", "pass"], args.runs),
             "import dialeval.cli": timed([sys.executable, "-c", "import dialeval.cli"], args.runs),
             "report's libraries": timed([sys.executable, "-c", LIBRARIES], args.runs),
+            "scipy.stats": timed([sys.executable, "-c", "import scipy.stats"], args.runs),
             "help": timed([DIALEVAL, "--help"], args.runs),
-            "report": timed([DIALEVAL, "report", study], args.runs),
-            "report without figures": timed([sys.executable, "-c", WITHOUT_FIGURES, study], args.runs),
+            **{f"report {method}": timed([DIALEVAL, "report", study], args.runs) for method, study in studies.items()},
+            "report arena without figures": timed([sys.executable, "-c", WITHOUT_FIGURES, studies["arena"]], args.runs),
         }
     out = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -132,9 +142,12 @@ def main() -> None:
     args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     print(out["uptime"])
     for name, r in results.items():
-        target = f"  (target < {TARGETS[name]} s)" if name in TARGETS else "  (limit)"
+        goal = TARGETS.get(name) or (
+            TARGETS["report"] if name.startswith("report ") and "without" not in name else None
+        )
+        target = f"  (target < {goal} s)" if goal else "  (limit)"
         print(
-            f"{name:22s} wall {r['wall_s']:.3f} s (min {r['wall_s_min_max'][0]:.3f}), CPU {r['cpu_s']:.3f} s, "
+            f"{name:30s} wall {r['wall_s']:.3f} s (min {r['wall_s_min_max'][0]:.3f}), CPU {r['cpu_s']:.3f} s, "
             f"{r['peak_rss_mb']:.0f} MB, load {r['load_before']}{target}"
         )
     print(f"wrote {args.json}")
