@@ -35,9 +35,9 @@ bench: setup-full
 	.venv/bin/dialeval bench adaptive --json benchmarks/results-adaptive.json
 
 # The speed targets at the user's door (issue 25), each beside its limit measured in the same run:
-# the installed command in a subprocess (small report, --help; 1M arena battles, 100k Direct
+# the installed command in a subprocess (a small report of every method, --help; 1M arena battles, 100k Direct
 # Assessment ratings, 100k Spot The Bot segments) and every method served to 200 annotators over real
-# HTTP on SQLite and PostgreSQL. About 25 minutes on a quiet machine; results in benchmarks/*.json,
+# HTTP on SQLite and PostgreSQL. About 30 minutes on a quiet machine; results in benchmarks/*.json,
 # summarised by hand in the first table of benchmarks/README.md.
 bench-door: setup-full
 	$(PY) benchmarks/cli_start.py
