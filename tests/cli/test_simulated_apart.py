@@ -110,9 +110,19 @@ def test_real_annotators_are_never_mixed_silently(tmp_path, monkeypatch):
 def test_no_judgments_to_report_is_said_in_sentences_of_their_own(tmp_path):
     """`dialeval report` refuses a study without judgments (of real annotators) in one `error:` line
     whose sentences stand apart: never a simulated note glued after a semicolon."""
-    # simulated before anything was generated: the crowd registered, found no work, stored nothing
+    # simulated annotators who came and stored nothing (`simulate` itself now stops before its crowd
+    # when nothing was generated: tests/cli/test_study_without_tasks.py); registered here as a
+    # crowd that found every unit taken would leave them
     run("init", "acute", tmp_path / "early")
-    run("simulate", tmp_path / "early", "--annotators", "2", "--no-report")
+    from dialeval.store import work
+    from dialeval.study import open_study
+
+    opened = open_study(tmp_path / "early")
+    try:
+        arrived = [opened.store.get_or_create_annotator(opened.id, f"sim-{i}", "link").id for i in range(2)]
+        work.mark_simulated(opened.store, *arrived)
+    finally:
+        opened.close()
     refused = subprocess.run([*DIALEVAL, "report", "early"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert (refused.returncode, refused.stdout) == (2, "")
     assert refused.stderr == (
@@ -125,8 +135,6 @@ def test_no_judgments_to_report_is_said_in_sentences_of_their_own(tmp_path):
     study = tmp_path / "mixed"
     run("init", "prompts", study)
     run("generate", study)
-    from dialeval.study import open_study
-
     opened = open_study(study)
     try:
         opened.store.get_or_create_annotator(opened.id, "participant-1", "prolific")
