@@ -440,18 +440,14 @@ class Protocol(Generic[OptionsT]):
             return True
         return False
 
-    def never_justifies(self, annotator_id: int, minimum: int = 3, *, session: Transaction | None = None) -> bool:
-        """check_justifications' test without the flag: with `session`, read in the caller's
-        transaction (an answer's own, so no read transaction of its own; the caller flags after
-        its commit with flag_never_justifies)."""
+    def never_justifies(self, annotator_id: int, minimum: int = 3) -> bool:
+        """check_justifications' test without the flag (ACUTE-Eval reads it after an answer's commit,
+        outside the study's write lock, then flags with flag_never_justifies)."""
         if not self.config.quality.drop_never_justifies or annotator_id in self._gave_reasons:
             return False
         from ..quality.filters import never_gives_reason, reasons_settled
 
-        if session is not None:
-            texts = work.annotator_justifications(session, self.study.study_id, annotator_id)
-        else:
-            texts = self.db.annotator_justifications(annotator_id)
+        texts = self.db.annotator_justifications(annotator_id)
         if reasons_settled(texts):  # judgments are never deleted: the answer stays False
             self._gave_reasons.add(annotator_id)
             return False

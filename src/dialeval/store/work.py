@@ -377,19 +377,12 @@ _JUSTIFICATIONS = (
 )
 
 
-def annotator_justifications(
-    session_or_store: Session | Transactions, study_id: int, annotator_id: int
-) -> list[str | None]:
-    """The annotator's justifications in order (onboarding left out); in the caller's transaction
-    when given a Session (its pending rows first)."""
-
+def annotator_justifications(store: Transactions, study_id: int, annotator_id: int) -> list[str | None]:
+    """The annotator's justifications in order (onboarding left out)."""
     params = {"study_id": study_id, "annotator_id": annotator_id}
-    if isinstance(session_or_store, Session):
-        session_or_store.flush()  # the caller's pending rows first (a plain Core read does not autoflush)
-        return list(session_or_store.connection().execute(_JUSTIFICATIONS, params).scalars())
     # a short read (no ORM session; on PostgreSQL no BEGIN and COMMIT round trips): ACUTE reads it
     # after every answer (Protocol.never_justifies) until the annotator's reasons are settled
-    with session_or_store.read_connection() as conn:
+    with store.read_connection() as conn:
         return list(conn.execute(_JUSTIFICATIONS, params).scalars())
 
 
