@@ -386,6 +386,19 @@ def test_methods_paragraph_claims_onboarding_only_for_methods_that_run_it():
             assert ("onboarding check" in methods_paragraph(method, counts, config)) == runs, method
 
 
+def test_methods_paragraph_claims_the_chat_filters_only_where_people_chat():
+    """quality.worker_filters (on by default) reads annotators' live-chat messages: ACUTE, Spot The
+    Bot and prompt-set annotators write none, so their reports must not say filters flagged them."""
+    from dialeval.report.methods_text import methods_paragraph
+
+    counts = {"annotators": 3, "judgments": 9, "units": 3, "conversations": 3, "bots": ["a", "b"]}
+    config = {"quality": {"worker_filters": True}}
+    for method in registry.ids(collectable=True):
+        said = "own chat messages tripped the worker filters" in methods_paragraph(method, counts, config)
+        assert said == registry.get(method).live, method
+    assert "worker filters" not in methods_paragraph("single-model", counts, {"quality": {"worker_filters": False}})
+
+
 @pytest.mark.parametrize("method", DEMO)
 def test_report_json_fits_the_documented_schema(demo, method):
     """Fresh reports of every method fit the JSON Schema the docs publish for report.json

@@ -64,7 +64,9 @@ def methods_paragraph(method: str, counts: dict[str, Any], config: dict[str, Any
         if onboarding.get("enabled") and runs:
             parts.append(f"Annotators passed an onboarding check first; failing it meant: {onboarding.get('on_fail')}.")
         quality = config.get("quality") or {}
-        if quality.get("worker_filters"):
+        # the filters read an annotator's live-chat messages (Protocol.check_live_messages): only
+        # where people chat with the bots
+        if quality.get("worker_filters") and spec is not None and spec.live:
             parts.append(
                 "Annotators whose own chat messages tripped the worker filters of Smith et al. 2022 "
                 "(short messages, greeting first, ALL CAPS, repetition, offensive words) were flagged "
